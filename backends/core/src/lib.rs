@@ -1,0 +1,16 @@
+//! The seam between hearth's agent and whatever runs the model.
+//!
+//! A [`Backend`] turns a [`CompletionRequest`] into a stream of [`BackendEvent`]s, ending with
+//! exactly one [`BackendEvent::Finished`] or one [`BackendError`]. Remote OpenAI-compatible
+//! servers (crate `hearth-openai`) and the in-process engine (crate `hearth-local`) both sit
+//! behind it, so the agent never knows which one answers.
+
+mod backend;
+mod error;
+mod event;
+mod request;
+
+pub use backend::{Backend, EventStream, ModelInfo};
+pub use error::{BackendError, TimeoutStage};
+pub use event::{BackendEvent, FinishReason, NativeToolCall, Progress, Usage};
+pub use request::{CompletionRequest, ContentPart, Message, Role, ToolSpec};

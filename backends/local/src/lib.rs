@@ -1,0 +1,1 @@
+//! The in-process inference engine.

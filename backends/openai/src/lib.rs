@@ -1,0 +1,1 @@
+//! Streaming client for OpenAI-compatible `/v1/chat/completions` and `/v1/models`.

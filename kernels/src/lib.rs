@@ -1,0 +1,1 @@
+//! Compute kernels for the local engine.

@@ -1,0 +1,1 @@
+//! Fakes for hearth's tests.
