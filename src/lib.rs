@@ -1,5 +1,10 @@
 //! hearth: a coding agent for open models. The binary's front ends (ACP, REPL, batch) share
 //! this library's agent core.
 
+pub mod acp;
 pub mod agent;
+pub mod cli;
+pub mod config;
+pub mod endpoints;
+pub mod logging;
 pub mod parse;

@@ -1,1 +1,104 @@
-fn main() {}
+//! The `hearth` binary: parses arguments, sets up logging, hands over to a front end.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Parser;
+use hearth::acp::{AcpState, serve_stdio};
+use hearth::cli::{Cli, Command};
+use hearth::config::{self, Config};
+use hearth::endpoints::build_catalog;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let config = match config::load(cli.config.as_deref(), &|k| std::env::var(k).ok()) {
+        Ok(config) => config,
+        Err(err) => {
+            eprintln!("hearth: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    let _log = hearth::logging::init(&config.log);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(err) => {
+            eprintln!("hearth: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command.unwrap_or(Command::Acp) {
+            Command::Acp => serve(config).await,
+            Command::Models => list_models(config).await,
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            tracing::error!("{err:#}");
+            eprintln!("hearth: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn serve(config: Config) -> anyhow::Result<()> {
+    let catalog = build_catalog(&config)?;
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        endpoints = catalog.endpoints().len(),
+        "serving ACP on stdio"
+    );
+    let state = Arc::new(AcpState::new(config, catalog));
+    serve_stdio(state)
+        .await
+        .map_err(|e| anyhow::anyhow!("ACP connection failed: {}", e.message))?;
+    tracing::info!("client closed the connection");
+    Ok(())
+}
+
+async fn list_models(config: Config) -> anyhow::Result<()> {
+    let catalog = build_catalog(&config)?;
+    let mut out = std::io::stdout().lock();
+    if catalog.endpoints().is_empty() {
+        writeln!(
+            out,
+            "No endpoints configured. Set HEARTH_BASE_URL or add [[endpoints]] to the config file."
+        )?;
+    }
+    for listing in catalog.list_endpoints().await {
+        match listing.result {
+            Ok(models) => {
+                writeln!(out, "{} ({})", listing.endpoint, listing.base_url)?;
+                if models.is_empty() {
+                    writeln!(out, "  (no models listed)")?;
+                }
+                for m in models {
+                    let mut details = Vec::new();
+                    if let Some(w) = m.context_window {
+                        details.push(format!("context {w}"));
+                    }
+                    if let Some(q) = m.quantization {
+                        details.push(q);
+                    }
+                    let suffix = if details.is_empty() {
+                        String::new()
+                    } else {
+                        format!("  [{}]", details.join(", "))
+                    };
+                    writeln!(out, "  {}{suffix}", m.id)?;
+                }
+            }
+            Err(err) => writeln!(
+                out,
+                "{} ({}) UNREACHABLE: {err}",
+                listing.endpoint, listing.base_url
+            )?,
+        }
+    }
+    Ok(())
+}

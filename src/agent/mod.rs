@@ -1,10 +1,16 @@
 //! The agent core: session state, the turn loop, tool dispatch, modes and permission policy.
 
+mod catalog;
 mod client_ops;
 mod event;
 mod history;
 mod ids;
+mod mode;
+mod request;
+mod session;
+mod turn;
 
+pub use catalog::{Catalog, Endpoint, EndpointListing, ModelChoice, ModelRef};
 pub use client_ops::{
     ClientOps, ClientOpsError, ExitStatus, PermissionAnswer, TerminalOutput, TerminalRequest,
 };
@@ -14,3 +20,6 @@ pub use event::{
 };
 pub use history::{HistoryEntry, ToolCallRecord};
 pub use ids::{SessionId, TerminalId, ToolCallId};
+pub use mode::Mode;
+pub use session::{Session, SessionSettings, TurnTicket};
+pub use turn::{StopReason, TurnContext, TurnError, run_turn};

@@ -1,0 +1,227 @@
+//! `ClientOps` over ACP: the editor reads and writes files (its buffers), runs commands (its
+//! terminals) and asks the user. Only what the client advertised is asked of it.
+
+use std::path::Path;
+
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    ClientCapabilities, CreateTerminalRequest, KillTerminalRequest, PermissionOption,
+    PermissionOptionKind, ReadTextFileRequest, ReleaseTerminalRequest, RequestPermissionOutcome,
+    RequestPermissionRequest, SessionId as AcpSessionId, SessionNotification,
+    TerminalOutputRequest, ToolCallUpdate, WaitForTerminalExitRequest, WriteTextFileRequest,
+};
+use agent_client_protocol::{Client, ErrorCode};
+use async_trait::async_trait;
+use tokio_util::sync::CancellationToken;
+
+use super::render;
+use crate::agent::{
+    AgentEvent, ClientOps, ClientOpsError, ExitStatus, PermissionAnswer, TerminalId,
+    TerminalOutput, TerminalRequest, ToolCard,
+};
+
+pub struct AcpClientOps {
+    cx: ConnectionTo<Client>,
+    session_id: AcpSessionId,
+    caps: ClientCapabilities,
+    /// The turn's token: an open permission question resolves as cancelled when it fires.
+    cancel: CancellationToken,
+}
+
+impl AcpClientOps {
+    pub fn new(
+        cx: ConnectionTo<Client>,
+        session_id: AcpSessionId,
+        caps: ClientCapabilities,
+        cancel: CancellationToken,
+    ) -> Self {
+        Self {
+            cx,
+            session_id,
+            caps,
+            cancel,
+        }
+    }
+
+    fn sid(&self) -> AcpSessionId {
+        self.session_id.clone()
+    }
+}
+
+fn failed(err: agent_client_protocol::Error) -> ClientOpsError {
+    ClientOpsError::Failed(err.message)
+}
+
+#[async_trait]
+impl ClientOps for AcpClientOps {
+    async fn read_text_file(
+        &self,
+        path: &Path,
+        line: Option<u32>,
+        limit: Option<u32>,
+    ) -> Result<String, ClientOpsError> {
+        if !self.caps.fs.read_text_file {
+            return Err(ClientOpsError::Unsupported("fs/read_text_file"));
+        }
+        let request = ReadTextFileRequest::new(self.sid(), path)
+            .line(line)
+            .limit(limit);
+        match self.cx.send_request(request).block_task().await {
+            Ok(response) => Ok(response.content),
+            Err(err) if err.code == ErrorCode::RESOURCE_NOT_FOUND => {
+                Err(ClientOpsError::NotFound(path.to_path_buf()))
+            }
+            Err(err) => Err(failed(err)),
+        }
+    }
+
+    async fn write_text_file(&self, path: &Path, content: &str) -> Result<(), ClientOpsError> {
+        if !self.caps.fs.write_text_file {
+            return Err(ClientOpsError::Unsupported("fs/write_text_file"));
+        }
+        let request = WriteTextFileRequest::new(self.sid(), path, content);
+        self.cx
+            .send_request(request)
+            .block_task()
+            .await
+            .map(|_| ())
+            .map_err(failed)
+    }
+
+    async fn create_terminal(
+        &self,
+        request: TerminalRequest,
+    ) -> Result<TerminalId, ClientOpsError> {
+        if !self.caps.terminal {
+            return Err(ClientOpsError::Unsupported("terminal/create"));
+        }
+        // Run through the shell so pipes, globs and `&&` work as the model expects.
+        let acp = CreateTerminalRequest::new(self.sid(), "sh")
+            .args(vec!["-c".to_string(), request.command])
+            .env(
+                request
+                    .env
+                    .into_iter()
+                    .map(|(k, v)| agent_client_protocol::v1::schema::EnvVariable::new(k, v))
+                    .collect::<Vec<_>>(),
+            )
+            .cwd(request.cwd)
+            .output_byte_limit(request.output_byte_limit);
+        let response = self
+            .cx
+            .send_request(acp)
+            .block_task()
+            .await
+            .map_err(failed)?;
+        Ok(TerminalId::new(response.terminal_id.to_string()))
+    }
+
+    async fn terminal_output(&self, id: &TerminalId) -> Result<TerminalOutput, ClientOpsError> {
+        let request = TerminalOutputRequest::new(self.sid(), id.to_string());
+        let response = self
+            .cx
+            .send_request(request)
+            .block_task()
+            .await
+            .map_err(failed)?;
+        Ok(TerminalOutput {
+            output: response.output,
+            truncated: response.truncated,
+            exit_status: response.exit_status.map(|s| ExitStatus {
+                exit_code: s.exit_code,
+                signal: s.signal,
+            }),
+        })
+    }
+
+    async fn wait_for_exit(&self, id: &TerminalId) -> Result<ExitStatus, ClientOpsError> {
+        let request = WaitForTerminalExitRequest::new(self.sid(), id.to_string());
+        let response = self
+            .cx
+            .send_request(request)
+            .block_task()
+            .await
+            .map_err(failed)?;
+        Ok(ExitStatus {
+            exit_code: response.exit_status.exit_code,
+            signal: response.exit_status.signal,
+        })
+    }
+
+    async fn kill_terminal(&self, id: &TerminalId) -> Result<(), ClientOpsError> {
+        let request = KillTerminalRequest::new(self.sid(), id.to_string());
+        self.cx
+            .send_request(request)
+            .block_task()
+            .await
+            .map(|_| ())
+            .map_err(failed)
+    }
+
+    async fn release_terminal(&self, id: &TerminalId) -> Result<(), ClientOpsError> {
+        let request = ReleaseTerminalRequest::new(self.sid(), id.to_string());
+        self.cx
+            .send_request(request)
+            .block_task()
+            .await
+            .map(|_| ())
+            .map_err(failed)
+    }
+
+    async fn request_permission(&self, card: &ToolCard) -> PermissionAnswer {
+        let options = vec![
+            PermissionOption::new("allow_once", "Allow", PermissionOptionKind::AllowOnce),
+            PermissionOption::new(
+                "allow_always",
+                "Always allow",
+                PermissionOptionKind::AllowAlways,
+            ),
+            PermissionOption::new("reject_once", "Reject", PermissionOptionKind::RejectOnce),
+            PermissionOption::new(
+                "reject_always",
+                "Always reject",
+                PermissionOptionKind::RejectAlways,
+            ),
+        ];
+        let update = ToolCallUpdate::from(render::tool_call(card.clone()));
+        let request = RequestPermissionRequest::new(self.sid(), update, options.clone());
+        let outcome = tokio::select! {
+            // Dropping the pending request sends $/cancel_request to the client.
+            () = self.cancel.cancelled() => return PermissionAnswer::Cancelled,
+            response = self.cx.send_request(request).block_task() => match response {
+                Ok(r) => r.outcome,
+                Err(err) => {
+                    tracing::warn!("permission request failed: {}", err.message);
+                    return PermissionAnswer::Cancelled;
+                }
+            },
+        };
+        match outcome {
+            RequestPermissionOutcome::Selected(selected) => {
+                // Judge by the chosen option's kind, never by its position.
+                let kind = options
+                    .iter()
+                    .find(|o| o.option_id == selected.option_id)
+                    .map(|o| o.kind);
+                match kind {
+                    Some(PermissionOptionKind::AllowOnce) => PermissionAnswer::AllowOnce,
+                    Some(PermissionOptionKind::AllowAlways) => PermissionAnswer::AllowAlways,
+                    Some(PermissionOptionKind::RejectAlways) => PermissionAnswer::RejectAlways,
+                    _ => PermissionAnswer::RejectOnce,
+                }
+            }
+            _ => PermissionAnswer::Cancelled,
+        }
+    }
+
+    fn send(&self, event: AgentEvent) {
+        for update in render::session_update(event) {
+            if let Err(err) = self
+                .cx
+                .send_notification(SessionNotification::new(self.sid(), update))
+            {
+                tracing::debug!("dropping an update for a closed client: {}", err.message);
+            }
+        }
+    }
+}

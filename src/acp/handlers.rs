@@ -1,0 +1,137 @@
+//! The ACP dispatch table. Each handler answers at once or hands its work to a task: the
+//! dispatch loop must stay free to deliver `session/cancel` and the client's replies.
+
+use std::sync::Arc;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, CancelNotification, CloseSessionRequest, CloseSessionResponse,
+    Implementation, InitializeRequest, InitializeResponse, NewSessionRequest, NewSessionResponse,
+    PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities,
+    SessionCloseCapabilities, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
+    SetSessionModeRequest, SetSessionModeResponse, StopReason as AcpStopReason,
+};
+use agent_client_protocol::v1::{Builder, ConnectionTo, Responder};
+use agent_client_protocol::{
+    Agent, Client, Error, HandleDispatchFrom, on_receive_notification, on_receive_request,
+};
+
+use super::error::AcpError;
+use super::state::AcpState;
+use super::{session_ops, turn_task};
+
+/// The ACP agent, ready to connect to stdio or to an in-process channel.
+pub fn agent(state: Arc<AcpState>) -> Builder<Agent, impl HandleDispatchFrom<Client> + 'static> {
+    let (s_init, s_new, s_prompt, s_cancel, s_option, s_mode, s_close) = (
+        state.clone(),
+        state.clone(),
+        state.clone(),
+        state.clone(),
+        state.clone(),
+        state.clone(),
+        state,
+    );
+    Agent
+        .v1()
+        .name("hearth")
+        .on_receive_request(
+            async move |req: InitializeRequest, r: Responder<InitializeResponse>, _cx| {
+                s_init.set_client_caps(req.client_capabilities);
+                r.respond(initialize_response())
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: NewSessionRequest,
+                        r: Responder<NewSessionResponse>,
+                        cx: ConnectionTo<Client>| {
+                let state = s_new.clone();
+                cx.spawn(async move {
+                    r.respond_with_result(
+                        session_ops::new_session(&state, req)
+                            .await
+                            .map_err(Error::from),
+                    )
+                })
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: PromptRequest,
+                        r: Responder<PromptResponse>,
+                        cx: ConnectionTo<Client>| {
+                turn_task::start(s_prompt.clone(), req, r, cx)
+            },
+            on_receive_request!(),
+        )
+        .on_receive_notification(
+            async move |n: CancelNotification, _cx: ConnectionTo<Client>| {
+                match s_cancel.session(&n.session_id.0) {
+                    Some(session) => {
+                        session.cancel();
+                    }
+                    None => {
+                        tracing::debug!(session = %n.session_id.0, "cancel for an unknown session")
+                    }
+                }
+                Ok(())
+            },
+            on_receive_notification!(),
+        )
+        .on_receive_request(
+            async move |req: SetSessionConfigOptionRequest,
+                        r: Responder<SetSessionConfigOptionResponse>,
+                        _cx| {
+                r.respond_with_result(
+                    session_ops::set_config_option(&s_option, req).map_err(Error::from),
+                )
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: SetSessionModeRequest, r: Responder<SetSessionModeResponse>, _cx| {
+                r.respond_with_result(session_ops::set_mode(&s_mode, req).map_err(Error::from))
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: CloseSessionRequest, r: Responder<CloseSessionResponse>, _cx| {
+                match s_close.remove_session(&req.session_id.0) {
+                    Some(session) => {
+                        session.cancel();
+                        r.respond(CloseSessionResponse::new())
+                    }
+                    None => r.respond_with_error(
+                        AcpError::UnknownSession(req.session_id.0.to_string()).into(),
+                    ),
+                }
+            },
+            on_receive_request!(),
+        )
+}
+
+fn initialize_response() -> InitializeResponse {
+    InitializeResponse::new(ProtocolVersion::V1)
+        .agent_info(
+            Implementation::new("hearth", env!("CARGO_PKG_VERSION")).title("hearth".to_string()),
+        )
+        .agent_capabilities(
+            AgentCapabilities::new()
+                .prompt_capabilities(PromptCapabilities::new().image(true).embedded_context(true))
+                .session_capabilities(
+                    SessionCapabilities::new().close(SessionCloseCapabilities::new()),
+                ),
+        )
+}
+
+/// ACP's stop reasons for the agent's.
+pub fn stop_reason(reason: crate::agent::StopReason) -> AcpStopReason {
+    use crate::agent::StopReason as S;
+    match reason {
+        S::EndTurn => AcpStopReason::EndTurn,
+        S::MaxTokens => AcpStopReason::MaxTokens,
+        S::MaxTurnRequests => AcpStopReason::MaxTurnRequests,
+        S::Refusal => AcpStopReason::Refusal,
+        S::Cancelled => AcpStopReason::Cancelled,
+    }
+}

@@ -1,0 +1,23 @@
+//! The ACP front end: what Zed (or any ACP client) talks to over stdio.
+
+mod client;
+mod content;
+mod error;
+mod handlers;
+mod options;
+mod render;
+mod session_ops;
+mod state;
+mod turn_task;
+
+pub use handlers::agent;
+pub use state::AcpState;
+
+use std::sync::Arc;
+
+use agent_client_protocol::Stdio;
+
+/// Serves ACP on stdin/stdout until the client closes stdin.
+pub async fn serve_stdio(state: Arc<AcpState>) -> Result<(), agent_client_protocol::Error> {
+    agent(state).connect_to(Stdio::new()).await
+}

@@ -1,0 +1,114 @@
+//! Session lifecycle requests: new, set option, set mode.
+
+use std::sync::Arc;
+
+use agent_client_protocol::v1::schema::{
+    NewSessionRequest, NewSessionResponse, SessionConfigOption, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
+};
+
+use super::error::AcpError;
+use super::options::{MODE_OPTION, MODEL_OPTION, config_options, mode_state};
+use super::state::AcpState;
+use crate::agent::{Mode, Session, SessionId, SessionSettings};
+
+pub async fn new_session(
+    state: &AcpState,
+    req: NewSessionRequest,
+) -> Result<NewSessionResponse, AcpError> {
+    if !req.cwd.is_absolute() {
+        return Err(AcpError::InvalidParams(format!(
+            "cwd must be an absolute path, got {}",
+            req.cwd.display()
+        )));
+    }
+    let choices = state.catalog.choices().await;
+    let model = state
+        .catalog
+        .default_model(state.config.default_model.as_deref(), &choices);
+    state.set_choices(choices);
+    let settings = SessionSettings {
+        mode: state.config.default_mode,
+        model,
+    };
+    let session = Arc::new(Session::new(
+        SessionId::generate(),
+        req.cwd,
+        settings.clone(),
+        Vec::new(),
+    ));
+    tracing::info!(session = %session.id, cwd = %session.cwd.display(), "session opened");
+    state.insert_session(session.clone());
+    Ok(NewSessionResponse::new(session.id.to_string())
+        .config_options(options_for(state, &settings))
+        .modes(mode_state(settings.mode)))
+}
+
+pub fn set_config_option(
+    state: &AcpState,
+    req: SetSessionConfigOptionRequest,
+) -> Result<SetSessionConfigOptionResponse, AcpError> {
+    let session = state
+        .session(&req.session_id.0)
+        .ok_or_else(|| AcpError::UnknownSession(req.session_id.0.to_string()))?;
+    let value = req
+        .value
+        .as_value_id()
+        .map(|v| v.0.to_string())
+        .ok_or_else(|| {
+            AcpError::InvalidParams(format!("option `{}` takes a value id", req.config_id.0))
+        })?;
+    let settings = match &*req.config_id.0 {
+        MODEL_OPTION => {
+            let offered = state.choices().into_iter().find(|c| c.value_id == value);
+            let current = session.settings().model.map(|m| state.catalog.value_id(&m));
+            let model = match offered {
+                Some(choice) => choice.model,
+                None if current.as_deref() == Some(value.as_str()) => {
+                    return Ok(SetSessionConfigOptionResponse::new(options_for(
+                        state,
+                        &session.settings(),
+                    )));
+                }
+                None => {
+                    return Err(AcpError::InvalidParams(format!(
+                        "model `{value}` is not offered"
+                    )));
+                }
+            };
+            tracing::info!(session = %session.id, model = %value, "model changed");
+            session.update_settings(|s| s.model = Some(model))
+        }
+        MODE_OPTION => {
+            let mode = Mode::from_id(&value)
+                .ok_or_else(|| AcpError::InvalidParams(format!("unknown mode `{value}`")))?;
+            session.update_settings(|s| s.mode = mode)
+        }
+        other => {
+            return Err(AcpError::InvalidParams(format!(
+                "unknown config option `{other}`"
+            )));
+        }
+    };
+    Ok(SetSessionConfigOptionResponse::new(options_for(
+        state, &settings,
+    )))
+}
+
+pub fn set_mode(
+    state: &AcpState,
+    req: SetSessionModeRequest,
+) -> Result<SetSessionModeResponse, AcpError> {
+    let session = state
+        .session(&req.session_id.0)
+        .ok_or_else(|| AcpError::UnknownSession(req.session_id.0.to_string()))?;
+    let mode = Mode::from_id(&req.mode_id.0)
+        .ok_or_else(|| AcpError::InvalidParams(format!("unknown mode `{}`", req.mode_id.0)))?;
+    session.update_settings(|s| s.mode = mode);
+    Ok(SetSessionModeResponse::new())
+}
+
+pub fn options_for(state: &AcpState, settings: &SessionSettings) -> Vec<SessionConfigOption> {
+    let current = settings.model.as_ref().map(|m| state.catalog.value_id(m));
+    config_options(settings, &state.choices(), current)
+}

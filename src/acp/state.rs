@@ -1,0 +1,62 @@
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use agent_client_protocol::v1::schema::ClientCapabilities;
+
+use crate::agent::{Catalog, ModelChoice, Session, SessionId};
+use crate::config::Config;
+
+/// Everything the ACP handlers share. Locks here are held only for quick lookups.
+pub struct AcpState {
+    pub config: Config,
+    pub catalog: Catalog,
+    client_caps: Mutex<ClientCapabilities>,
+    sessions: Mutex<HashMap<SessionId, Arc<Session>>>,
+    /// The picker's models as last listed (refreshed on every session/new).
+    choices: Mutex<Vec<ModelChoice>>,
+}
+
+impl AcpState {
+    pub fn new(config: Config, catalog: Catalog) -> Self {
+        Self {
+            config,
+            catalog,
+            client_caps: Mutex::new(ClientCapabilities::default()),
+            sessions: Mutex::new(HashMap::new()),
+            choices: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub fn set_client_caps(&self, caps: ClientCapabilities) {
+        *lock(&self.client_caps) = caps;
+    }
+
+    pub fn client_caps(&self) -> ClientCapabilities {
+        lock(&self.client_caps).clone()
+    }
+
+    pub fn insert_session(&self, session: Arc<Session>) {
+        lock(&self.sessions).insert(session.id.clone(), session);
+    }
+
+    pub fn session(&self, id: &str) -> Option<Arc<Session>> {
+        lock(&self.sessions).get(&SessionId::new(id)).cloned()
+    }
+
+    pub fn remove_session(&self, id: &str) -> Option<Arc<Session>> {
+        lock(&self.sessions).remove(&SessionId::new(id))
+    }
+
+    pub fn set_choices(&self, choices: Vec<ModelChoice>) {
+        *lock(&self.choices) = choices;
+    }
+
+    pub fn choices(&self) -> Vec<ModelChoice> {
+        lock(&self.choices).clone()
+    }
+}
+
+/// A poisoned lock only means a panic elsewhere mid-update of plain data; keep serving.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}

@@ -1,0 +1,107 @@
+//! A session's live state, shared by whichever front end drives it.
+
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use tokio_util::sync::CancellationToken;
+
+use super::catalog::ModelRef;
+use super::history::HistoryEntry;
+use super::ids::SessionId;
+use super::mode::Mode;
+
+/// The settings a user changes between prompts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionSettings {
+    pub mode: Mode,
+    pub model: Option<ModelRef>,
+}
+
+/// One registered turn: its number (turns of a session count up) and its cancel token.
+#[derive(Debug, Clone)]
+pub struct TurnTicket {
+    pub number: u64,
+    pub cancel: CancellationToken,
+}
+
+/// One session. Settings change at any time (quick, never held across an await); the history
+/// is held for the whole of a turn, so turns on one session run one at a time.
+pub struct Session {
+    pub id: SessionId,
+    pub cwd: PathBuf,
+    settings: Mutex<SessionSettings>,
+    history: tokio::sync::Mutex<Vec<HistoryEntry>>,
+    running: Mutex<Option<TurnTicket>>,
+}
+
+impl Session {
+    pub fn new(
+        id: SessionId,
+        cwd: PathBuf,
+        settings: SessionSettings,
+        history: Vec<HistoryEntry>,
+    ) -> Self {
+        Self {
+            id,
+            cwd,
+            settings: Mutex::new(settings),
+            history: tokio::sync::Mutex::new(history),
+            running: Mutex::new(None),
+        }
+    }
+
+    pub fn settings(&self) -> SessionSettings {
+        lock(&self.settings).clone()
+    }
+
+    pub fn update_settings(&self, change: impl FnOnce(&mut SessionSettings)) -> SessionSettings {
+        let mut settings = lock(&self.settings);
+        change(&mut settings);
+        settings.clone()
+    }
+
+    /// Registers a new turn and cancels the one still running, if any: a second prompt on a
+    /// busy session replaces the first.
+    pub fn begin_turn(&self) -> TurnTicket {
+        let mut running = lock(&self.running);
+        let number = running.as_ref().map_or(0, |t| t.number) + 1;
+        let ticket = TurnTicket {
+            number,
+            cancel: CancellationToken::new(),
+        };
+        if let Some(previous) = running.replace(ticket.clone()) {
+            previous.cancel.cancel();
+        }
+        ticket
+    }
+
+    /// Forgets `ticket` if it is still the running turn.
+    pub fn end_turn(&self, ticket: &TurnTicket) {
+        let mut running = lock(&self.running);
+        if running.as_ref().is_some_and(|t| t.number == ticket.number) {
+            *running = None;
+        }
+    }
+
+    /// Cancels the running turn, if any. Returns whether there was one.
+    pub fn cancel(&self) -> bool {
+        match lock(&self.running).as_ref() {
+            Some(ticket) => {
+                ticket.cancel.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The history, waiting for a running turn to finish with it.
+    pub async fn history(&self) -> tokio::sync::MutexGuard<'_, Vec<HistoryEntry>> {
+        self.history.lock().await
+    }
+}
+
+/// A poisoned lock only means another thread panicked mid-update of plain data; the data is
+/// still usable, and refusing service forever would be worse.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}

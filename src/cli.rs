@@ -1,0 +1,26 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+/// hearth: a coding agent for open models. With no command it serves the Agent Client Protocol
+/// on stdin/stdout, which is how Zed starts it.
+#[derive(Debug, Parser)]
+#[command(name = "hearth", version, about, long_about = None)]
+pub struct Cli {
+    /// Config file (default: $HEARTH_CONFIG, else ~/.config/hearth/config.toml).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve ACP over stdio (the default).
+    Acp,
+    /// List the models of every configured endpoint.
+    Models,
+}

@@ -1,0 +1,14 @@
+//! Configuration: the TOML file plus environment variables, resolved into one [`Config`].
+//!
+//! Where the file is: `--config PATH`, else `$HEARTH_CONFIG`, else `<XDG config dir>/hearth/config.toml`
+//! (a missing default file is fine; a missing explicit one is an error). `config.example.toml`
+//! at the repository root documents every key.
+
+mod error;
+mod file;
+mod resolve;
+
+pub use error::ConfigError;
+pub use resolve::{
+    AgentSettings, Config, ConfigSource, EndpointConfig, LogSettings, Timeouts, load, parse_str,
+};

@@ -1,0 +1,323 @@
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use toml::Spanned;
+
+use super::error::ConfigError;
+use super::file::{FileConfig, FileEndpoint, FileTimeouts};
+use crate::agent::Mode;
+use crate::parse::ToolFormat;
+
+/// Name of the endpoint made from `HEARTH_BASE_URL` / `HEARTH_MODEL` / `HEARTH_API_KEY`.
+pub const ENV_ENDPOINT: &str = "env";
+const DEFAULT_MAX_TURN_REQUESTS: u32 = 50;
+
+/// Everything hearth needs to know from the user, resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub endpoints: Vec<EndpointConfig>,
+    /// `endpoint:model` or a bare model id; the first endpoint's model when unset.
+    pub default_model: Option<String>,
+    pub default_mode: Mode,
+    pub log: LogSettings,
+    pub agent: AgentSettings,
+    pub source: ConfigSource,
+}
+
+/// Where the configuration came from, for messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigSource {
+    File(PathBuf),
+    /// No file: defaults and environment only.
+    Defaults,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct EndpointConfig {
+    pub name: String,
+    /// Up to and including `/v1`, e.g. `http://127.0.0.1:8080/v1`.
+    pub base_url: String,
+    pub api_key: Option<String>,
+    /// The model used when none is picked; also offered when the server cannot list models.
+    pub model: Option<String>,
+    pub context_window: Option<u32>,
+    pub max_tokens: Option<u32>,
+    pub tool_format: ToolFormat,
+    pub headers: Vec<(String, String)>,
+    pub timeouts: Timeouts,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Timeouts {
+    pub connect: Duration,
+    /// From sending the request to the first streamed byte (covers a slow prefill).
+    pub first_token: Duration,
+    /// Longest silence between two chunks once the answer streams.
+    pub idle: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            connect: Duration::from_secs(10),
+            first_token: Duration::from_secs(300),
+            idle: Duration::from_secs(120),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LogSettings {
+    pub file: Option<PathBuf>,
+    /// An `EnvFilter` directive such as `info` or `hearth=debug`.
+    pub level: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentSettings {
+    /// Model requests one prompt may make before the turn stops with `max_turn_requests`.
+    pub max_turn_requests: u32,
+}
+
+impl Default for AgentSettings {
+    fn default() -> Self {
+        Self {
+            max_turn_requests: DEFAULT_MAX_TURN_REQUESTS,
+        }
+    }
+}
+
+/// Loads the configuration. `explicit` is `--config`; `env` reads environment variables (passed
+/// in so tests need not touch the process environment).
+pub fn load(
+    explicit: Option<&Path>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Config, ConfigError> {
+    let explicit = explicit
+        .map(Path::to_path_buf)
+        .or_else(|| env("HEARTH_CONFIG").map(PathBuf::from));
+    let (text, source) = match explicit {
+        Some(path) => {
+            let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read {
+                path: path.clone(),
+                source,
+            })?;
+            (text, ConfigSource::File(path))
+        }
+        None => match dirs::config_dir().map(|d| d.join("hearth").join("config.toml")) {
+            Some(path) if path.exists() => {
+                let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read {
+                    path: path.clone(),
+                    source,
+                })?;
+                (text, ConfigSource::File(path))
+            }
+            _ => (String::new(), ConfigSource::Defaults),
+        },
+    };
+    let mut config = parse_str(&text, source, env)?;
+    apply_env(&mut config, env)?;
+    Ok(config)
+}
+
+/// Parses config text; `source` names it in errors; `env` resolves `api_key_env`.
+pub fn parse_str(
+    text: &str,
+    source: ConfigSource,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Config, ConfigError> {
+    let label = match &source {
+        ConfigSource::File(p) => p.display().to_string(),
+        ConfigSource::Defaults => "(defaults)".to_string(),
+    };
+    let file: FileConfig = toml::from_str(text).map_err(|e| ConfigError::Syntax {
+        path: label.clone(),
+        message: e.to_string(),
+    })?;
+    let at = |key: &str, span: std::ops::Range<usize>, problem: String| ConfigError::Value {
+        path: label.clone(),
+        line: line_of(text, span.start),
+        key: key.to_string(),
+        problem,
+    };
+
+    let mut endpoints: Vec<EndpointConfig> = Vec::new();
+    for (i, raw) in file.endpoints.into_iter().enumerate() {
+        let name_span = raw.name.span();
+        let endpoint = resolve_endpoint(raw, i, &at, env)?;
+        if endpoints.iter().any(|e| e.name == endpoint.name) {
+            let problem = format!(
+                "repeats the name `{}`; endpoint names must be unique",
+                endpoint.name
+            );
+            return Err(at(&format!("endpoints[{i}].name"), name_span, problem));
+        }
+        endpoints.push(endpoint);
+    }
+    let max_turn_requests = match file.agent.max_turn_requests {
+        Some(v) if *v.get_ref() == 0 => {
+            return Err(at(
+                "agent.max_turn_requests",
+                v.span(),
+                "must be at least 1".into(),
+            ));
+        }
+        Some(v) => v.into_inner(),
+        None => DEFAULT_MAX_TURN_REQUESTS,
+    };
+    Ok(Config {
+        endpoints,
+        default_model: file.default_model.map(Spanned::into_inner),
+        default_mode: file.default_mode.unwrap_or_default(),
+        log: LogSettings {
+            file: file.log.file,
+            level: file.log.level,
+        },
+        agent: AgentSettings { max_turn_requests },
+        source,
+    })
+}
+
+type At<'a> = dyn Fn(&str, std::ops::Range<usize>, String) -> ConfigError + 'a;
+
+fn resolve_endpoint(
+    raw: FileEndpoint,
+    i: usize,
+    at: &At<'_>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<EndpointConfig, ConfigError> {
+    let key = |k: &str| format!("endpoints[{i}].{k}");
+    let name = raw.name.get_ref().trim().to_string();
+    if name.is_empty() || name.contains([':', ' ', '/']) {
+        return Err(at(
+            &key("name"),
+            raw.name.span(),
+            "must be a non-empty word without `:`, `/` or spaces".into(),
+        ));
+    }
+    let base_url = validate_url(raw.base_url.get_ref())
+        .map_err(|problem| at(&key("base_url"), raw.base_url.span(), problem))?;
+    let api_key = match (raw.api_key, raw.api_key_env) {
+        (Some(_), Some(var)) => {
+            return Err(at(
+                &key("api_key_env"),
+                var.span(),
+                "cannot be used together with api_key".into(),
+            ));
+        }
+        (Some(k), None) => Some(k),
+        (None, Some(var)) => match env(var.get_ref()) {
+            Some(v) if !v.is_empty() => Some(v),
+            _ => {
+                tracing::warn!(endpoint = %name, var = %var.get_ref(), "api_key_env names an unset variable; sending no key");
+                None
+            }
+        },
+        (None, None) => None,
+    };
+    for (k, v) in [
+        ("context_window", &raw.context_window),
+        ("max_tokens", &raw.max_tokens),
+    ] {
+        if let Some(v) = v
+            && *v.get_ref() == 0
+        {
+            return Err(at(&key(k), v.span(), "must be at least 1".into()));
+        }
+    }
+    Ok(EndpointConfig {
+        name,
+        base_url,
+        api_key,
+        model: raw.model.filter(|m| !m.trim().is_empty()),
+        context_window: raw.context_window.map(Spanned::into_inner),
+        max_tokens: raw.max_tokens.map(Spanned::into_inner),
+        tool_format: raw.tool_format,
+        headers: raw.headers.into_iter().collect(),
+        timeouts: resolve_timeouts(&raw.timeouts, &|k, span, p| {
+            at(&key(&format!("timeouts.{k}")), span, p)
+        })?,
+    })
+}
+
+fn resolve_timeouts(raw: &FileTimeouts, at: &At<'_>) -> Result<Timeouts, ConfigError> {
+    let defaults = Timeouts::default();
+    let pick = |name: &str, v: &Option<Spanned<f64>>, default: Duration| match v {
+        None => Ok(default),
+        Some(s) if s.get_ref().is_finite() && *s.get_ref() > 0.0 => {
+            Ok(Duration::from_secs_f64(*s.get_ref()))
+        }
+        Some(s) => Err(at(
+            name,
+            s.span(),
+            "must be a positive number of seconds".into(),
+        )),
+    };
+    Ok(Timeouts {
+        connect: pick("connect_secs", &raw.connect_secs, defaults.connect)?,
+        first_token: pick(
+            "first_token_secs",
+            &raw.first_token_secs,
+            defaults.first_token,
+        )?,
+        idle: pick("idle_secs", &raw.idle_secs, defaults.idle)?,
+    })
+}
+
+fn validate_url(url: &str) -> Result<String, String> {
+    let trimmed = url.trim().trim_end_matches('/');
+    let rest = trimmed
+        .strip_prefix("http://")
+        .or_else(|| trimmed.strip_prefix("https://"))
+        .ok_or_else(|| format!("must start with http:// or https:// (got `{url}`)"))?;
+    if rest.is_empty() || rest.starts_with('/') {
+        return Err(format!("has no host (got `{url}`)"));
+    }
+    Ok(trimmed.to_string())
+}
+
+/// Adds the single endpoint described by `HEARTH_BASE_URL` / `HEARTH_MODEL` / `HEARTH_API_KEY`.
+fn apply_env(config: &mut Config, env: &dyn Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
+    if let Some(level) = env("HEARTH_LOG").filter(|l| !l.is_empty()) {
+        config.log.level = Some(level);
+    }
+    if let Some(file) = env("HEARTH_LOG_FILE").filter(|f| !f.is_empty()) {
+        config.log.file = Some(PathBuf::from(file));
+    }
+    let Some(base_url) = env("HEARTH_BASE_URL").filter(|u| !u.is_empty()) else {
+        if env("HEARTH_MODEL").is_some() && config.default_model.is_none() {
+            config.default_model = env("HEARTH_MODEL");
+        }
+        return Ok(());
+    };
+    let base_url = validate_url(&base_url).map_err(|problem| ConfigError::Env {
+        var: "HEARTH_BASE_URL",
+        problem,
+    })?;
+    config.endpoints.retain(|e| e.name != ENV_ENDPOINT);
+    config.endpoints.insert(
+        0,
+        EndpointConfig {
+            name: ENV_ENDPOINT.to_string(),
+            base_url,
+            api_key: env("HEARTH_API_KEY").filter(|k| !k.is_empty()),
+            model: env("HEARTH_MODEL").filter(|m| !m.is_empty()),
+            context_window: None,
+            max_tokens: None,
+            tool_format: ToolFormat::Auto,
+            headers: Vec::new(),
+            timeouts: Timeouts::default(),
+        },
+    );
+    Ok(())
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text.get(..offset)
+        .map_or(0, |head| head.matches('\n').count())
+        + 1
+}
+
+#[cfg(test)]
+#[path = "resolve_tests.rs"]
+mod tests;

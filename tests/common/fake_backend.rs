@@ -1,0 +1,158 @@
+//! A scripted `Backend`: each `stream` call plays the next script and records the request.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use hearth_backend::{
+    Backend, BackendError, BackendEvent, CompletionRequest, EventStream, FinishReason, ModelInfo,
+};
+use tokio_util::sync::CancellationToken;
+
+/// One step of a scripted answer.
+#[derive(Debug, Clone)]
+pub enum Step {
+    Event(BackendEvent),
+    Fail(BackendError),
+    Pause(Duration),
+    /// Never produce anything more (until cancelled or dropped).
+    Hang,
+}
+
+pub fn text(t: &str) -> Step {
+    Step::Event(BackendEvent::Text {
+        text: t.to_string(),
+    })
+}
+
+pub fn reasoning(t: &str) -> Step {
+    Step::Event(BackendEvent::Reasoning {
+        text: t.to_string(),
+    })
+}
+
+pub fn finish(reason: FinishReason) -> Step {
+    Step::Event(BackendEvent::Finished { reason })
+}
+
+#[derive(Default)]
+struct Inner {
+    scripts: VecDeque<Vec<Step>>,
+    requests: Vec<CompletionRequest>,
+    models: Vec<ModelInfo>,
+    /// Streams that ended because their consumer went away (cancelled or dropped).
+    abandoned: usize,
+}
+
+#[derive(Clone, Default)]
+pub struct FakeBackend {
+    inner: Arc<Mutex<Inner>>,
+}
+
+impl FakeBackend {
+    pub fn with_models(models: &[&str]) -> Self {
+        let backend = Self::default();
+        backend.inner.lock().unwrap().models = models.iter().map(|m| ModelInfo::new(*m)).collect();
+        backend
+    }
+
+    pub fn push(&self, script: Vec<Step>) {
+        self.inner.lock().unwrap().scripts.push_back(script);
+    }
+
+    pub fn requests(&self) -> Vec<CompletionRequest> {
+        self.inner.lock().unwrap().requests.clone()
+    }
+
+    pub fn abandoned(&self) -> usize {
+        self.inner.lock().unwrap().abandoned
+    }
+
+    pub async fn wait_abandoned(&self, n: usize) -> bool {
+        for _ in 0..200 {
+            if self.abandoned() >= n {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        false
+    }
+}
+
+/// Counts the stream as abandoned if it is dropped before it finished.
+struct AbandonGuard {
+    inner: Arc<Mutex<Inner>>,
+    finished: bool,
+}
+
+impl AbandonGuard {
+    fn mark_finished(&mut self) {
+        self.finished = true;
+    }
+}
+
+impl Drop for AbandonGuard {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.inner.lock().unwrap().abandoned += 1;
+        }
+    }
+}
+
+#[async_trait]
+impl Backend for FakeBackend {
+    fn stream(&self, request: CompletionRequest, cancel: CancellationToken) -> EventStream {
+        let script = {
+            let mut inner = self.inner.lock().unwrap();
+            inner.requests.push(request);
+            inner.scripts.pop_front().unwrap_or_else(|| {
+                vec![Step::Fail(BackendError::Internal(
+                    "FakeBackend: no script left".into(),
+                ))]
+            })
+        };
+        let guard = AbandonGuard {
+            inner: self.inner.clone(),
+            finished: false,
+        };
+        let steps = VecDeque::from(script);
+        futures::stream::unfold(
+            (steps, guard, cancel),
+            |(mut steps, mut guard, cancel)| async move {
+                loop {
+                    let step = match steps.pop_front() {
+                        Some(step) => step,
+                        None => {
+                            guard.mark_finished();
+                            return None;
+                        }
+                    };
+                    match step {
+                        Step::Event(event) => return Some((Ok(event), (steps, guard, cancel))),
+                        Step::Fail(err) => {
+                            steps.clear();
+                            return Some((Err(err), (steps, guard, cancel)));
+                        }
+                        Step::Pause(d) => {
+                            tokio::select! {
+                                () = tokio::time::sleep(d) => {}
+                                () = cancel.cancelled() => return None,
+                            }
+                        }
+                        Step::Hang => {
+                            cancel.cancelled().await;
+                            return None;
+                        }
+                    }
+                }
+            },
+        )
+        .boxed()
+    }
+
+    async fn list_models(&self) -> Result<Vec<ModelInfo>, BackendError> {
+        Ok(self.inner.lock().unwrap().models.clone())
+    }
+}

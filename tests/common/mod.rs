@@ -1,0 +1,6 @@
+//! Fakes and helpers shared by the suites.
+
+#![allow(dead_code)]
+
+pub mod acp_client;
+pub mod fake_backend;
