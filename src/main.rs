@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 use hearth::acp::{AcpState, serve_stdio};
+use hearth::agent::AgentCore;
 use hearth::cli::{Cli, Command};
 use hearth::config::{self, Config};
 use hearth::endpoints::build_catalog;
@@ -53,7 +54,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         endpoints = catalog.endpoints().len(),
         "serving ACP on stdio"
     );
-    let state = Arc::new(AcpState::new(config, catalog));
+    let state = Arc::new(AcpState::new(Arc::new(AgentCore::new(config, catalog))));
     serve_stdio(state)
         .await
         .map_err(|e| anyhow::anyhow!("ACP connection failed: {}", e.message))?;

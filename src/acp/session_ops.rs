@@ -22,13 +22,14 @@ pub async fn new_session(
             req.cwd.display()
         )));
     }
-    let choices = state.catalog.choices().await;
+    let choices = state.core.catalog.choices().await;
     let model = state
+        .core
         .catalog
-        .default_model(state.config.default_model.as_deref(), &choices);
+        .default_model(state.core.config.default_model.as_deref(), &choices);
     state.set_choices(choices);
     let settings = SessionSettings {
-        mode: state.config.default_mode,
+        mode: state.core.config.default_mode,
         model,
     };
     let session = Arc::new(Session::new(
@@ -61,7 +62,10 @@ pub fn set_config_option(
     let settings = match &*req.config_id.0 {
         MODEL_OPTION => {
             let offered = state.choices().into_iter().find(|c| c.value_id == value);
-            let current = session.settings().model.map(|m| state.catalog.value_id(&m));
+            let current = session
+                .settings()
+                .model
+                .map(|m| state.core.catalog.value_id(&m));
             let model = match offered {
                 Some(choice) => choice.model,
                 None if current.as_deref() == Some(value.as_str()) => {
@@ -109,6 +113,9 @@ pub fn set_mode(
 }
 
 pub fn options_for(state: &AcpState, settings: &SessionSettings) -> Vec<SessionConfigOption> {
-    let current = settings.model.as_ref().map(|m| state.catalog.value_id(m));
+    let current = settings
+        .model
+        .as_ref()
+        .map(|m| state.core.catalog.value_id(m));
     config_options(settings, &state.choices(), current)
 }

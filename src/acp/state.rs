@@ -3,13 +3,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use agent_client_protocol::v1::schema::ClientCapabilities;
 
-use crate::agent::{Catalog, ModelChoice, Session, SessionId};
-use crate::config::Config;
+use crate::agent::{AgentCore, ModelChoice, Session, SessionId};
 
 /// Everything the ACP handlers share. Locks here are held only for quick lookups.
 pub struct AcpState {
-    pub config: Config,
-    pub catalog: Catalog,
+    pub core: Arc<AgentCore>,
     client_caps: Mutex<ClientCapabilities>,
     sessions: Mutex<HashMap<SessionId, Arc<Session>>>,
     /// The picker's models as last listed (refreshed on every session/new).
@@ -17,10 +15,9 @@ pub struct AcpState {
 }
 
 impl AcpState {
-    pub fn new(config: Config, catalog: Catalog) -> Self {
+    pub fn new(core: Arc<AgentCore>) -> Self {
         Self {
-            config,
-            catalog,
+            core,
             client_caps: Mutex::new(ClientCapabilities::default()),
             sessions: Mutex::new(HashMap::new()),
             choices: Mutex::new(Vec::new()),

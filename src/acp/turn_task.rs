@@ -11,9 +11,6 @@ use super::content::prompt_parts;
 use super::error::AcpError;
 use super::handlers::stop_reason;
 use super::state::AcpState;
-use crate::agent::{StopReason, TurnContext, run_turn};
-
-const SYSTEM_PROMPT: &str = include_str!("../../prompts/system.md");
 
 pub fn start(
     state: Arc<AcpState>,
@@ -29,30 +26,16 @@ pub fn start(
     let ticket = session.begin_turn();
     let task_cx = cx.clone();
     cx.spawn(async move {
-        let mut history = session.history().await;
-        let outcome = if ticket.cancel.is_cancelled() {
-            Ok(StopReason::Cancelled)
-        } else {
-            let settings = session.settings();
-            let client = AcpClientOps::new(
-                task_cx,
-                req.session_id.clone(),
-                state.client_caps(),
-                ticket.cancel.clone(),
-            );
-            let system_prompt = SYSTEM_PROMPT.replace("{cwd}", &session.cwd.display().to_string());
-            let ctx = TurnContext {
-                catalog: &state.catalog,
-                model: settings.model.as_ref(),
-                system_prompt: &system_prompt,
-                client: &client,
-                cancel: &ticket.cancel,
-                settings: &state.config.agent,
-            };
-            run_turn(&ctx, &mut history, prompt_parts(req.prompt)).await
-        };
-        drop(history);
-        session.end_turn(&ticket);
+        let client = AcpClientOps::new(
+            task_cx,
+            req.session_id.clone(),
+            state.client_caps(),
+            ticket.cancel.clone(),
+        );
+        let outcome = state
+            .core
+            .run_prompt(&session, &ticket, prompt_parts(req.prompt), &client)
+            .await;
         match outcome {
             Ok(reason) => {
                 tracing::info!(session = %session.id, ?reason, "turn ended");

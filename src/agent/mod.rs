@@ -2,6 +2,7 @@
 
 mod catalog;
 mod client_ops;
+mod core;
 mod event;
 mod history;
 mod ids;
@@ -14,6 +15,7 @@ pub use catalog::{Catalog, Endpoint, EndpointListing, ModelChoice, ModelRef};
 pub use client_ops::{
     ClientOps, ClientOpsError, ExitStatus, PermissionAnswer, TerminalOutput, TerminalRequest,
 };
+pub use core::AgentCore;
 pub use event::{
     AgentEvent, PlanEntry, PlanStatus, ToolCard, ToolCardUpdate, ToolContent, ToolKind,
     ToolLocation, ToolStatus,

@@ -13,7 +13,7 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::{Agent, ErrorCode};
 use hearth::acp::AcpState;
-use hearth::agent::{Catalog, Endpoint};
+use hearth::agent::{AgentCore, Catalog, Endpoint};
 use hearth::config::{ConfigSource, parse_str};
 use hearth_backend::{BackendError, FinishReason};
 
@@ -38,7 +38,7 @@ fn state(endpoints: &[(&str, &FakeBackend, &str)]) -> Arc<AcpState> {
             })
             .collect(),
     );
-    Arc::new(AcpState::new(config, catalog))
+    Arc::new(AcpState::new(Arc::new(AgentCore::new(config, catalog))))
 }
 
 async fn open(cx: &ConnectionTo<Agent>) -> NewSessionResponse {

@@ -1,1 +1,3 @@
+mod acp_binary;
 mod acp_session;
+mod hostile_input;
