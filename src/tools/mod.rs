@@ -17,7 +17,7 @@ mod walk;
 mod write_file;
 
 #[cfg(test)]
-mod test_support;
+pub(crate) mod test_support;
 
 pub use bash::Bash;
 pub use edit_file::{Applied, Edit, EditFile, apply_edits};

@@ -1,7 +1,7 @@
 //! Test fixture: a tempdir project, [`LocalClientOps`] with a recording front end, and a
 //! helper that prepares and runs a tool as the turn loop would.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -9,7 +9,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::handler::{Prepared, ToolContext, ToolError, ToolHandler, ToolLimits, ToolOutput};
 use crate::agent::{
-    AgentEvent, LocalClientOps, LocalFrontEnd, PermissionAnswer, ToolCallId, ToolCard,
+    AgentEvent, ClientOps, ClientOpsError, ExitStatus, LocalClientOps, LocalFrontEnd,
+    PermissionAnswer, TerminalId, TerminalOutput, TerminalRequest, ToolCallId, ToolCard,
 };
 
 /// Records events; answers every permission request with `answer`.
@@ -42,6 +43,84 @@ impl LocalFrontEnd for RecordingFront {
     }
 }
 
+/// [`LocalClientOps`] that records every call in order and can serve "unsaved editor
+/// buffers" (reads of those paths return the buffer, not the disk).
+pub struct RecordingClient {
+    pub inner: LocalClientOps,
+    pub calls: Mutex<Vec<String>>,
+    pub buffers: Mutex<std::collections::HashMap<PathBuf, String>>,
+}
+
+impl RecordingClient {
+    pub fn calls(&self) -> Vec<String> {
+        self.calls.lock().unwrap().clone()
+    }
+
+    fn record(&self, call: String) {
+        self.calls.lock().unwrap().push(call);
+    }
+}
+
+#[async_trait]
+impl ClientOps for RecordingClient {
+    async fn read_text_file(
+        &self,
+        path: &std::path::Path,
+        line: Option<u32>,
+        limit: Option<u32>,
+    ) -> Result<String, ClientOpsError> {
+        self.record(format!("read {}", path.display()));
+        if let Some(buffer) = self.buffers.lock().unwrap().get(path) {
+            return Ok(buffer.clone());
+        }
+        self.inner.read_text_file(path, line, limit).await
+    }
+
+    async fn write_text_file(
+        &self,
+        path: &std::path::Path,
+        content: &str,
+    ) -> Result<(), ClientOpsError> {
+        self.record(format!("write {}", path.display()));
+        self.inner.write_text_file(path, content).await
+    }
+
+    async fn create_terminal(&self, request: TerminalRequest) -> Result<TerminalId, ClientOpsError> {
+        self.record("create_terminal".into());
+        self.inner.create_terminal(request).await
+    }
+
+    async fn terminal_output(&self, id: &TerminalId) -> Result<TerminalOutput, ClientOpsError> {
+        self.record("terminal_output".into());
+        self.inner.terminal_output(id).await
+    }
+
+    async fn wait_for_exit(&self, id: &TerminalId) -> Result<ExitStatus, ClientOpsError> {
+        self.record("wait_for_exit".into());
+        self.inner.wait_for_exit(id).await
+    }
+
+    async fn kill_terminal(&self, id: &TerminalId) -> Result<(), ClientOpsError> {
+        self.record("kill_terminal".into());
+        self.inner.kill_terminal(id).await
+    }
+
+    async fn release_terminal(&self, id: &TerminalId) -> Result<(), ClientOpsError> {
+        self.record("release_terminal".into());
+        self.inner.release_terminal(id).await
+    }
+
+    async fn request_permission(&self, card: &ToolCard) -> PermissionAnswer {
+        self.inner.request_permission(card).await
+    }
+
+    fn send(&self, event: AgentEvent) {
+        let kind = serde_json::to_value(&event).unwrap()["type"].as_str().unwrap().to_owned();
+        self.record(format!("send {kind}"));
+        self.inner.send(event);
+    }
+}
+
 pub struct Fixture {
     _dir: tempfile::TempDir,
     /// The project root (canonical), used as the session cwd.
@@ -49,7 +128,7 @@ pub struct Fixture {
     /// A home directory outside the project.
     pub home: PathBuf,
     pub front: Arc<RecordingFront>,
-    pub client: LocalClientOps,
+    pub client: RecordingClient,
     pub cancel: CancellationToken,
     pub limits: ToolLimits,
     pub call_id: ToolCallId,
@@ -68,7 +147,11 @@ impl Fixture {
             _dir: dir,
             root,
             home,
-            client: LocalClientOps::new(front.clone()),
+            client: RecordingClient {
+                inner: LocalClientOps::new(front.clone()),
+                calls: Mutex::new(Vec::new()),
+                buffers: Mutex::new(std::collections::HashMap::new()),
+            },
             front,
             cancel: CancellationToken::new(),
             limits: ToolLimits::default(),
@@ -138,6 +221,3 @@ pub fn process_alive(pid: u32) -> bool {
     }
 }
 
-pub fn is_dir(path: &Path) -> bool {
-    path.is_dir()
-}
