@@ -35,7 +35,7 @@ pub fn config_options(
     let modes: Vec<SessionConfigSelectOption> = Mode::ALL
         .into_iter()
         .map(|m| {
-            SessionConfigSelectOption::new(m.id(), m.label())
+            SessionConfigSelectOption::new(m.id(), m.name())
                 .description(m.description().to_string())
         })
         .collect();
@@ -67,7 +67,7 @@ fn model_value(choice: &ModelChoice) -> SessionConfigSelectOption {
 pub fn mode_state(mode: Mode) -> SessionModeState {
     let modes = Mode::ALL
         .into_iter()
-        .map(|m| SessionMode::new(m.id(), m.label()).description(m.description().to_string()))
+        .map(|m| SessionMode::new(m.id(), m.name()).description(m.description().to_string()))
         .collect();
     SessionModeState::new(mode.id(), modes)
 }

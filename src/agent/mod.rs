@@ -6,7 +6,10 @@ mod core;
 mod event;
 mod history;
 mod ids;
+mod local_ops;
 mod mode;
+mod paths;
+mod policy;
 mod request;
 mod session;
 mod turn;
@@ -22,6 +25,12 @@ pub use event::{
 };
 pub use history::{HistoryEntry, ToolCallRecord};
 pub use ids::{SessionId, TerminalId, ToolCallId};
-pub use mode::Mode;
+pub use local_ops::{LocalClientOps, LocalFrontEnd};
+pub use mode::{Mode, UnknownMode};
+pub use paths::{PathError, Resolved, is_within, normalize, real_path, resolve};
+pub use policy::{
+    Access, AlwaysRules, Decision, Subject, USER_REJECTED, USER_REJECTED_ALWAYS, decide, offers,
+    plan_dir, plan_mode_prompt,
+};
 pub use session::{Session, SessionSettings, TurnTicket};
 pub use turn::{StopReason, TurnContext, TurnError, run_turn};

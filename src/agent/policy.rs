@@ -1,0 +1,236 @@
+//! Modes and the permission policy, as pure functions: given the mode, what a call does, the
+//! paths it touches (already resolved by [`super::paths`]) and what the user said "always" to,
+//! [`decide`] says allow, ask or deny. Nothing here does I/O except [`plan_dir`], which
+//! canonicalises the cwd once.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::client_ops::PermissionAnswer;
+use super::mode::Mode;
+use super::paths::{self, Resolved};
+
+/// What the model reads when the user rejects a call.
+pub const USER_REJECTED: &str = "The user rejected this call.";
+
+/// What the model reads when a "reject always" rule refuses a call without asking.
+pub const USER_REJECTED_ALWAYS: &str =
+    "The user rejected this call: they chose to always reject it in this session.";
+
+/// What a call does, as the policy judges it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Access {
+    /// Reads files or searches; changes nothing.
+    Read,
+    /// Creates or changes files (or, for external tools, may change anything).
+    Write,
+    /// Runs a command.
+    Execute,
+    /// Changes only the session's own state (the plan checklist); never asks.
+    SessionOnly,
+}
+
+/// The policy's answer for one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Run it.
+    Allow,
+    /// Ask the user first.
+    Ask,
+    /// Do not run it; the reason goes to the model.
+    Deny(String),
+}
+
+/// One call as the policy sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Subject<'a> {
+    /// The tool's name (the key of "always" rules for tools other than commands).
+    pub tool: &'a str,
+    pub access: Access,
+    /// Every path the call may write or read, resolved.
+    pub paths: &'a [Resolved],
+    /// For shell commands: the programs the command line runs (the key of "always" rules);
+    /// empty when the line cannot be keyed safely. `None` for everything that is not a command.
+    pub programs: Option<&'a [String]>,
+}
+
+/// "Allow always" and "reject always" answers, remembered for a session (serialisable so the
+/// session store can persist them). Commands are keyed by program, other tools by name.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AlwaysRules {
+    #[serde(default)]
+    pub allow_tools: BTreeSet<String>,
+    #[serde(default)]
+    pub reject_tools: BTreeSet<String>,
+    #[serde(default)]
+    pub allow_programs: BTreeSet<String>,
+    #[serde(default)]
+    pub reject_programs: BTreeSet<String>,
+}
+
+impl AlwaysRules {
+    /// What the rules say about `subject`: `Some(true)` allowed always, `Some(false)` rejected
+    /// always, `None` no rule. A command is allowed only if every program in it is, and
+    /// rejected if any program in it is.
+    pub fn lookup(&self, subject: &Subject<'_>) -> Option<bool> {
+        match subject.programs {
+            None if self.reject_tools.contains(subject.tool) => Some(false),
+            None if self.allow_tools.contains(subject.tool) => Some(true),
+            None => None,
+            Some(programs) if programs.iter().any(|p| self.reject_programs.contains(p)) => {
+                Some(false)
+            }
+            Some(programs)
+                if !programs.is_empty()
+                    && programs.iter().all(|p| self.allow_programs.contains(p)) =>
+            {
+                Some(true)
+            }
+            Some(_) => None,
+        }
+    }
+
+    /// Records an answer. "Allow always" on a command allows each of its programs; "reject
+    /// always" rejects its first program (the one the user was looking at). A command that
+    /// cannot be keyed is remembered as nothing: the next one asks again.
+    pub fn remember(&mut self, subject: &Subject<'_>, answer: PermissionAnswer) {
+        match (subject.programs, answer) {
+            (None, PermissionAnswer::AllowAlways) => {
+                self.reject_tools.remove(subject.tool);
+                self.allow_tools.insert(subject.tool.to_owned());
+            }
+            (None, PermissionAnswer::RejectAlways) => {
+                self.allow_tools.remove(subject.tool);
+                self.reject_tools.insert(subject.tool.to_owned());
+            }
+            (Some(programs), PermissionAnswer::AllowAlways) => {
+                for p in programs {
+                    self.reject_programs.remove(p);
+                    self.allow_programs.insert(p.clone());
+                }
+            }
+            (Some(programs), PermissionAnswer::RejectAlways) => {
+                if let Some(first) = programs.first() {
+                    self.allow_programs.remove(first);
+                    self.reject_programs.insert(first.clone());
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Decides one call. `plan_dir` is the session's plan directory (see [`plan_dir`]), resolved.
+///
+/// "Reject always" refuses in every mode, bypass included: the user said so explicitly.
+/// "Allow always" never lifts plan mode's limits.
+pub fn decide(
+    mode: Mode,
+    subject: &Subject<'_>,
+    plan_dir: &Resolved,
+    rules: &AlwaysRules,
+) -> Decision {
+    let remembered = rules.lookup(subject);
+    if remembered == Some(false) {
+        return Decision::Deny(USER_REJECTED_ALWAYS.to_owned());
+    }
+    match (mode, subject.access) {
+        (_, Access::Read | Access::SessionOnly) | (Mode::Bypass, _) => Decision::Allow,
+        (Mode::Plan, Access::Execute) => Decision::Deny(format!(
+            "Plan mode: `{}` runs commands, which plan mode does not allow. Keep planning, or \
+             ask the user to switch to ask or accept-edits mode.",
+            subject.tool
+        )),
+        (Mode::Plan, Access::Write) => plan_write(subject, plan_dir),
+        (Mode::AcceptEdits, Access::Write) => Decision::Allow,
+        (Mode::Ask, Access::Write | Access::Execute) | (Mode::AcceptEdits, Access::Execute) => {
+            if remembered == Some(true) {
+                Decision::Allow
+            } else {
+                Decision::Ask
+            }
+        }
+    }
+}
+
+/// Plan mode writes: allowed only when every path really lies inside the plan directory.
+fn plan_write(subject: &Subject<'_>, plan_dir: &Resolved) -> Decision {
+    let refuse = |what: String| {
+        Decision::Deny(format!(
+            "Plan mode: {what}; the project is read-only in plan mode. Only files inside the \
+             plan directory {} may be written.",
+            plan_dir.path().display()
+        ))
+    };
+    if subject.paths.is_empty() {
+        return refuse(format!("`{}` may change the project", subject.tool));
+    }
+    match subject
+        .paths
+        .iter()
+        .find(|p| !paths::is_within(p.real(), plan_dir.real()))
+    {
+        Some(outside) => refuse(format!(
+            "{} is outside the plan directory",
+            outside.path().display()
+        )),
+        None => Decision::Allow,
+    }
+}
+
+/// Whether a tool of this access class is offered to the model at all in `mode`: plan mode
+/// does not offer commands (the policy refuses them too, should a model call one anyway).
+pub fn offers(mode: Mode, access: Access) -> bool {
+    !(mode == Mode::Plan && access == Access::Execute)
+}
+
+/// The per-project plan directory: `<data_dir>/plans/<basename>-<hash>`, where `data_dir` is
+/// hearth's data directory (`$XDG_DATA_HOME/hearth`) and the hash is FNV-1a 64 of the
+/// canonical cwd, so the id is stable across runs, processes and builds.
+pub fn plan_dir(data_dir: &Path, cwd: &Path) -> PathBuf {
+    let canonical = std::fs::canonicalize(cwd).unwrap_or_else(|_| paths::normalize(cwd));
+    let basename: String = canonical
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let basename = if basename.is_empty() {
+        "root".to_owned()
+    } else {
+        basename
+    };
+    let hash = fnv1a64(canonical.as_os_str().as_encoded_bytes());
+    data_dir
+        .join("plans")
+        .join(format!("{basename}-{hash:016x}"))
+}
+
+/// FNV-1a, 64 bit: a fixed, unseeded hash (std's `DefaultHasher` may change between releases).
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    bytes
+        .iter()
+        .fold(OFFSET, |h, &b| (h ^ u64::from(b)).wrapping_mul(PRIME))
+}
+
+/// The system prompt section for plan mode, naming the plan directory.
+pub fn plan_mode_prompt(plan_dir: &Path) -> String {
+    include_str!("../../prompts/plan_mode.md")
+        .replace("{plan_dir}", &plan_dir.display().to_string())
+}
+
+#[cfg(test)]
+#[path = "policy_tests.rs"]
+mod tests;

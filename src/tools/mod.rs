@@ -1,0 +1,32 @@
+//! The tools the model can call, one file each, behind [`ToolHandler`]; [`ToolRegistry`]
+//! holds a session's tools. Tools do their I/O through [`crate::agent::ClientOps`], so the
+//! editor sees reads, writes and commands.
+
+mod args;
+mod bash;
+mod edit_file;
+mod glob;
+mod grep;
+mod handler;
+mod list_dir;
+mod read_file;
+mod registry;
+mod shell_words;
+mod update_plan;
+mod walk;
+mod write_file;
+
+#[cfg(test)]
+pub(crate) mod test_support;
+
+pub use bash::Bash;
+pub use edit_file::{Applied, Edit, EditFile, apply_edits};
+pub use glob::Glob;
+pub use grep::Grep;
+pub use handler::{Prepared, ToolContext, ToolError, ToolHandler, ToolLimits, ToolOutput};
+pub use list_dir::ListDir;
+pub use read_file::ReadFile;
+pub use registry::{RegistryError, ToolRegistry};
+pub use shell_words::command_programs;
+pub use update_plan::UpdatePlan;
+pub use write_file::WriteFile;

@@ -1,0 +1,128 @@
+//! `update_plan`: the model publishes its checklist; the client shows it as the plan
+//! (replacing the previous one).
+
+use async_trait::async_trait;
+use hearth_backend::ToolSpec;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::args;
+use super::handler::{Prepared, ToolContext, ToolError, ToolHandler, ToolOutput};
+use crate::agent::{Access, AgentEvent, PlanEntry, PlanStatus, ToolKind};
+
+pub const NAME: &str = "update_plan";
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    #[serde(alias = "todos")]
+    entries: Vec<Entry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    content: String,
+    status: PlanStatus,
+}
+
+pub struct UpdatePlan;
+
+#[async_trait]
+impl ToolHandler for UpdatePlan {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: NAME.into(),
+            description: include_str!("../../prompts/tools/update_plan.md").into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "entries": {
+                        "type": "array",
+                        "description": "The whole checklist, in order; replaces the previous one",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "content": {"type": "string", "description": "One step, short"},
+                                "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]}
+                            },
+                            "required": ["content", "status"],
+                            "additionalProperties": false
+                        }
+                    }
+                },
+                "required": ["entries"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn access(&self) -> Access {
+        Access::SessionOnly
+    }
+
+    async fn prepare(
+        &self,
+        args: &serde_json::Value,
+        _ctx: &ToolContext<'_>,
+    ) -> Result<Prepared, ToolError> {
+        let args: Args = args::parse(NAME, args)?;
+        if let Some(i) = args
+            .entries
+            .iter()
+            .position(|e| e.content.trim().is_empty())
+        {
+            return Err(ToolError::Model(format!(
+                "update_plan: entry {} has empty content",
+                i + 1
+            )));
+        }
+        Ok(Prepared {
+            title: "Update plan".into(),
+            kind: ToolKind::Think,
+            locations: Vec::new(),
+            access: Access::SessionOnly,
+            paths: Vec::new(),
+            programs: None,
+            preview: Vec::new(),
+        })
+    }
+
+    async fn run(
+        &self,
+        args: &serde_json::Value,
+        _prepared: &Prepared,
+        ctx: &ToolContext<'_>,
+    ) -> Result<ToolOutput, ToolError> {
+        let args: Args = args::parse(NAME, args)?;
+        let entries: Vec<PlanEntry> = args
+            .entries
+            .into_iter()
+            .map(|e| PlanEntry {
+                content: e.content.trim().to_owned(),
+                status: e.status,
+            })
+            .collect();
+        let count = |s: PlanStatus| entries.iter().filter(|e| e.status == s).count();
+        let summary = format!(
+            "Plan updated: {} ({} completed, {} in progress, {} pending).",
+            args::plural(entries.len(), "entry", "entries"),
+            count(PlanStatus::Completed),
+            count(PlanStatus::InProgress),
+            count(PlanStatus::Pending)
+        );
+        ctx.client.send(AgentEvent::Plan {
+            entries: entries.clone(),
+        });
+        Ok(ToolOutput {
+            for_model: summary,
+            content: Vec::new(),
+            raw_output: json!({"entries": entries}),
+            failed: false,
+        })
+    }
+}
