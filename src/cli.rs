@@ -23,4 +23,6 @@ pub enum Command {
     Acp,
     /// List the models of every configured endpoint.
     Models,
+    /// Run prompts headless: one prompt (-p or stdin) or a batch file.
+    Run(crate::batch::RunArgs),
 }

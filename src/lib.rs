@@ -3,6 +3,7 @@
 
 pub mod acp;
 pub mod agent;
+pub mod batch;
 pub mod cli;
 pub mod config;
 pub mod endpoints;

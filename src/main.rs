@@ -33,12 +33,16 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command.unwrap_or(Command::Acp) {
-            Command::Acp => serve(config).await,
-            Command::Models => list_models(config).await,
+            Command::Acp => serve(config).await.map(|()| ExitCode::SUCCESS),
+            Command::Models => list_models(config).await.map(|()| ExitCode::SUCCESS),
+            Command::Run(args) => {
+                let core = Arc::new(AgentCore::new(config.clone(), build_catalog(&config)?));
+                Ok(ExitCode::from(hearth::batch::run(core, args).await.code()))
+            }
         }
     });
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(err) => {
             tracing::error!("{err:#}");
             eprintln!("hearth: {err:#}");

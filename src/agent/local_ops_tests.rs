@@ -54,8 +54,14 @@ async fn files_round_trip_and_errors_are_typed() {
     let ops = ops();
     let path = dir.path().join("a.txt");
     ops.write_text_file(&path, "one\ntwo\n").await.unwrap();
-    assert_eq!(ops.read_text_file(&path, None, None).await.unwrap(), "one\ntwo\n");
-    assert_eq!(ops.read_text_file(&path, Some(2), Some(1)).await.unwrap(), "two\n");
+    assert_eq!(
+        ops.read_text_file(&path, None, None).await.unwrap(),
+        "one\ntwo\n"
+    );
+    assert_eq!(
+        ops.read_text_file(&path, Some(2), Some(1)).await.unwrap(),
+        "two\n"
+    );
     let missing = dir.path().join("missing.txt");
     assert_eq!(
         ops.read_text_file(&missing, None, None).await,
@@ -86,12 +92,18 @@ async fn terminal_runs_with_env_and_cwd_and_reports_exit() {
     let out = ops.terminal_output(&id).await.unwrap();
     let cwd = std::fs::canonicalize(dir.path()).unwrap();
     assert!(out.output.contains("from-env\n"), "{out:?}");
-    assert!(out.output.contains(&format!("{}\n", cwd.display())), "{out:?}");
+    assert!(
+        out.output.contains(&format!("{}\n", cwd.display())),
+        "{out:?}"
+    );
     assert!(out.output.contains("oops\n"), "{out:?}");
     assert!(!out.truncated);
     assert_eq!(out.exit_status, Some(status));
     ops.release_terminal(&id).await.unwrap();
-    assert!(ops.terminal_output(&id).await.is_err(), "released ids are invalid");
+    assert!(
+        ops.terminal_output(&id).await.is_err(),
+        "released ids are invalid"
+    );
 }
 
 #[tokio::test]
@@ -181,7 +193,10 @@ async fn permission_and_events_go_to_the_front_end() {
         content: vec![],
         raw_input: serde_json::Value::Null,
     };
-    assert_eq!(ops.request_permission(&card).await, PermissionAnswer::AllowOnce);
+    assert_eq!(
+        ops.request_permission(&card).await,
+        PermissionAnswer::AllowOnce
+    );
     let event = AgentEvent::AgentText { text: "hi".into() };
     ops.send(event.clone());
     assert_eq!(front.events(), vec![event]);

@@ -1,0 +1,259 @@
+//! Runs the prompts of `hearth run`, concurrently up to `--jobs`, and prints their results.
+
+use std::io::Read;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use hearth_backend::ContentPart;
+use tokio_util::sync::CancellationToken;
+
+use super::args::{OutputFormat, RunArgs};
+use super::client::{BatchFront, Live, Permits, Stdout};
+use super::exit::RunExit;
+use super::jobs::{Job, job_cwd, parse_batch};
+use super::report::{PromptReport, stop_reason_id};
+use crate::agent::{AgentCore, LocalClientOps, Session, SessionId, SessionSettings, StopReason};
+
+/// Everything one run shares.
+struct RunContext {
+    core: Arc<AgentCore>,
+    args: RunArgs,
+    stdout: Arc<Stdout>,
+    interrupt: CancellationToken,
+    cwd: std::path::PathBuf,
+}
+
+/// Runs `hearth run`.
+pub async fn run(core: Arc<AgentCore>, args: RunArgs) -> RunExit {
+    let cwd = match args.cwd.clone().map_or_else(std::env::current_dir, Ok) {
+        Ok(dir) => dir,
+        Err(err) => {
+            eprintln!("hearth run: cannot determine the working directory: {err}");
+            return RunExit::Usage;
+        }
+    };
+    let (jobs, mut bad) = match read_jobs(&args) {
+        Ok(parsed) => parsed,
+        Err(message) => {
+            eprintln!("hearth run: {message}");
+            return RunExit::Usage;
+        }
+    };
+    let interrupt = CancellationToken::new();
+    let watcher = interrupt.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            watcher.cancel();
+        }
+    });
+    let ctx = Arc::new(RunContext {
+        core,
+        args,
+        stdout: Arc::new(Stdout::default()),
+        interrupt,
+        cwd,
+    });
+    let mut outcomes = Vec::new();
+    for line in bad.drain(..) {
+        let report = PromptReport {
+            id: format!("line {}", line.line),
+            error: Some(format!("bad batch line: {}", line.problem)),
+            ..PromptReport::default()
+        };
+        print_report(&ctx, &report);
+        outcomes.push(RunExit::Usage);
+    }
+    let concurrency = usize::from(ctx.args.jobs);
+    let mut results = futures::stream::iter(jobs.into_iter().map(|job| run_job(ctx.clone(), job)))
+        .buffer_unordered(concurrency);
+    while let Some((report, exit)) = results.next().await {
+        print_report(&ctx, &report);
+        outcomes.push(exit);
+    }
+    if ctx.interrupt.is_cancelled() {
+        return RunExit::Interrupted;
+    }
+    RunExit::combine(outcomes)
+}
+
+fn read_jobs(args: &RunArgs) -> Result<(Vec<Job>, Vec<super::jobs::BadLine>), String> {
+    let single = |prompt: String| Job {
+        id: "prompt".into(),
+        prompt,
+        cwd: None,
+        model: None,
+        mode: None,
+    };
+    if let Some(path) = &args.batch {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read batch file {}: {e}", path.display()))?;
+        let (jobs, bad) = parse_batch(&text);
+        if jobs.is_empty() && bad.is_empty() {
+            return Err(format!("batch file {} has no prompts", path.display()));
+        }
+        return Ok((jobs, bad));
+    }
+    let prompt = match &args.prompt {
+        Some(p) => p.clone(),
+        None => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .map_err(|e| format!("cannot read the prompt from stdin: {e}"))?;
+            text
+        }
+    };
+    if prompt.trim().is_empty() {
+        return Err("no prompt: pass -p TEXT, --batch FILE, or a prompt on stdin".into());
+    }
+    Ok((vec![single(prompt)], Vec::new()))
+}
+
+async fn run_job(ctx: Arc<RunContext>, job: Job) -> (PromptReport, RunExit) {
+    let session = match open_session(&ctx, &job) {
+        Ok(session) => Arc::new(session),
+        Err(message) => {
+            let report = PromptReport {
+                id: job.id.clone(),
+                error: Some(message),
+                ..PromptReport::default()
+            };
+            return (report, RunExit::Usage);
+        }
+    };
+    let live = match ctx.args.output {
+        OutputFormat::StreamJson => Live::Json,
+        OutputFormat::Text if ctx.args.jobs == 1 && ctx.args.batch.is_none() => Live::Text,
+        _ => Live::Quiet,
+    };
+    let mode = session.settings().mode;
+    let permits = Permits {
+        writes: ctx.args.allow_writes || mode == crate::agent::Mode::Bypass,
+        commands: ctx.args.allow_commands || mode == crate::agent::Mode::Bypass,
+    };
+    let front = Arc::new(BatchFront::new(
+        job.id.clone(),
+        permits,
+        live,
+        ctx.stdout.clone(),
+    ));
+    let client = LocalClientOps::new(front.clone());
+    let ticket = session.begin_turn();
+    let interrupt = ctx.interrupt.clone();
+    let cancel = ticket.cancel.clone();
+    let interrupt_watch = tokio::spawn(async move {
+        interrupt.cancelled().await;
+        cancel.cancel();
+    });
+    let prompt = vec![ContentPart::text(job.prompt.clone())];
+    let run = ctx.core.run_prompt(&session, &ticket, prompt, &client);
+    tokio::pin!(run);
+    let mut timed_out = false;
+    let outcome = match ctx.args.timeout {
+        Some(secs) => tokio::select! {
+            outcome = &mut run => outcome,
+            () = tokio::time::sleep(Duration::from_secs(secs)) => {
+                timed_out = true;
+                ticket.cancel.cancel();
+                run.await
+            }
+        },
+        None => run.await,
+    };
+    interrupt_watch.abort();
+    if live == Live::Text {
+        ctx.stdout.text("\n");
+    }
+    let mut report = front.take_report();
+    report.session_id = session.id.to_string();
+    let exit = match outcome {
+        Ok(_) if timed_out => {
+            report.error = Some(format!(
+                "timed out after {}s",
+                ctx.args.timeout.unwrap_or_default()
+            ));
+            RunExit::Timeout
+        }
+        Ok(StopReason::Cancelled) if ctx.interrupt.is_cancelled() => {
+            report.stop_reason = Some(stop_reason_id(StopReason::Cancelled));
+            RunExit::Interrupted
+        }
+        Ok(reason) => {
+            report.stop_reason = Some(stop_reason_id(reason));
+            RunExit::Ok
+        }
+        Err(err) => {
+            report.error = Some(err.to_string());
+            RunExit::of_error(&err)
+        }
+    };
+    (report, exit)
+}
+
+fn open_session(ctx: &RunContext, job: &Job) -> Result<Session, String> {
+    let cwd = job_cwd(job, &ctx.cwd);
+    if !cwd.is_dir() {
+        return Err(format!(
+            "working directory {} does not exist",
+            cwd.display()
+        ));
+    }
+    let catalog = &ctx.core.catalog;
+    let wanted = job.model.as_deref().or(ctx.args.model.as_deref());
+    let model = match wanted {
+        Some(id) => Some(
+            catalog
+                .parse_value_id(id)
+                .ok_or_else(|| format!("model `{id}`: no endpoint is configured"))?,
+        ),
+        None => catalog.default_model(ctx.core.config.default_model.as_deref(), &[]),
+    };
+    let mode = job
+        .mode
+        .or(ctx.args.mode)
+        .unwrap_or(ctx.core.config.default_mode);
+    Ok(Session::new(
+        SessionId::generate(),
+        canonical(&cwd),
+        SessionSettings { mode, model },
+        Vec::new(),
+    ))
+}
+
+fn canonical(dir: &Path) -> std::path::PathBuf {
+    dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf())
+}
+
+fn print_report(ctx: &RunContext, report: &PromptReport) {
+    match ctx.args.output {
+        OutputFormat::Json => ctx
+            .stdout
+            .line(&serde_json::to_string(report).unwrap_or_default()),
+        OutputFormat::StreamJson => {
+            let mut value = serde_json::to_value(report).unwrap_or_default();
+            if let Some(object) = value.as_object_mut() {
+                object.insert("type".into(), "result".into());
+            }
+            ctx.stdout.line(&value.to_string());
+        }
+        OutputFormat::Text => print_text(ctx, report),
+    }
+}
+
+fn print_text(ctx: &RunContext, report: &PromptReport) {
+    let live = ctx.args.jobs == 1 && ctx.args.batch.is_none();
+    if !live {
+        ctx.stdout.line(&format!("### {}", report.id));
+        ctx.stdout.line(report.text.trim_end());
+    }
+    for denial in &report.denied {
+        if !live {
+            eprintln!("[{}] denied: {denial}", report.id);
+        }
+    }
+    if let Some(err) = &report.error {
+        eprintln!("hearth run: {}: {err}", report.id);
+    }
+}
