@@ -6,14 +6,18 @@ use std::sync::Arc;
 
 use clap::Parser;
 use hearth::acp::{AcpState, serve_stdio};
-use hearth::agent::AgentCore;
+use hearth::agent::{AgentCore, data_dir};
 use hearth::cli::{Cli, Command};
 use hearth::config::{self, Config};
 use hearth::endpoints::build_catalog;
 
+fn env(key: &str) -> Option<String> {
+    std::env::var(key).ok()
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let config = match config::load(cli.config.as_deref(), &|k| std::env::var(k).ok()) {
+    let config = match config::load(cli.config.as_deref(), &env) {
         Ok(config) => config,
         Err(err) => {
             eprintln!("hearth: {err}");
@@ -36,7 +40,11 @@ fn main() -> ExitCode {
             Command::Acp => serve(config).await.map(|()| ExitCode::SUCCESS),
             Command::Models => list_models(config).await.map(|()| ExitCode::SUCCESS),
             Command::Run(args) => {
-                let core = Arc::new(AgentCore::new(config.clone(), build_catalog(&config)?));
+                let core = Arc::new(AgentCore::new(
+                    config.clone(),
+                    build_catalog(&config)?,
+                    data_dir(&env),
+                ));
                 Ok(ExitCode::from(hearth::batch::run(core, args).await.code()))
             }
         }
@@ -58,7 +66,11 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         endpoints = catalog.endpoints().len(),
         "serving ACP on stdio"
     );
-    let state = Arc::new(AcpState::new(Arc::new(AgentCore::new(config, catalog))));
+    let state = Arc::new(AcpState::new(Arc::new(AgentCore::new(
+        config,
+        catalog,
+        data_dir(&env),
+    ))));
     serve_stdio(state)
         .await
         .map_err(|e| anyhow::anyhow!("ACP connection failed: {}", e.message))?;

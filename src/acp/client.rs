@@ -2,6 +2,7 @@
 //! terminals) and asks the user. Only what the client advertised is asked of it.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
@@ -16,14 +17,21 @@ use tokio_util::sync::CancellationToken;
 
 use super::render;
 use crate::agent::{
-    AgentEvent, ClientOps, ClientOpsError, ExitStatus, PermissionAnswer, TerminalId,
-    TerminalOutput, TerminalRequest, ToolCard,
+    AgentEvent, ClientOps, ClientOpsError, ExitStatus, LocalClientOps, LocalFrontEnd,
+    PermissionAnswer, TerminalId, TerminalOutput, TerminalRequest, ToolCard,
 };
 
 pub struct AcpClientOps {
+    front: Arc<AcpFront>,
+    caps: ClientCapabilities,
+    /// Files and commands on this machine, for what the client did not advertise.
+    local: LocalClientOps,
+}
+
+/// Asking the user and showing events: always through the client.
+struct AcpFront {
     cx: ConnectionTo<Client>,
     session_id: AcpSessionId,
-    caps: ClientCapabilities,
     /// The turn's token: an open permission question resolves as cancelled when it fires.
     cancel: CancellationToken,
 }
@@ -35,16 +43,21 @@ impl AcpClientOps {
         caps: ClientCapabilities,
         cancel: CancellationToken,
     ) -> Self {
-        Self {
+        let front = Arc::new(AcpFront {
             cx,
             session_id,
-            caps,
             cancel,
-        }
+        });
+        let local = LocalClientOps::new(front.clone());
+        Self { front, caps, local }
     }
 
     fn sid(&self) -> AcpSessionId {
-        self.session_id.clone()
+        self.front.session_id.clone()
+    }
+
+    fn cx(&self) -> &ConnectionTo<Client> {
+        &self.front.cx
     }
 }
 
@@ -66,7 +79,7 @@ impl ClientOps for AcpClientOps {
         let request = ReadTextFileRequest::new(self.sid(), path)
             .line(line)
             .limit(limit);
-        match self.cx.send_request(request).block_task().await {
+        match self.cx().send_request(request).block_task().await {
             Ok(response) => Ok(response.content),
             Err(err) if err.code == ErrorCode::RESOURCE_NOT_FOUND => {
                 Err(ClientOpsError::NotFound(path.to_path_buf()))
@@ -77,10 +90,10 @@ impl ClientOps for AcpClientOps {
 
     async fn write_text_file(&self, path: &Path, content: &str) -> Result<(), ClientOpsError> {
         if !self.caps.fs.write_text_file {
-            return Err(ClientOpsError::Unsupported("fs/write_text_file"));
+            return self.local.write_text_file(path, content).await;
         }
         let request = WriteTextFileRequest::new(self.sid(), path, content);
-        self.cx
+        self.cx()
             .send_request(request)
             .block_task()
             .await
@@ -93,7 +106,7 @@ impl ClientOps for AcpClientOps {
         request: TerminalRequest,
     ) -> Result<TerminalId, ClientOpsError> {
         if !self.caps.terminal {
-            return Err(ClientOpsError::Unsupported("terminal/create"));
+            return self.local.create_terminal(request).await;
         }
         // Run through the shell so pipes, globs and `&&` work as the model expects.
         let acp = CreateTerminalRequest::new(self.sid(), "sh")
@@ -108,7 +121,7 @@ impl ClientOps for AcpClientOps {
             .cwd(request.cwd)
             .output_byte_limit(request.output_byte_limit);
         let response = self
-            .cx
+            .cx()
             .send_request(acp)
             .block_task()
             .await
@@ -117,9 +130,12 @@ impl ClientOps for AcpClientOps {
     }
 
     async fn terminal_output(&self, id: &TerminalId) -> Result<TerminalOutput, ClientOpsError> {
+        if !self.caps.terminal {
+            return self.local.terminal_output(id).await;
+        }
         let request = TerminalOutputRequest::new(self.sid(), id.to_string());
         let response = self
-            .cx
+            .cx()
             .send_request(request)
             .block_task()
             .await
@@ -135,9 +151,12 @@ impl ClientOps for AcpClientOps {
     }
 
     async fn wait_for_exit(&self, id: &TerminalId) -> Result<ExitStatus, ClientOpsError> {
+        if !self.caps.terminal {
+            return self.local.wait_for_exit(id).await;
+        }
         let request = WaitForTerminalExitRequest::new(self.sid(), id.to_string());
         let response = self
-            .cx
+            .cx()
             .send_request(request)
             .block_task()
             .await
@@ -149,8 +168,11 @@ impl ClientOps for AcpClientOps {
     }
 
     async fn kill_terminal(&self, id: &TerminalId) -> Result<(), ClientOpsError> {
+        if !self.caps.terminal {
+            return self.local.kill_terminal(id).await;
+        }
         let request = KillTerminalRequest::new(self.sid(), id.to_string());
-        self.cx
+        self.cx()
             .send_request(request)
             .block_task()
             .await
@@ -159,8 +181,11 @@ impl ClientOps for AcpClientOps {
     }
 
     async fn release_terminal(&self, id: &TerminalId) -> Result<(), ClientOpsError> {
+        if !self.caps.terminal {
+            return self.local.release_terminal(id).await;
+        }
         let request = ReleaseTerminalRequest::new(self.sid(), id.to_string());
-        self.cx
+        self.cx()
             .send_request(request)
             .block_task()
             .await
@@ -168,6 +193,17 @@ impl ClientOps for AcpClientOps {
             .map_err(failed)
     }
 
+    async fn request_permission(&self, card: &ToolCard) -> PermissionAnswer {
+        self.front.request_permission(card).await
+    }
+
+    fn send(&self, event: AgentEvent) {
+        self.front.send(event);
+    }
+}
+
+#[async_trait]
+impl LocalFrontEnd for AcpFront {
     async fn request_permission(&self, card: &ToolCard) -> PermissionAnswer {
         let options = vec![
             PermissionOption::new("allow_once", "Allow", PermissionOptionKind::AllowOnce),
@@ -184,7 +220,8 @@ impl ClientOps for AcpClientOps {
             ),
         ];
         let update = ToolCallUpdate::from(render::tool_call(card.clone()));
-        let request = RequestPermissionRequest::new(self.sid(), update, options.clone());
+        let request =
+            RequestPermissionRequest::new(self.session_id.clone(), update, options.clone());
         let outcome = tokio::select! {
             // Dropping the pending request sends $/cancel_request to the client.
             () = self.cancel.cancelled() => return PermissionAnswer::Cancelled,
@@ -218,7 +255,7 @@ impl ClientOps for AcpClientOps {
         for update in render::session_update(event) {
             if let Err(err) = self
                 .cx
-                .send_notification(SessionNotification::new(self.sid(), update))
+                .send_notification(SessionNotification::new(self.session_id.clone(), update))
             {
                 tracing::debug!("dropping an update for a closed client: {}", err.message);
             }

@@ -3,6 +3,7 @@
 mod catalog;
 mod client_ops;
 mod core;
+mod dispatch;
 mod event;
 mod history;
 mod ids;
@@ -11,6 +12,7 @@ mod mode;
 mod paths;
 mod policy;
 mod request;
+mod round;
 mod session;
 mod turn;
 
@@ -18,7 +20,7 @@ pub use catalog::{Catalog, Endpoint, EndpointListing, ModelChoice, ModelRef};
 pub use client_ops::{
     ClientOps, ClientOpsError, ExitStatus, PermissionAnswer, TerminalOutput, TerminalRequest,
 };
-pub use core::AgentCore;
+pub use core::{AgentCore, data_dir};
 pub use event::{
     AgentEvent, PlanEntry, PlanStatus, ToolCard, ToolCardUpdate, ToolContent, ToolKind,
     ToolLocation, ToolStatus,

@@ -9,6 +9,7 @@ use super::catalog::ModelRef;
 use super::history::HistoryEntry;
 use super::ids::SessionId;
 use super::mode::Mode;
+use super::policy::AlwaysRules;
 
 /// The settings a user changes between prompts.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,6 +33,8 @@ pub struct Session {
     settings: Mutex<SessionSettings>,
     history: tokio::sync::Mutex<Vec<HistoryEntry>>,
     running: Mutex<Option<TurnTicket>>,
+    /// "Always allow / always reject" answers given in this session.
+    rules: Mutex<AlwaysRules>,
 }
 
 impl Session {
@@ -47,6 +50,7 @@ impl Session {
             settings: Mutex::new(settings),
             history: tokio::sync::Mutex::new(history),
             running: Mutex::new(None),
+            rules: Mutex::new(AlwaysRules::default()),
         }
     }
 
@@ -92,6 +96,10 @@ impl Session {
             }
             None => false,
         }
+    }
+
+    pub fn rules(&self) -> &Mutex<AlwaysRules> {
+        &self.rules
     }
 
     /// The history, waiting for a running turn to finish with it.

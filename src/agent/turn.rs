@@ -1,15 +1,23 @@
 //! The turn loop: one user prompt, as many model rounds as it takes, exactly one outcome.
 
-use futures::StreamExt;
-use hearth_backend::{BackendError, BackendEvent, ContentPart, FinishReason, Progress, Usage};
+use std::path::Path;
+use std::sync::Mutex;
+
+use hearth_backend::{BackendError, ContentPart, FinishReason, Usage};
 use tokio_util::sync::CancellationToken;
 
 use super::catalog::{Catalog, ModelRef};
 use super::client_ops::ClientOps;
-use super::event::AgentEvent;
-use super::history::HistoryEntry;
+use super::dispatch::{DispatchContext, DispatchStop, run_calls};
+use super::event::{AgentEvent, ToolCard, ToolContent, ToolKind, ToolStatus};
+use super::history::{HistoryEntry, ToolCallRecord};
+use super::mode::Mode;
+use super::paths::Resolved;
+use super::policy::AlwaysRules;
 use super::request::build_request;
+use super::round::stream_round;
 use crate::config::AgentSettings;
+use crate::tools::{ToolLimits, ToolRegistry};
 
 /// How a prompt turn ended. Exactly one per prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +44,9 @@ pub enum TurnError {
     /// The backend failed; the message names the endpoint and what happened.
     #[error(transparent)]
     Backend(#[from] BackendError),
+    /// The client went away mid-turn; nothing more can be done for this prompt.
+    #[error("the turn was aborted: {0}")]
+    Aborted(String),
 }
 
 /// Everything a turn needs besides the history it extends.
@@ -46,20 +57,33 @@ pub struct TurnContext<'a> {
     pub client: &'a dyn ClientOps,
     pub cancel: &'a CancellationToken,
     pub settings: &'a AgentSettings,
+    pub tools: &'a ToolRegistry,
+    pub mode: Mode,
+    pub cwd: &'a Path,
+    pub home: Option<&'a Path>,
+    pub plan_dir: &'a Resolved,
+    pub rules: &'a Mutex<AlwaysRules>,
+    pub limits: &'a ToolLimits,
 }
 
-/// What one model round produced.
-#[derive(Debug, Default)]
-struct Round {
-    text: String,
-    reasoning: String,
-    finish: Option<FinishReason>,
-    usage: Option<Usage>,
-    cancelled: bool,
+impl TurnContext<'_> {
+    fn dispatch(&self) -> DispatchContext<'_> {
+        DispatchContext {
+            tools: self.tools,
+            mode: self.mode,
+            cwd: self.cwd,
+            home: self.home,
+            plan_dir: self.plan_dir,
+            rules: self.rules,
+            limits: self.limits,
+            client: self.client,
+            cancel: self.cancel,
+        }
+    }
 }
 
-/// Runs one prompt to completion. The prompt and every round are appended to `history`, also
-/// when the turn is cancelled or fails part-way.
+/// Runs one prompt to completion: rounds until the model stops calling tools. The prompt and
+/// every round are appended to `history`, also when the turn is cancelled or fails part-way.
 pub async fn run_turn(
     ctx: &TurnContext<'_>,
     history: &mut Vec<HistoryEntry>,
@@ -71,19 +95,22 @@ pub async fn run_turn(
         .catalog
         .endpoint(&model.endpoint)
         .ok_or_else(|| TurnError::UnknownEndpoint(model.endpoint.clone()))?;
+    let specs = ctx.tools.specs_for_mode(ctx.mode);
 
-    #[allow(
-        clippy::never_loop,
-        reason = "rounds continue once tool calls are dispatched"
-    )]
     for _ in 0..ctx.settings.max_turn_requests {
         if ctx.cancel.is_cancelled() {
             return Ok(StopReason::Cancelled);
         }
-        let request = build_request(&endpoint.config, &model.model, ctx.system_prompt, history);
+        let request = build_request(
+            &endpoint.config,
+            &model.model,
+            ctx.system_prompt,
+            &specs,
+            history,
+        );
         let stream = endpoint.backend.stream(request, ctx.cancel.child_token());
-        let (round, error) = stream_round(ctx, stream).await;
-        record_round(history, &round);
+        let (round, error) = stream_round(ctx.client, ctx.cancel, stream).await;
+        round.record(history);
         if let Some(usage) = round.usage {
             report_usage(ctx, endpoint.config.context_window, usage);
         }
@@ -93,98 +120,62 @@ pub async fn run_turn(
         if let Some(err) = error {
             return Err(err.into());
         }
-        // Tool calls would continue the loop here; a round without calls ends the turn.
-        return Ok(match round.finish {
-            Some(FinishReason::Length) => StopReason::MaxTokens,
-            Some(FinishReason::ContentFilter) => StopReason::Refusal,
-            _ => StopReason::EndTurn,
-        });
+        if round.calls.is_empty() && round.malformed.is_empty() {
+            return Ok(match round.finish {
+                Some(FinishReason::Length) => StopReason::MaxTokens,
+                Some(FinishReason::ContentFilter) => StopReason::Refusal,
+                _ => StopReason::EndTurn,
+            });
+        }
+        for (call, problem) in &round.malformed {
+            answer_malformed(ctx, history, call, problem);
+        }
+        let (results, stop) = run_calls(&ctx.dispatch(), &round.calls).await;
+        history.extend(results);
+        match stop {
+            Some(DispatchStop::Cancelled) => return Ok(StopReason::Cancelled),
+            Some(DispatchStop::Abort(message)) => return Err(TurnError::Aborted(message)),
+            None => {}
+        }
     }
-    ctx.client.send(AgentEvent::Notice {
+    ctx.client.send(AgentEvent::AgentText {
         text: format!(
-            "Stopped after {} model requests in one turn (agent.max_turn_requests).",
+            "\n\nStopped after {} model requests in one turn (agent.max_turn_requests).",
             ctx.settings.max_turn_requests
         ),
     });
     Ok(StopReason::MaxTurnRequests)
 }
 
-/// Streams one round to the client. Returns what arrived, plus the error that ended it early.
-async fn stream_round(
+/// A call that could not be parsed: a failed card for the user, the exact problem for the model.
+fn answer_malformed(
     ctx: &TurnContext<'_>,
-    mut stream: hearth_backend::EventStream,
-) -> (Round, Option<BackendError>) {
-    let mut round = Round::default();
-    loop {
-        let next = tokio::select! {
-            biased;
-            () = ctx.cancel.cancelled() => {
-                round.cancelled = true;
-                // Dropping the stream closes the upstream request.
-                return (round, None);
-            }
-            next = stream.next() => next,
-        };
-        match next {
-            None => return (round, None),
-            Some(Err(err)) => {
-                if ctx.cancel.is_cancelled() {
-                    round.cancelled = true;
-                    return (round, None);
-                }
-                return (round, Some(err));
-            }
-            Some(Ok(event)) => apply_event(ctx, &mut round, event),
-        }
-    }
-}
-
-fn apply_event(ctx: &TurnContext<'_>, round: &mut Round, event: BackendEvent) {
-    match event {
-        BackendEvent::Text { text } => {
-            round.text.push_str(&text);
-            ctx.client.send(AgentEvent::AgentText { text });
-        }
-        BackendEvent::Reasoning { text } => {
-            round.reasoning.push_str(&text);
-            ctx.client.send(AgentEvent::AgentThought { text });
-        }
-        BackendEvent::ToolCall { call } => {
-            tracing::debug!(name = %call.name, "native tool call (tools are not offered yet)");
-        }
-        BackendEvent::Usage { usage } => round.usage = Some(usage),
-        BackendEvent::Progress { progress } => ctx.client.send(AgentEvent::Notice {
-            text: describe(&progress),
-        }),
-        BackendEvent::Finished { reason } => round.finish = Some(reason),
-    }
-}
-
-fn describe(progress: &Progress) -> String {
-    match progress {
-        Progress::LoadingModel {
-            model,
-            fraction: Some(f),
-        } => format!("Loading {model}: {:.0}%", f * 100.0),
-        Progress::LoadingModel {
-            model,
-            fraction: None,
-        } => format!("Loading {model}…"),
-        Progress::Prefill { done, total } => format!("Reading the prompt: {done}/{total} tokens"),
-        Progress::ColdPrefill { reason } => {
-            format!("Reading the whole conversation again ({reason})")
-        }
-    }
-}
-
-fn record_round(history: &mut Vec<HistoryEntry>, round: &Round) {
-    if round.text.is_empty() && round.reasoning.is_empty() {
-        return;
-    }
-    history.push(HistoryEntry::Assistant {
-        text: round.text.clone(),
-        reasoning: (!round.reasoning.is_empty()).then(|| round.reasoning.clone()),
-        tool_calls: Vec::new(),
+    history: &mut Vec<HistoryEntry>,
+    call: &ToolCallRecord,
+    problem: &str,
+) {
+    let message = format!(
+        "Your call to `{}` was not run: {problem}. Call the tool again with a JSON object of arguments.",
+        call.name
+    );
+    ctx.client.send(AgentEvent::ToolCallStarted {
+        card: ToolCard {
+            id: call.id.clone(),
+            title: format!("Malformed call to {}", call.name),
+            kind: ToolKind::Other,
+            status: ToolStatus::Failed,
+            locations: Vec::new(),
+            content: vec![ToolContent::Text {
+                text: message.clone(),
+            }],
+            raw_input: call.arguments.clone(),
+        },
+    });
+    history.push(HistoryEntry::ToolResult {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        output: message,
+        is_error: true,
     });
 }
 

@@ -37,7 +37,7 @@ impl RunExit {
             TurnError::Backend(BackendError::Timeout { .. } | BackendError::IdleTimeout { .. }) => {
                 Self::Timeout
             }
-            TurnError::Backend(_) => Self::PromptFailed,
+            TurnError::Backend(_) | TurnError::Aborted(_) => Self::PromptFailed,
         }
     }
 

@@ -38,7 +38,10 @@ fn state(endpoints: &[(&str, &FakeBackend, &str)]) -> Arc<AcpState> {
             })
             .collect(),
     );
-    Arc::new(AcpState::new(Arc::new(AgentCore::new(config, catalog))))
+    let data = std::env::temp_dir().join("hearth-test-data");
+    Arc::new(AcpState::new(Arc::new(AgentCore::new(
+        config, catalog, data,
+    ))))
 }
 
 async fn open(cx: &ConnectionTo<Agent>) -> NewSessionResponse {

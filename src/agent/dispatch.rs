@@ -1,0 +1,288 @@
+//! Running the tool calls of one round: look up, prepare, ask the policy (and the user), run,
+//! and report each step as a tool card. Read-only calls run concurrently; the rest in order.
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use futures::future::join_all;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::client_ops::{ClientOps, PermissionAnswer};
+use super::event::{AgentEvent, ToolCard, ToolCardUpdate, ToolContent, ToolKind, ToolStatus};
+use super::history::{HistoryEntry, ToolCallRecord};
+use super::mode::Mode;
+use super::paths::Resolved;
+use super::policy::{Access, AlwaysRules, Decision, USER_REJECTED, decide};
+use crate::tools::{ToolContext, ToolError, ToolLimits, ToolRegistry};
+
+/// What the calls of a round need from the turn.
+pub struct DispatchContext<'a> {
+    pub tools: &'a ToolRegistry,
+    pub mode: Mode,
+    pub cwd: &'a Path,
+    pub home: Option<&'a Path>,
+    pub plan_dir: &'a Resolved,
+    pub rules: &'a Mutex<AlwaysRules>,
+    pub limits: &'a ToolLimits,
+    pub client: &'a dyn ClientOps,
+    pub cancel: &'a CancellationToken,
+}
+
+/// Why the round's calls stopped early. The results gathered so far are kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DispatchStop {
+    /// The turn was cancelled (during a permission question or a running tool).
+    Cancelled,
+    /// The client went away; the turn cannot go on.
+    Abort(String),
+}
+
+/// The result of one call for the model.
+struct CallResult {
+    output: String,
+    is_error: bool,
+}
+
+/// Runs `calls` in order (consecutive read-only calls together) and returns one `ToolResult`
+/// entry per call, in call order.
+pub async fn run_calls(
+    ctx: &DispatchContext<'_>,
+    calls: &[ToolCallRecord],
+) -> (Vec<HistoryEntry>, Option<DispatchStop>) {
+    let mut results = Vec::new();
+    let mut index = 0;
+    while index < calls.len() {
+        let batch_end = if is_read_only(ctx, &calls[index].name) {
+            calls[index..]
+                .iter()
+                .position(|c| !is_read_only(ctx, &c.name))
+                .map_or(calls.len(), |n| index + n)
+        } else {
+            index + 1
+        };
+        let outcomes = join_all(
+            calls[index..batch_end]
+                .iter()
+                .map(|call| run_call(ctx, call)),
+        )
+        .await;
+        for (call, outcome) in calls[index..batch_end].iter().zip(outcomes) {
+            match outcome {
+                Ok(result) => results.push(HistoryEntry::ToolResult {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    output: result.output,
+                    is_error: result.is_error,
+                }),
+                Err(stop) => {
+                    // Every call still gets an answer, so the history stays paired.
+                    results.extend(calls[results.len()..].iter().map(|c| {
+                        HistoryEntry::ToolResult {
+                            call_id: c.id.clone(),
+                            name: c.name.clone(),
+                            output: "The turn was stopped before this call finished.".into(),
+                            is_error: true,
+                        }
+                    }));
+                    return (results, Some(stop));
+                }
+            }
+        }
+        index = batch_end;
+    }
+    (results, None)
+}
+
+fn is_read_only(ctx: &DispatchContext<'_>, name: &str) -> bool {
+    ctx.tools
+        .get(name)
+        .is_some_and(|t| t.access() == Access::Read)
+}
+
+async fn run_call(
+    ctx: &DispatchContext<'_>,
+    call: &ToolCallRecord,
+) -> Result<CallResult, DispatchStop> {
+    let tool_ctx = ToolContext {
+        cwd: ctx.cwd,
+        home: ctx.home,
+        client: ctx.client,
+        call_id: &call.id,
+        cancel: ctx.cancel,
+        limits: ctx.limits,
+    };
+    let Some(handler) = ctx
+        .tools
+        .get(&call.name)
+        .filter(|_| ctx.tools.offered(ctx.mode, &call.name))
+    else {
+        let names: Vec<String> = ctx
+            .tools
+            .specs_for_mode(ctx.mode)
+            .into_iter()
+            .map(|s| s.name)
+            .collect();
+        let message = format!(
+            "Unknown tool `{}`. Available tools: {}.",
+            call.name,
+            names.join(", ")
+        );
+        return Ok(fail_card(ctx, call, &call.name, ToolKind::Other, message));
+    };
+    let prepared = match handler.prepare(&call.arguments, &tool_ctx).await {
+        Ok(prepared) => prepared,
+        Err(err) => return stop_or_fail(ctx, call, err, ToolKind::Other),
+    };
+    let card = ToolCard {
+        id: call.id.clone(),
+        title: prepared.title.clone(),
+        kind: prepared.kind,
+        status: ToolStatus::Pending,
+        locations: prepared.locations.clone(),
+        content: prepared.preview.clone(),
+        raw_input: call.arguments.clone(),
+    };
+    ctx.client
+        .send(AgentEvent::ToolCallStarted { card: card.clone() });
+    let subject = prepared.subject(handler.name());
+    let decision = decide(ctx.mode, &subject, ctx.plan_dir, &lock(ctx.rules));
+    match decision {
+        Decision::Allow => {}
+        Decision::Deny(reason) => return Ok(finish_failed(ctx, call, reason)),
+        Decision::Ask => {
+            let answer = ctx.client.request_permission(&card).await;
+            if answer == PermissionAnswer::Cancelled || ctx.cancel.is_cancelled() {
+                update(
+                    ctx,
+                    call,
+                    ToolCardUpdate {
+                        status: Some(ToolStatus::Failed),
+                        ..Default::default()
+                    },
+                );
+                return Err(DispatchStop::Cancelled);
+            }
+            lock(ctx.rules).remember(&subject, answer);
+            if !answer.allows() {
+                return Ok(finish_failed(ctx, call, USER_REJECTED.to_string()));
+            }
+        }
+    }
+    update(
+        ctx,
+        call,
+        ToolCardUpdate {
+            status: Some(ToolStatus::InProgress),
+            ..Default::default()
+        },
+    );
+    match handler.run(&call.arguments, &prepared, &tool_ctx).await {
+        Ok(output) => {
+            let status = if output.failed {
+                ToolStatus::Failed
+            } else {
+                ToolStatus::Completed
+            };
+            update(
+                ctx,
+                call,
+                ToolCardUpdate {
+                    status: Some(status),
+                    content: Some(output.content),
+                    raw_output: Some(output.raw_output),
+                    ..Default::default()
+                },
+            );
+            Ok(CallResult {
+                output: output.for_model,
+                is_error: output.failed,
+            })
+        }
+        Err(err) => stop_or_fail(ctx, call, err, prepared.kind),
+    }
+}
+
+fn stop_or_fail(
+    ctx: &DispatchContext<'_>,
+    call: &ToolCallRecord,
+    err: ToolError,
+    kind: ToolKind,
+) -> Result<CallResult, DispatchStop> {
+    match err {
+        ToolError::Model(message) => Ok(fail_card(ctx, call, &call.name, kind, message)),
+        ToolError::Cancelled => Err(DispatchStop::Cancelled),
+        ToolError::Abort(message) => Err(DispatchStop::Abort(message)),
+    }
+}
+
+/// A call that failed before its card was shown: show it failed, with the reason.
+fn fail_card(
+    ctx: &DispatchContext<'_>,
+    call: &ToolCallRecord,
+    title: &str,
+    kind: ToolKind,
+    message: String,
+) -> CallResult {
+    ctx.client.send(AgentEvent::ToolCallStarted {
+        card: ToolCard {
+            id: call.id.clone(),
+            title: title.to_string(),
+            kind,
+            status: ToolStatus::Failed,
+            locations: Vec::new(),
+            content: vec![ToolContent::Text {
+                text: message.clone(),
+            }],
+            raw_input: call.arguments.clone(),
+        },
+    });
+    CallResult {
+        output: message,
+        is_error: true,
+    }
+}
+
+/// A shown card that ends failed with `message` (refused, rejected).
+fn finish_failed(ctx: &DispatchContext<'_>, call: &ToolCallRecord, message: String) -> CallResult {
+    update(
+        ctx,
+        call,
+        ToolCardUpdate {
+            status: Some(ToolStatus::Failed),
+            content: Some(vec![ToolContent::Text {
+                text: message.clone(),
+            }]),
+            ..Default::default()
+        },
+    );
+    CallResult {
+        output: message,
+        is_error: true,
+    }
+}
+
+fn update(ctx: &DispatchContext<'_>, call: &ToolCallRecord, update: ToolCardUpdate) {
+    ctx.client.send(AgentEvent::ToolCallUpdated {
+        id: call.id.clone(),
+        update,
+    });
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Parses native-call arguments; the parse module's repair replaces this when it lands.
+pub fn parse_arguments(raw: &str) -> Result<Value, String> {
+    if raw.trim().is_empty() {
+        return Ok(Value::Object(serde_json::Map::new()));
+    }
+    match serde_json::from_str::<Value>(raw) {
+        Ok(value @ Value::Object(_)) => Ok(value),
+        Ok(other) => Err(format!("arguments must be a JSON object, got {other}")),
+        Err(err) => Err(format!("arguments are not valid JSON: {err}")),
+    }
+}
