@@ -1,0 +1,240 @@
+//! The fake server: its shared state, the accept loop, and the API tests call.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::http::Request;
+use crate::reply::Reply;
+
+/// One request the server received.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recorded {
+    pub method: String,
+    /// The path without the query string, e.g. `/v1/chat/completions`.
+    pub path: String,
+    /// Header names lowercased, in arrival order.
+    pub headers: Vec<(String, String)>,
+    /// The body parsed as JSON; `Value::Null` when empty or not JSON (see `raw_body`).
+    pub body: Value,
+    /// The body as text (lossy UTF-8).
+    pub raw_body: String,
+}
+
+impl Recorded {
+    /// The first value of header `name` (give it lowercase).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+struct State {
+    replies: VecDeque<Reply>,
+    models: Value,
+    requests: Vec<Recorded>,
+    dropped: usize,
+}
+
+/// State shared by the handle and the connection tasks.
+pub(crate) struct Shared {
+    state: Mutex<State>,
+    /// Bumped on every change, so waiters re-check without polling.
+    changed: watch::Sender<()>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic elsewhere cannot leave State half-updated (every update is one statement),
+        // so a poisoned lock is still good to use.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn update(&self, f: impl FnOnce(&mut State)) {
+        f(&mut self.lock());
+        self.changed.send_modify(|_| {});
+    }
+
+    /// Records `request` and picks the reply for it.
+    pub(crate) fn route(&self, request: &Request) -> Reply {
+        let raw_body = String::from_utf8_lossy(&request.body).into_owned();
+        let recorded = Recorded {
+            method: request.method.clone(),
+            path: request.path.clone(),
+            headers: request.headers.clone(),
+            body: serde_json::from_str(&raw_body).unwrap_or(Value::Null),
+            raw_body,
+        };
+        let mut reply = None;
+        self.update(|state| {
+            state.requests.push(recorded);
+            let n = state.requests.len();
+            reply = Some(match (request.method.as_str(), request.path.as_str()) {
+                ("POST", "/v1/chat/completions") => {
+                    state.replies.pop_front().unwrap_or_else(|| {
+                        Reply::error(
+                            500,
+                            &format!("hearth-testkit: no reply queued for request #{n} (push one)"),
+                        )
+                    })
+                }
+                ("GET", "/v1/models") => Reply::Status {
+                    code: 200,
+                    headers: Vec::new(),
+                    body: state.models.to_string(),
+                },
+                (method, path) => Reply::error(
+                    404,
+                    &format!("hearth-testkit: no route for {method} {path}"),
+                ),
+            });
+        });
+        reply.unwrap_or_else(|| Reply::error(500, "hearth-testkit: routing failed"))
+    }
+
+    pub(crate) fn note_dropped(&self) {
+        self.update(|state| state.dropped += 1);
+    }
+
+    /// Waits until `check` returns `Some`, or `timeout` passes (then `None`).
+    async fn wait_for<T>(
+        &self,
+        timeout: Duration,
+        check: impl Fn(&State) -> Option<T>,
+    ) -> Option<T> {
+        let mut changes = self.changed.subscribe();
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if let Some(found) = check(&self.lock()) {
+                return Some(found);
+            }
+            match tokio::time::timeout_at(deadline, changes.changed()).await {
+                Ok(Ok(())) => {}
+                _ => return None,
+            }
+        }
+    }
+}
+
+/// An OpenAI-compatible HTTP/1.1 server on `127.0.0.1`, scripted by the test. Every connection
+/// runs on its own task; dropping the server stops accepting and closes every connection.
+pub struct FakeServer {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    accept: JoinHandle<()>,
+    /// Dropped with the server; each connection task ends when it sees that.
+    _shutdown: watch::Sender<()>,
+}
+
+impl FakeServer {
+    /// Binds `127.0.0.1:0` and starts serving. Needs a tokio runtime.
+    pub async fn start() -> std::io::Result<FakeServer> {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                replies: VecDeque::new(),
+                models: json!({ "object": "list", "data": [] }),
+                requests: Vec::new(),
+                dropped: 0,
+            }),
+            changed: watch::Sender::new(()),
+        });
+        let (shutdown, shutdown_rx) = watch::channel(());
+        let accept = tokio::spawn(accept_loop(listener, shared.clone(), shutdown_rx));
+        Ok(FakeServer {
+            shared,
+            addr,
+            accept,
+            _shutdown: shutdown,
+        })
+    }
+
+    /// `http://127.0.0.1:PORT/v1`, the base URL clients append `/chat/completions` to.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// The address the server listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Queues `reply` for a later `POST /v1/chat/completions` (first in, first out).
+    pub fn push(&self, reply: Reply) {
+        self.shared.update(|state| state.replies.push_back(reply));
+    }
+
+    /// Replies still queued.
+    pub fn queued(&self) -> usize {
+        self.shared.lock().replies.len()
+    }
+
+    /// Sets the body `GET /v1/models` answers with.
+    pub fn set_models(&self, models: Value) {
+        self.shared.update(|state| state.models = models);
+    }
+
+    /// Every request received so far, in order.
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.shared.lock().requests.clone()
+    }
+
+    /// Waits until at least `n` requests arrived or `timeout` passed, then returns all of them
+    /// (fewer than `n` on timeout).
+    pub async fn wait_requests(&self, n: usize, timeout: Duration) -> Vec<Recorded> {
+        let found = self
+            .shared
+            .wait_for(timeout, |s| {
+                (s.requests.len() >= n).then(|| s.requests.clone())
+            })
+            .await;
+        found.unwrap_or_else(|| self.requests())
+    }
+
+    /// Replies the client abandoned before they were complete: during a delay, mid-stream,
+    /// or while hanging.
+    pub fn dropped_streams(&self) -> usize {
+        self.shared.lock().dropped
+    }
+
+    /// Waits until [`FakeServer::dropped_streams`] reaches `n`; `false` if `timeout` passed first.
+    pub async fn wait_dropped(&self, n: usize, timeout: Duration) -> bool {
+        self.shared
+            .wait_for(timeout, |s| (s.dropped >= n).then_some(()))
+            .await
+            .is_some()
+    }
+}
+
+impl Drop for FakeServer {
+    fn drop(&mut self) {
+        self.accept.abort();
+    }
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, shutdown: watch::Receiver<()>) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            // Accept errors (e.g. too many open files) are transient; do not spin hot on them.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        };
+        let shared = shared.clone();
+        let mut shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = crate::conn::serve(stream, shared) => {}
+                _ = shutdown.changed() => {}
+            }
+        });
+    }
+}
