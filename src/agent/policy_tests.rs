@@ -53,7 +53,11 @@ impl Env {
             &AlwaysRules::default(),
         );
         if !registry.offered(mode, tool) {
-            assert_eq!(outcome(&decision), Outcome::Refused, "{tool} hidden but not refused");
+            assert_eq!(
+                outcome(&decision),
+                Outcome::Refused,
+                "{tool} hidden but not refused"
+            );
             return Outcome::Hidden;
         }
         outcome(&decision)
@@ -76,7 +80,11 @@ async fn every_mode_times_every_tool() {
             json!({"path": "src/main.rs", "edits": [{"old_text": "main", "new_text": "start"}]}),
             [Q, A, R, A],
         ),
-        ("write_file", json!({"path": "new.rs", "content": "x"}), [Q, A, R, A]),
+        (
+            "write_file",
+            json!({"path": "new.rs", "content": "x"}),
+            [Q, A, R, A],
+        ),
         (
             "write_file",
             json!({"path": plan_file, "content": "# Plan"}),
@@ -110,8 +118,16 @@ fn plan_mode_hides_only_commands() {
             .into_iter()
             .map(|s| s.name)
             .collect();
-        assert_eq!(names.contains(&"bash".to_owned()), mode != Mode::Plan, "{mode}");
-        assert_eq!(names.len(), if mode == Mode::Plan { 7 } else { 8 }, "{mode}");
+        assert_eq!(
+            names.contains(&"bash".to_owned()),
+            mode != Mode::Plan,
+            "{mode}"
+        );
+        assert_eq!(
+            names.len(),
+            if mode == Mode::Plan { 7 } else { 8 },
+            "{mode}"
+        );
     }
 }
 
@@ -178,7 +194,10 @@ async fn plan_mode_escape_attempts() {
         }
     }
     // Nothing landed outside the plan directory.
-    assert_eq!(std::fs::read_to_string(outside.join("victim.txt")).unwrap(), "keep");
+    assert_eq!(
+        std::fs::read_to_string(outside.join("victim.txt")).unwrap(),
+        "keep"
+    );
     let mut outside_entries: Vec<_> = std::fs::read_dir(&outside)
         .unwrap()
         .map(|e| e.unwrap().file_name())
@@ -220,14 +239,20 @@ async fn plan_mode_refuses_commands_and_external_writes_without_paths() {
     };
     // "Always allow" does not lift plan mode.
     let d = decide(Mode::Plan, &prepared.subject("bash"), &env.plan, &rules);
-    assert!(matches!(d, Decision::Deny(ref r) if r.contains("Plan mode")), "{d:?}");
+    assert!(
+        matches!(d, Decision::Deny(ref r) if r.contains("Plan mode")),
+        "{d:?}"
+    );
     let mcp = Subject {
         tool: "server__deploy",
         access: Access::Write,
         paths: &[],
         programs: None,
     };
-    assert!(matches!(decide(Mode::Plan, &mcp, &env.plan, &rules), Decision::Deny(_)));
+    assert!(matches!(
+        decide(Mode::Plan, &mcp, &env.plan, &rules),
+        Decision::Deny(_)
+    ));
     assert_eq!(decide(Mode::Ask, &mcp, &env.plan, &rules), Decision::Ask);
 }
 
@@ -252,15 +277,30 @@ fn always_rules_for_commands() {
     let (cargo, cargo_tail) = (command(&["cargo"]), command(&["cargo", "tail"]));
     let (rm, unkeyable) = (command(&["rm"]), command(&[]));
     let (cargo, cargo_tail, rm, unkeyable) = (&cargo[..], &cargo_tail[..], &rm[..], &unkeyable[..]);
-    assert_eq!(decide(Mode::Ask, &subject(cargo), &plan, &rules), Decision::Ask);
+    assert_eq!(
+        decide(Mode::Ask, &subject(cargo), &plan, &rules),
+        Decision::Ask
+    );
     rules.remember(&subject(cargo), PermissionAnswer::AllowAlways);
-    assert_eq!(decide(Mode::Ask, &subject(cargo), &plan, &rules), Decision::Allow);
-    assert_eq!(decide(Mode::AcceptEdits, &subject(cargo), &plan, &rules), Decision::Allow);
+    assert_eq!(
+        decide(Mode::Ask, &subject(cargo), &plan, &rules),
+        Decision::Allow
+    );
+    assert_eq!(
+        decide(Mode::AcceptEdits, &subject(cargo), &plan, &rules),
+        Decision::Allow
+    );
     // A pipeline needs every program allowed.
-    assert_eq!(decide(Mode::Ask, &subject(cargo_tail), &plan, &rules), Decision::Ask);
+    assert_eq!(
+        decide(Mode::Ask, &subject(cargo_tail), &plan, &rules),
+        Decision::Ask
+    );
     // Unkeyable lines are never remembered, so they always ask.
     rules.remember(&subject(unkeyable), PermissionAnswer::AllowAlways);
-    assert_eq!(decide(Mode::Ask, &subject(unkeyable), &plan, &rules), Decision::Ask);
+    assert_eq!(
+        decide(Mode::Ask, &subject(unkeyable), &plan, &rules),
+        Decision::Ask
+    );
     // Reject always wins, in every mode, bypass included.
     rules.remember(&subject(rm), PermissionAnswer::RejectAlways);
     for mode in Mode::ALL {
@@ -294,7 +334,10 @@ fn always_rules_for_tools() {
     assert_eq!(decide(Mode::Ask, &write, &plan, &rules), Decision::Allow);
     rules.remember(&write, PermissionAnswer::RejectAlways);
     assert!(rules.allow_tools.is_empty());
-    assert!(matches!(decide(Mode::AcceptEdits, &write, &plan, &rules), Decision::Deny(_)));
+    assert!(matches!(
+        decide(Mode::AcceptEdits, &write, &plan, &rules),
+        Decision::Deny(_)
+    ));
 }
 
 #[test]
@@ -324,7 +367,11 @@ fn plan_dir_is_stable_and_per_project() {
     let data = Path::new("/data/hearth");
     let a = plan_dir(data, &root.join("work/my proj"));
     assert_eq!(a, plan_dir(data, &root.join("work/my proj")));
-    assert_eq!(a, plan_dir(data, &root.join("alias/my proj")), "symlinked cwd, same project");
+    assert_eq!(
+        a,
+        plan_dir(data, &root.join("alias/my proj")),
+        "symlinked cwd, same project"
+    );
     assert_ne!(a, plan_dir(data, &root.join("other/my proj")));
     let hash = fnv1a64(root.join("work/my proj").as_os_str().as_encoded_bytes());
     assert_eq!(a, data.join(format!("plans/my_proj-{hash:016x}")));
@@ -336,6 +383,9 @@ fn plan_mode_prompt_names_the_dir_and_ends_with_a_menu() {
     assert!(text.contains("/d/plans/p-1"));
     assert!(!text.contains("{plan_dir}"));
     let tail: Vec<&str> = text.trim_end().lines().rev().take(3).collect();
-    assert!(tail.iter().all(|l| l.starts_with(['1', '2', '3'])), "{tail:?}");
+    assert!(
+        tail.iter().all(|l| l.starts_with(['1', '2', '3'])),
+        "{tail:?}"
+    );
     assert!(text.contains("accept-edits") && text.contains("Keep planning"));
 }

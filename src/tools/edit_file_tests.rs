@@ -40,7 +40,10 @@ fn apply_edits_table() {
 fn edit_errors_say_how_many_matches() {
     let text = "let x = 1;\nlet x = 1;\n    indented();\n";
     let cases: Vec<(Vec<Edit>, &str)> = vec![
-        (vec![edit("nope", "x")], "the edit: old_text was not found in f.rs; nothing was changed"),
+        (
+            vec![edit("nope", "x")],
+            "the edit: old_text was not found in f.rs; nothing was changed",
+        ),
         (
             vec![edit("let x = 1;", "y")],
             "the edit: old_text matches 2 times in f.rs; include more surrounding lines",
@@ -50,11 +53,17 @@ fn edit_errors_say_how_many_matches() {
             "edit 2 of 2: old_text was not found in f.rs (edits apply in order",
         ),
         (vec![edit("", "x")], "old_text is empty"),
-        (vec![edit("let", "let")], "old_text and new_text are the same"),
+        (
+            vec![edit("let", "let")],
+            "old_text and new_text are the same",
+        ),
         (vec![edit("indented( );", "x")], "not found"),
         (vec![edit("indented();\nlet", "x")], "not found"),
         (vec![edit("     3\t    indented();", "x")], "line numbers"),
-        (vec![edit("\tindented();", "x")], "different indentation or spacing"),
+        (
+            vec![edit("\tindented();", "x")],
+            "different indentation or spacing",
+        ),
         (vec![], "`edits` is empty"),
     ];
     for (edits, want) in cases {
@@ -74,7 +83,8 @@ fn crlf_files_take_lf_edits() {
 async fn edit_previews_the_diff_then_applies_it_through_the_client() {
     let fx = Fixture::new();
     let path = fx.write("src/main.rs", "fn main() {\n    old();\n}\n");
-    let args = json!({"path": "src/main.rs", "edits": [{"old_text": "old()", "new_text": "new()"}]});
+    let args =
+        json!({"path": "src/main.rs", "edits": [{"old_text": "old()", "new_text": "new()"}]});
     let ctx = fx.ctx();
     let prepared = EditFile.prepare(&args, &ctx).await.unwrap();
     let diff = ToolContent::Diff {
@@ -109,7 +119,10 @@ async fn multi_edit_is_atomic() {
         {"old_text": "four", "new_text": "4"}
     ]});
     let err = fx.model_error(&EditFile, args).await;
-    assert!(err.starts_with("edit 3 of 3: old_text was not found"), "{err}");
+    assert!(
+        err.starts_with("edit 3 of 3: old_text was not found"),
+        "{err}"
+    );
     assert_eq!(fx.read("f.txt"), original);
     assert!(!fx.client.calls().iter().any(|c| c.starts_with("write")));
     let args = json!({"path": "f.txt", "edits": [
@@ -130,7 +143,10 @@ async fn edit_bad_input() {
             json!({"path": "nope.txt", "edits": [{"old_text": "a", "new_text": "b"}]}),
             format!("file not found: {}; use write_file", missing.display()),
         ),
-        (json!({"path": "f.txt", "edits": "x->y"}), "at `edits`: invalid type: string".into()),
+        (
+            json!({"path": "f.txt", "edits": "x->y"}),
+            "at `edits`: invalid type: string".into(),
+        ),
         (
             json!({"path": "f.txt", "edits": [{"old": "x", "new_text": "y"}]}),
             "at `edits[0].old`: unknown field `old`, expected one of `old_text`".into(),
@@ -160,9 +176,15 @@ async fn write_creates_parents_and_shows_old_and_new() {
     };
     assert_eq!(prepared.preview, vec![created.clone()]);
     assert_eq!(out.content, vec![created]);
-    assert_eq!(out.for_model, format!("Created {} (1 line).", path.display()));
+    assert_eq!(
+        out.for_model,
+        format!("Created {} (1 line).", path.display())
+    );
     let (_, out) = fx
-        .call(&WriteFile, json!({"path": "a/b/new.txt", "content": "bye\nnow\n"}))
+        .call(
+            &WriteFile,
+            json!({"path": "a/b/new.txt", "content": "bye\nnow\n"}),
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -173,9 +195,14 @@ async fn write_creates_parents_and_shows_old_and_new() {
             new_text: "bye\nnow\n".into()
         }]
     );
-    assert_eq!(out.for_model, format!("Wrote {} (2 lines; it had 1 line).", path.display()));
+    assert_eq!(
+        out.for_model,
+        format!("Wrote {} (2 lines; it had 1 line).", path.display())
+    );
     std::fs::create_dir(fx.path("d")).unwrap();
-    let err = fx.model_error(&WriteFile, json!({"path": "d", "content": "x"})).await;
+    let err = fx
+        .model_error(&WriteFile, json!({"path": "d", "content": "x"}))
+        .await;
     assert!(err.contains("is a directory"), "{err}");
     let err = fx.model_error(&WriteFile, json!({"path": "x"})).await;
     assert!(err.contains("missing field `content`"), "{err}");

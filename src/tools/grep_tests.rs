@@ -39,17 +39,28 @@ async fn grep_respects_gitignore_and_skips_binary_and_hidden() {
 async fn grep_options_filter_and_fold_case() {
     let fx = project();
     let (_, out) = fx
-        .call(&Grep, json!({"pattern": "^fn \\w+", "glob": "*.rs", "ignore_case": true, "path": "src"}))
+        .call(
+            &Grep,
+            json!({"pattern": "^fn \\w+", "glob": "*.rs", "ignore_case": true, "path": "src"}),
+        )
         .await
         .unwrap();
-    assert!(out.for_model.starts_with("2 matches in 2 files"), "{}", out.for_model);
+    assert!(
+        out.for_model.starts_with("2 matches in 2 files"),
+        "{}",
+        out.for_model
+    );
     assert!(out.for_model.contains("src/deep/mod.rs:1:fn Helper() {}\n"));
     assert!(out.for_model.contains("src/main.rs:1:fn main() {\n"));
     let (_, out) = fx
         .call(&Grep, json!({"pattern": "TODO", "path": "src/lib.rs"}))
         .await
         .unwrap();
-    assert!(out.for_model.contains("src/lib.rs:2:// TODO: more"), "{}", out.for_model);
+    assert!(
+        out.for_model.contains("src/lib.rs:2:// TODO: more"),
+        "{}",
+        out.for_model
+    );
     let (_, out) = fx.call(&Grep, json!({"pattern": "zzz"})).await.unwrap();
     assert!(out.for_model.starts_with("No matches for `zzz`"));
 }
@@ -63,9 +74,18 @@ async fn grep_caps_matches_and_says_so() {
         fx.write(&format!("f{f}.txt"), &body);
     }
     let (_, out) = fx.call(&Grep, json!({"pattern": "needle"})).await.unwrap();
-    let lines = out.for_model.lines().filter(|l| l.contains(":needle ")).count();
+    let lines = out
+        .for_model
+        .lines()
+        .filter(|l| l.contains(":needle "))
+        .count();
     assert!((10..=100).contains(&lines), "{lines}");
-    assert!(out.for_model.contains("[results capped (at most 10 matches"), "{}", out.for_model);
+    assert!(
+        out.for_model
+            .contains("[results capped (at most 10 matches"),
+        "{}",
+        out.for_model
+    );
     assert_eq!(out.raw_output["capped"], true);
     fx.limits.max_results = 1000;
     fx.limits.output_bytes = 200;
@@ -79,10 +99,19 @@ async fn grep_bad_input() {
     let fx = project();
     let cases = [
         (json!({"pattern": "("}), "invalid regex `(`"),
-        (json!({"pattern": 3}), "at `pattern`: invalid type: integer `3`, expected a string"),
-        (json!({"pattern": "x", "glob": "[a"}), "invalid glob pattern `[a`"),
+        (
+            json!({"pattern": 3}),
+            "at `pattern`: invalid type: integer `3`, expected a string",
+        ),
+        (
+            json!({"pattern": "x", "glob": "[a"}),
+            "invalid glob pattern `[a`",
+        ),
         (json!({"pattern": "x", "path": "nowhere"}), "not found:"),
-        (json!({"pattern": "x", "ignore_case": "yes"}), "at `ignore_case`"),
+        (
+            json!({"pattern": "x", "ignore_case": "yes"}),
+            "at `ignore_case`",
+        ),
     ];
     for (args, want) in cases {
         let err = fx.model_error(&Grep, args.clone()).await;
@@ -95,7 +124,9 @@ async fn grep_stops_when_cancelled() {
     let fx = project();
     fx.cancel.cancel();
     assert_eq!(
-        fx.call(&Grep, json!({"pattern": "helper"})).await.unwrap_err(),
+        fx.call(&Grep, json!({"pattern": "helper"}))
+            .await
+            .unwrap_err(),
         ToolError::Cancelled
     );
 }
@@ -104,10 +135,22 @@ async fn grep_stops_when_cancelled() {
 async fn glob_matches_names_and_paths_respecting_gitignore() {
     let fx = project();
     let cases = [
-        (json!({"pattern": "*.rs"}), vec!["src/deep/mod.rs", "src/lib.rs", "src/main.rs"]),
-        (json!({"pattern": "src/*.rs"}), vec!["src/lib.rs", "src/main.rs"]),
-        (json!({"pattern": "src/**/*.rs"}), vec!["src/deep/mod.rs", "src/lib.rs", "src/main.rs"]),
-        (json!({"pattern": "*.rs", "path": "src/deep"}), vec!["src/deep/mod.rs"]),
+        (
+            json!({"pattern": "*.rs"}),
+            vec!["src/deep/mod.rs", "src/lib.rs", "src/main.rs"],
+        ),
+        (
+            json!({"pattern": "src/*.rs"}),
+            vec!["src/lib.rs", "src/main.rs"],
+        ),
+        (
+            json!({"pattern": "src/**/*.rs"}),
+            vec!["src/deep/mod.rs", "src/lib.rs", "src/main.rs"],
+        ),
+        (
+            json!({"pattern": "*.rs", "path": "src/deep"}),
+            vec!["src/deep/mod.rs"],
+        ),
         (json!({"pattern": "*.{md,log}"}), vec!["README.md"]),
         (json!({"pattern": "*.py"}), vec![]),
     ];

@@ -85,7 +85,10 @@ impl ClientOps for RecordingClient {
         self.inner.write_text_file(path, content).await
     }
 
-    async fn create_terminal(&self, request: TerminalRequest) -> Result<TerminalId, ClientOpsError> {
+    async fn create_terminal(
+        &self,
+        request: TerminalRequest,
+    ) -> Result<TerminalId, ClientOpsError> {
         self.record("create_terminal".into());
         self.inner.create_terminal(request).await
     }
@@ -115,7 +118,10 @@ impl ClientOps for RecordingClient {
     }
 
     fn send(&self, event: AgentEvent) {
-        let kind = serde_json::to_value(&event).unwrap()["type"].as_str().unwrap().to_owned();
+        let kind = serde_json::to_value(&event).unwrap()["type"]
+            .as_str()
+            .unwrap()
+            .to_owned();
         self.record(format!("send {kind}"));
         self.inner.send(event);
     }
@@ -220,4 +226,3 @@ pub fn process_alive(pid: u32) -> bool {
         Err(_) => false,
     }
 }
-
