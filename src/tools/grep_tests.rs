@@ -193,3 +193,78 @@ async fn list_dir_lists_sorted_with_kinds() {
     let err = fx.model_error(&ListDir, json!({"path": "nope"})).await;
     assert!(err.contains("directory not found"), "{err}");
 }
+
+/// Figure for the issue: grep over a generated 100k-file tree. Prints times, asserts only the
+/// match counts. Run it with
+/// `cargo test --release --lib bench_grep_100k_files -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "benchmark: creates 100k files and prints timings"]
+async fn bench_grep_100k_files() {
+    use std::time::Instant;
+    let mut fx = Fixture::new();
+    fx.limits.max_results = 100_000;
+    fx.limits.output_bytes = 64 * 1024 * 1024;
+    let started = Instant::now();
+    let mut bytes = 0usize;
+    for d in 0..1000 {
+        let dir = fx.path(&format!("src/m{d:03}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in 0..100 {
+            let n = d * 100 + f;
+            let mut body = format!("//! module {n}\nuse std::io;\n\n");
+            for l in 0..12 {
+                body.push_str(&format!("fn item_{l}_{n}(x: u32) -> u32 {{ x + {l} }}\n"));
+            }
+            if n % 100 == 7 {
+                body.push_str(&format!("// NEEDLE_{n}: find me\n"));
+            }
+            bytes += body.len();
+            std::fs::write(dir.join(format!("f{f:02}.rs")), body).unwrap();
+        }
+    }
+    // An ignored tree the same size would double the work if .gitignore were not respected.
+    fx.write(".gitignore", "target/\n");
+    for f in 0..1000 {
+        fx.write(&format!("target/gen/{f}.rs"), "// NEEDLE_ignored\n");
+    }
+    println!(
+        "tree: 100000 files, {:.1} MB, created in {:.1} s",
+        bytes as f64 / 1e6,
+        started.elapsed().as_secs_f64()
+    );
+    for (label, args, expected) in [
+        (
+            "rare literal (1000 hits)",
+            json!({"pattern": "NEEDLE_\\d+"}),
+            1000,
+        ),
+        (
+            "regex with glob filter",
+            json!({"pattern": "fn item_11_\\d*7\\(", "glob": "*.rs"}),
+            10_000,
+        ),
+    ] {
+        let mut times = Vec::new();
+        for _ in 0..3 {
+            let t = Instant::now();
+            let (_, out) = fx.call(&Grep, args.clone()).await.unwrap();
+            times.push(t.elapsed().as_secs_f64() * 1000.0);
+            assert_eq!(out.raw_output["matches"], expected, "{label}");
+        }
+        times.sort_by(f64::total_cmp);
+        println!(
+            "grep {label}: runs {times:.0?} ms, median {:.0} ms",
+            times[1]
+        );
+    }
+    let t = Instant::now();
+    let (_, out) = fx
+        .call(&Glob, json!({"pattern": "f0[0-4].rs"}))
+        .await
+        .unwrap();
+    assert_eq!(out.raw_output["matches"], 5000);
+    println!(
+        "glob over the same tree: {:.0} ms",
+        t.elapsed().as_secs_f64() * 1000.0
+    );
+}
