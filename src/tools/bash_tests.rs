@@ -85,6 +85,8 @@ async fn failures_and_cwd() {
         .unwrap();
     assert_eq!(prepared.title, "`pwd; exit 3` in sub");
     assert!(out.failed);
+    assert_eq!(out.card_update().status, Some(ToolStatus::Failed));
+    assert_eq!(out.card_update().content, Some(out.content.clone()));
     assert_eq!(
         out.for_model,
         format!("exit code: 3\noutput:\n{}\n", fx.path("sub").display())

@@ -1,6 +1,7 @@
 use serde_json::json;
 
 use super::*;
+use crate::agent::ToolStatus;
 use crate::tools::test_support::Fixture;
 use crate::tools::write_file::WriteFile;
 
@@ -97,7 +98,16 @@ async fn edit_previews_the_diff_then_applies_it_through_the_client() {
     assert_eq!(prepared.title, "Edit src/main.rs");
     // Nothing changes before run.
     assert_eq!(fx.read("src/main.rs"), "fn main() {\n    old();\n}\n");
+    let card = prepared.card(fx.call_id.clone(), args.clone());
+    assert_eq!(card.status, ToolStatus::Pending);
+    assert_eq!(
+        card.content,
+        vec![diff.clone()],
+        "the permission prompt shows the diff"
+    );
+    assert_eq!(card.raw_input, args);
     let out = EditFile.run(&args, &prepared, &ctx).await.unwrap();
+    assert_eq!(out.card_update().status, Some(ToolStatus::Completed));
     assert_eq!(fx.read("src/main.rs"), "fn main() {\n    new();\n}\n");
     assert_eq!(out.content, vec![diff]);
     assert_eq!(
