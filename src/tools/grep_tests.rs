@@ -61,6 +61,16 @@ async fn grep_options_filter_and_fold_case() {
         "{}",
         out.for_model
     );
+    fx.write("src/crlf.txt", "end here\r\nnot end here either\r\n");
+    let (_, out) = fx
+        .call(&Grep, json!({"pattern": "here$", "path": "src/crlf.txt"}))
+        .await
+        .unwrap();
+    assert!(
+        out.for_model.ends_with(":\nsrc/crlf.txt:1:end here\n"),
+        "{}",
+        out.for_model
+    );
     let (_, out) = fx.call(&Grep, json!({"pattern": "zzz"})).await.unwrap();
     assert!(out.for_model.starts_with("No matches for `zzz`"));
 }
