@@ -198,6 +198,11 @@ pub trait ToolHandler: Send + Sync {
     /// The most this tool can do: used to hide tools per mode and to run read-only calls
     /// concurrently. The policy judges [`Prepared::access`] of each call.
     fn access(&self) -> Access;
+    /// Whether calls may change files or run commands: the turn loop runs these one at a
+    /// time, in order, and may run the others concurrently.
+    fn is_mutating(&self) -> bool {
+        matches!(self.access(), Access::Write | Access::Execute)
+    }
     /// Validates `args`, resolves paths, computes the preview. No side effects.
     async fn prepare(
         &self,

@@ -133,6 +133,12 @@ mod tests {
                 .is_some_and(|t| t.access() == Access::Read)
         );
         assert!(registry.get("nope").is_none());
+        let mutating: Vec<&str> = registry
+            .iter()
+            .filter(|t| t.is_mutating())
+            .map(|t| t.name())
+            .collect();
+        assert_eq!(mutating, ["edit_file", "write_file", "bash"]);
         assert!(registry.offered(Mode::Ask, "bash"));
         assert!(!registry.offered(Mode::Plan, "bash"));
         assert!(!registry.offered(Mode::Ask, "nope"));
