@@ -49,8 +49,15 @@ impl Resolved {
         &self.real
     }
 
-    /// Resolves a path that is already absolute (a session cwd, a plan directory).
+    /// Resolves a path that is already absolute (a session cwd, a plan directory). A relative
+    /// path is refused: resolving it against the process's cwd would check the wrong place.
     pub fn from_absolute(path: &Path) -> Result<Self, PathError> {
+        if !path.is_absolute() {
+            return Err(PathError::Unresolvable {
+                path: path.to_path_buf(),
+                reason: "not an absolute path (is the session cwd relative?)".into(),
+            });
+        }
         let path = normalize(path);
         let real = real_path(&path)?;
         Ok(Self { path, real })
@@ -251,6 +258,10 @@ mod tests {
         let root = std::fs::canonicalize(dir.path()).unwrap();
         std::fs::create_dir(root.join("real")).unwrap();
         std::os::unix::fs::symlink(root.join("real"), root.join("link")).unwrap();
+        assert!(matches!(
+            resolve("f.txt", Path::new("relative/cwd"), None),
+            Err(PathError::Unresolvable { .. })
+        ));
         let r = resolve("./link/../link/f.txt", &root, None).unwrap();
         assert_eq!(r.path(), root.join("link/f.txt"));
         assert_eq!(r.real(), root.join("real/f.txt"));

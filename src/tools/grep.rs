@@ -123,6 +123,7 @@ fn compile(args: &Args) -> Result<Regex, ToolError> {
     RegexBuilder::new(&args.pattern)
         .case_insensitive(args.ignore_case)
         .multi_line(true)
+        .crlf(true)
         .build()
         .map_err(|e| ToolError::Model(format!("invalid regex `{}`: {e}", args.pattern)))
 }
@@ -244,11 +245,11 @@ impl Search {
         }
         let hits: Vec<(usize, String)> = bytes
             .split(|&b| b == b'\n')
+            .map(|line| line.strip_suffix(b"\r").unwrap_or(line))
             .enumerate()
             .filter(|(_, line)| self.regex.is_match(line))
             .take(self.max_matches)
             .map(|(i, line)| {
-                let line = line.strip_suffix(b"\r").unwrap_or(line);
                 (
                     i + 1,
                     cut_line(&String::from_utf8_lossy(line), self.line_chars),

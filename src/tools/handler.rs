@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{
-    Access, ClientOps, ClientOpsError, Resolved, Subject, ToolCallId, ToolContent, ToolKind,
-    ToolLocation,
+    Access, ClientOps, ClientOpsError, Resolved, Subject, ToolCallId, ToolCard, ToolCardUpdate,
+    ToolContent, ToolKind, ToolLocation, ToolStatus,
 };
 
 /// Why a tool call failed.
@@ -132,6 +132,20 @@ pub struct Prepared {
 }
 
 impl Prepared {
+    /// The card shown when the call starts (status pending; the preview as content, so a
+    /// permission prompt shows the diff).
+    pub fn card(&self, id: ToolCallId, raw_input: serde_json::Value) -> ToolCard {
+        ToolCard {
+            id,
+            title: self.title.clone(),
+            kind: self.kind,
+            status: ToolStatus::Pending,
+            locations: self.locations.clone(),
+            content: self.preview.clone(),
+            raw_input,
+        }
+    }
+
     /// The call as the policy sees it.
     pub fn subject<'a>(&'a self, tool: &'a str) -> Subject<'a> {
         Subject {
@@ -158,6 +172,22 @@ pub struct ToolOutput {
     pub failed: bool,
 }
 
+impl ToolOutput {
+    /// The card's final update: completed or failed, the content, the raw output.
+    pub fn card_update(&self) -> ToolCardUpdate {
+        ToolCardUpdate {
+            status: Some(if self.failed {
+                ToolStatus::Failed
+            } else {
+                ToolStatus::Completed
+            }),
+            content: Some(self.content.clone()),
+            raw_output: Some(self.raw_output.clone()),
+            ..ToolCardUpdate::default()
+        }
+    }
+}
+
 /// One tool.
 #[async_trait]
 pub trait ToolHandler: Send + Sync {
@@ -168,6 +198,11 @@ pub trait ToolHandler: Send + Sync {
     /// The most this tool can do: used to hide tools per mode and to run read-only calls
     /// concurrently. The policy judges [`Prepared::access`] of each call.
     fn access(&self) -> Access;
+    /// Whether calls may change files or run commands: the turn loop runs these one at a
+    /// time, in order, and may run the others concurrently.
+    fn is_mutating(&self) -> bool {
+        matches!(self.access(), Access::Write | Access::Execute)
+    }
     /// Validates `args`, resolves paths, computes the preview. No side effects.
     async fn prepare(
         &self,

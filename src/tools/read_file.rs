@@ -118,29 +118,7 @@ impl ToolHandler for ReadFile {
             return Err(binary_error(path));
         }
         let page = number_lines(&text, start - first_line, start, limit, ctx);
-        let shown = path.display();
-        let header = match (total, page.count) {
-            (Some(0), _) => format!("{shown}: empty file"),
-            (Some(total), 0) => {
-                return Err(ToolError::Model(format!(
-                    "{shown}: offset {start} is past the end of the file ({total} lines)"
-                )));
-            }
-            (Some(total), n) => {
-                let end = start + n - 1;
-                let more = if end < total {
-                    format!("; to read on, call read_file with offset={}", end + 1)
-                } else {
-                    String::new()
-                };
-                format!("{shown}: lines {start}-{end} of {total}{more}")
-            }
-            (None, n) => format!(
-                "{shown}: lines {start}-{} (a large file; read on with offset={})",
-                start + n.saturating_sub(1),
-                start + n
-            ),
-        };
+        let header = header(path, start, total, page.count)?;
         let cut_note = if page.cut_at_bytes {
             format!(
                 "\n[output capped at {} bytes; read on with a later offset]",
@@ -164,6 +142,38 @@ impl ToolHandler for ReadFile {
             failed: false,
         })
     }
+}
+
+/// The result's first line: the absolute path, the lines shown, the total, how to read on.
+fn header(
+    path: &std::path::Path,
+    start: usize,
+    total: Option<usize>,
+    count: usize,
+) -> Result<String, ToolError> {
+    let shown = path.display();
+    Ok(match (total, count) {
+        (Some(0), _) => format!("{shown}: empty file"),
+        (Some(total), 0) => {
+            return Err(ToolError::Model(format!(
+                "{shown}: offset {start} is past the end of the file ({total} lines)"
+            )));
+        }
+        (Some(total), n) => {
+            let end = start + n - 1;
+            let more = if end < total {
+                format!("; to read on, call read_file with offset={}", end + 1)
+            } else {
+                String::new()
+            };
+            format!("{shown}: lines {start}-{end} of {total}{more}")
+        }
+        (None, n) => format!(
+            "{shown}: lines {start}-{} (a large file; read on with offset={})",
+            start + n.saturating_sub(1),
+            start + n
+        ),
+    })
 }
 
 /// Checks the file on disk before asking the client: a directory or a binary file gets a

@@ -76,3 +76,71 @@ impl ToolRegistry {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::Access;
+
+    #[test]
+    fn builtin_specs_are_complete() {
+        let registry = ToolRegistry::builtin();
+        let names: Vec<&str> = registry.iter().map(|t| t.name()).collect();
+        assert_eq!(
+            names,
+            [
+                "read_file",
+                "list_dir",
+                "glob",
+                "grep",
+                "edit_file",
+                "write_file",
+                "bash",
+                "update_plan"
+            ]
+        );
+        for tool in registry.iter() {
+            let spec = tool.spec();
+            assert_eq!(spec.name, tool.name());
+            assert!(spec.description.len() > 80, "{}: description", spec.name);
+            assert_eq!(spec.parameters["type"], "object", "{}", spec.name);
+            assert_eq!(
+                spec.parameters["additionalProperties"], false,
+                "{}",
+                spec.name
+            );
+            let props = spec.parameters["properties"].as_object().unwrap();
+            for required in spec.parameters["required"].as_array().into_iter().flatten() {
+                assert!(
+                    props.contains_key(required.as_str().unwrap()),
+                    "{}",
+                    spec.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn names_are_unique_and_lookups_work() {
+        let mut registry = ToolRegistry::builtin();
+        let err = registry
+            .register(Arc::new(read_file::ReadFile))
+            .unwrap_err();
+        assert_eq!(err, RegistryError::Duplicate("read_file".into()));
+        assert!(
+            registry
+                .get("grep")
+                .is_some_and(|t| t.access() == Access::Read)
+        );
+        assert!(registry.get("nope").is_none());
+        let mutating: Vec<&str> = registry
+            .iter()
+            .filter(|t| t.is_mutating())
+            .map(|t| t.name())
+            .collect();
+        assert_eq!(mutating, ["edit_file", "write_file", "bash"]);
+        assert!(registry.offered(Mode::Ask, "bash"));
+        assert!(!registry.offered(Mode::Plan, "bash"));
+        assert!(!registry.offered(Mode::Ask, "nope"));
+    }
+}

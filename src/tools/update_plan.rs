@@ -126,3 +126,63 @@ impl ToolHandler for UpdatePlan {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::test_support::Fixture;
+
+    #[tokio::test]
+    async fn publishes_the_plan() {
+        let fx = Fixture::new();
+        let args = json!({"entries": [
+            {"content": " Read the CLI ", "status": "completed"},
+            {"content": "Add --verbose", "status": "in_progress"},
+            {"content": "Run tests", "status": "pending"}
+        ]});
+        let (prepared, out) = fx.call(&UpdatePlan, args).await.unwrap();
+        assert_eq!(prepared.access, Access::SessionOnly);
+        assert_eq!(
+            out.for_model,
+            "Plan updated: 3 entries (1 completed, 1 in progress, 1 pending)."
+        );
+        let entry = |content: &str, status| PlanEntry {
+            content: content.into(),
+            status,
+        };
+        assert_eq!(
+            fx.front.events(),
+            [AgentEvent::Plan {
+                entries: vec![
+                    entry("Read the CLI", PlanStatus::Completed),
+                    entry("Add --verbose", PlanStatus::InProgress),
+                    entry("Run tests", PlanStatus::Pending),
+                ]
+            }]
+        );
+    }
+
+    #[tokio::test]
+    async fn bad_entries_are_told_to_the_model() {
+        let fx = Fixture::new();
+        let cases = [
+            (
+                json!({"entries": [{"content": "a", "status": "done"}]}),
+                "at `entries[0].status`: unknown variant `done`",
+            ),
+            (
+                json!({"entries": [{"content": " ", "status": "pending"}]}),
+                "entry 1 has empty content",
+            ),
+            (
+                json!({"entries": "a, b"}),
+                "at `entries`: invalid type: string",
+            ),
+        ];
+        for (args, want) in cases {
+            let err = fx.model_error(&UpdatePlan, args.clone()).await;
+            assert!(err.contains(want), "{args}: {err}");
+        }
+        assert!(fx.front.events().is_empty());
+    }
+}
