@@ -8,3 +8,4 @@ pub mod config;
 pub mod endpoints;
 pub mod logging;
 pub mod parse;
+pub mod store;
