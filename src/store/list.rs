@@ -240,3 +240,7 @@ fn text_parts(parts: Vec<WirePart>) -> Vec<ContentPart> {
         })
         .collect()
 }
+
+#[cfg(test)]
+#[path = "list_tests.rs"]
+mod tests;

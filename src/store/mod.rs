@@ -30,3 +30,6 @@ pub use record::{
 pub use sessions::Store;
 pub use wire::MISSING_IMAGE_TEXT;
 pub use writer::SessionWriter;
+
+#[cfg(test)]
+mod test_support;

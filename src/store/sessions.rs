@@ -126,3 +126,7 @@ impl Store {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "sessions_tests.rs"]
+mod tests;
