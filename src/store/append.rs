@@ -147,3 +147,7 @@ fn ends_with_newline(mut file: &File) -> std::io::Result<bool> {
     file.read_exact(&mut last)?;
     Ok(last[0] == b'\n')
 }
+
+#[cfg(test)]
+#[path = "append_tests.rs"]
+mod tests;
