@@ -218,3 +218,41 @@ fn split_lines_reports_numbers_and_termination() {
     assert_eq!(split_lines(b"").count(), 0);
     assert_eq!(split_lines(b"x\n").count(), 1);
 }
+
+/// The version-1 format as documented, written by hand: a file like this must always load.
+#[test]
+fn a_hand_written_version_1_file_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s-1.jsonl");
+    let lines = [
+        r#"{"type":"header","version":1,"id":"s-1","cwd":"/home/ann/app","created_at":"2026-01-02T03:04:05Z"}"#,
+        r#"{"type":"settings","mode":"accept-edits","model":{"endpoint":"local","model":"qwen3"}}"#,
+        r#"{"type":"round","number":1,"at":"2026-01-02T03:05:00Z","user":[{"type":"text","text":"hi"}],"events":[{"type":"agent_text","text":"hello"}],"history":[{"type":"user","content":[{"type":"text","text":"hi"}]},{"type":"assistant","text":"hello"}],"usage":{"used":10,"size":100},"outcome":{"status":"completed"}}"#,
+        r#"{"type":"round","number":2,"at":"2026-01-02T03:06:00Z","outcome":{"status":"failed","message":"boom"}}"#,
+        r#"{"type":"title","title":"Greeting"}"#,
+        r#"{"type":"always_rules","rules":{"any":"shape"}}"#,
+        r#"{"type":"summary","covers_rounds":1,"text":"said hi"}"#,
+    ];
+    std::fs::write(&path, lines.join("\n")).unwrap();
+    let loaded = load_file(&path, None, &BlobStore::new(dir.path().join("blobs"))).unwrap();
+    assert_eq!(loaded.warnings, vec![]);
+    assert_eq!(loaded.records.len(), 6);
+    let state = loaded.state();
+    assert_eq!(state.cwd, PathBuf::from("/home/ann/app"));
+    assert_eq!(state.mode, Some(crate::agent::Mode::AcceptEdits));
+    assert_eq!(state.model.map(|m| m.model).as_deref(), Some("qwen3"));
+    assert_eq!(state.history.len(), 2);
+    assert_eq!(state.replay.len(), 2);
+    assert_eq!((state.rounds, state.next_round), (2, 3));
+    assert_eq!(state.title.as_deref(), Some("Greeting"));
+    assert_eq!(state.summaries[0].covers_rounds, 1);
+    let Record::Round(failed) = &loaded.records[2] else {
+        panic!("{:?}", loaded.records[2])
+    };
+    assert_eq!(
+        failed.outcome,
+        super::super::RoundOutcome::Failed {
+            message: "boom".into()
+        }
+    );
+}

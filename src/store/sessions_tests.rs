@@ -157,6 +157,29 @@ async fn title_comes_from_the_first_prompt_when_none_is_stored() {
 }
 
 #[tokio::test]
+async fn images_in_replayed_user_messages_are_blobs_too() {
+    let fx = Fixture::new();
+    let mut round = rich_round(1);
+    round.events.insert(
+        0,
+        AgentEvent::UserMessage {
+            content: vec![image()],
+        },
+    );
+    let id = write_session(&fx, &fx.cwd, vec![Record::Round(round.clone())]).await;
+    let loaded = fx.store.load(&id).unwrap();
+    assert_eq!(loaded.records, as_stored(vec![Record::Round(round)]));
+    let text = std::fs::read_to_string(&loaded.path).unwrap();
+    assert_eq!(text.matches("\"image_ref\"").count(), 3);
+    assert_eq!(
+        std::fs::read_dir(fx.store.root().join("blobs"))
+            .unwrap()
+            .count(),
+        1
+    );
+}
+
+#[tokio::test]
 async fn image_data_that_is_not_base64_stays_inline() {
     let fx = Fixture::new();
     let mut round = simple_round(1, "look");
