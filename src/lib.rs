@@ -10,3 +10,4 @@ pub mod endpoints;
 pub mod logging;
 pub mod parse;
 pub mod tools;
+pub mod store;

@@ -1,0 +1,146 @@
+//! The records of a session file, as the rest of hearth sees them: images are inline
+//! [`ContentPart::Image`]s here; on disk they are references to blobs (see `wire.rs`).
+//!
+//! A session file is JSON Lines. Line 1 is a [`Header`]; every later line is one of the other
+//! [`Record`]s, each self-contained, in the order they happened. Records are only ever
+//! appended: a setting that changes gets a new record, and the last one wins.
+
+use std::path::PathBuf;
+
+use chrono::{DateTime, Utc};
+use hearth_backend::ContentPart;
+use serde::{Deserialize, Serialize};
+
+use crate::agent::{AgentEvent, HistoryEntry, Mode, ModelRef, SessionId};
+
+/// The format version this hearth writes and the newest it reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// One line of a session file.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Record {
+    /// Line 1: what the session is. Written once, when the first other record is written.
+    Header(Header),
+    /// One prompt round (or one part of one; see [`Round::user`]).
+    Round(Round),
+    /// The mode and model from now on (the whole settings, not a change).
+    Settings(SettingsRecord),
+    /// A title set by the user or the agent; overrides the one taken from the first prompt.
+    Title { title: String },
+    /// The "always allow / always reject" permission answers, opaque to the store: the policy
+    /// module owns their shape. The last record wins.
+    AlwaysRules { rules: serde_json::Value },
+    /// A compaction marker: what was sent to the model in place of the older rounds. The stored
+    /// rounds stay as they were; this only says how to project them.
+    Summary(SummaryRecord),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Header {
+    /// [`FORMAT_VERSION`] of the hearth that created the file.
+    pub version: u32,
+    pub id: SessionId,
+    /// The canonical cwd of the session's project.
+    pub cwd: PathBuf,
+    pub created_at: DateTime<Utc>,
+}
+
+/// One round as it ended: what the user sent, what the client was shown, what the model will
+/// see again, and how it ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Round {
+    /// Counts up from 1 within the session.
+    pub number: u64,
+    /// When the round ended.
+    pub at: DateTime<Utc>,
+    /// The user's prompt blocks, replayed as a user message. Empty for a round that continues a
+    /// prompt (when the front end stores one record per model request).
+    pub user: Vec<ContentPart>,
+    /// What the client was shown, in order, without the prompt itself. Adjacent text and
+    /// thought chunks are merged when stored.
+    pub events: Vec<AgentEvent>,
+    /// The history entries this round added (the user entry included), as the model will see
+    /// them again.
+    pub history: Vec<HistoryEntry>,
+    /// The context window's fill at the end of the round, when known.
+    pub usage: Option<UsageRecord>,
+    pub outcome: RoundOutcome,
+}
+
+/// How full the context window was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UsageRecord {
+    pub used: u64,
+    pub size: u64,
+}
+
+/// How a round ended. Rounds are stored in all three cases, so a cancelled or failed turn is
+/// not lost either.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum RoundOutcome {
+    Completed,
+    Cancelled,
+    Failed { message: String },
+}
+
+/// The settings in force from this record on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SettingsRecord {
+    pub mode: Mode,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<StoredModel>,
+}
+
+/// A model as stored: [`ModelRef`] is not serializable, and a stored model may no longer exist
+/// (the caller checks it against the catalog and falls back to the default with a warning).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct StoredModel {
+    pub endpoint: String,
+    pub model: String,
+}
+
+impl From<ModelRef> for StoredModel {
+    fn from(m: ModelRef) -> Self {
+        Self {
+            endpoint: m.endpoint,
+            model: m.model,
+        }
+    }
+}
+
+impl From<StoredModel> for ModelRef {
+    fn from(m: StoredModel) -> Self {
+        Self {
+            endpoint: m.endpoint,
+            model: m.model,
+        }
+    }
+}
+
+/// A compaction summary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SummaryRecord {
+    /// Rounds `1..=covers_rounds` are summarized by `text`.
+    pub covers_rounds: u64,
+    pub text: String,
+}
+
+/// Merges adjacent [`AgentEvent::AgentText`] chunks, and adjacent
+/// [`AgentEvent::AgentThought`] chunks, so a replay sends one update per paragraph, not one
+/// per streamed token. Everything else keeps its place.
+pub fn coalesce_events(events: Vec<AgentEvent>) -> Vec<AgentEvent> {
+    let mut out: Vec<AgentEvent> = Vec::with_capacity(events.len());
+    for event in events {
+        match (out.last_mut(), event) {
+            (Some(AgentEvent::AgentText { text }), AgentEvent::AgentText { text: more }) => {
+                text.push_str(&more)
+            }
+            (Some(AgentEvent::AgentThought { text }), AgentEvent::AgentThought { text: more }) => {
+                text.push_str(&more)
+            }
+            (_, event) => out.push(event),
+        }
+    }
+    out
+}
