@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::render;
 use crate::agent::{
     AgentEvent, ClientOps, ClientOpsError, ExitStatus, LocalClientOps, LocalFrontEnd,
-    PermissionAnswer, TerminalId, TerminalOutput, TerminalRequest, ToolCard, ToolContent,
+    PermissionAnswer, TerminalId, TerminalOutput, TerminalRequest, ToolCard,
 };
 
 pub struct AcpClientOps {
@@ -201,42 +201,8 @@ impl ClientOps for AcpClientOps {
         if self.caps.terminal {
             self.front.send(event);
         } else {
-            self.front.send(without_local_terminals(event));
+            self.front.send(event.with_terminals_as_text());
         }
-    }
-}
-
-/// A client without terminals cannot show a terminal id it never created: show the command's
-/// output as text instead.
-fn without_local_terminals(event: AgentEvent) -> AgentEvent {
-    let replace = |content: Vec<ToolContent>, output: Option<&str>| -> Vec<ToolContent> {
-        content
-            .into_iter()
-            .map(|c| match c {
-                ToolContent::Terminal { .. } => ToolContent::Text {
-                    text: output
-                        .map_or_else(|| "Running…".to_string(), |o| format!("```\n{o}\n```")),
-                },
-                other => other,
-            })
-            .collect()
-    };
-    match event {
-        AgentEvent::ToolCallStarted { mut card } => {
-            card.content = replace(card.content, None);
-            AgentEvent::ToolCallStarted { card }
-        }
-        AgentEvent::ToolCallUpdated { id, mut update } => {
-            let output = update
-                .raw_output
-                .as_ref()
-                .and_then(|r| r.get("output"))
-                .and_then(|o| o.as_str())
-                .map(str::to_string);
-            update.content = update.content.map(|c| replace(c, output.as_deref()));
-            AgentEvent::ToolCallUpdated { id, update }
-        }
-        other => other,
     }
 }
 

@@ -7,12 +7,18 @@ use hearth_backend::ContentPart;
 
 use super::catalog::Catalog;
 use super::client_ops::ClientOps;
+use super::event::AgentEvent;
+use super::ids::SessionId;
+use super::persist::{Persistence, Recorder};
+use super::policy::AlwaysRules;
+use super::session::SessionSettings;
 use super::mode::Mode;
 use super::paths::Resolved;
 use super::policy::{plan_dir, plan_mode_prompt};
 use super::session::{Session, TurnTicket};
 use super::turn::{StopReason, TurnContext, TurnError, run_turn};
 use crate::config::Config;
+use crate::store::{SessionSnapshot, Store, StoreError, title_from_prompt};
 use crate::tools::{ToolLimits, ToolRegistry};
 
 const SYSTEM_PROMPT: &str = include_str!("../../prompts/system.md");
@@ -26,6 +32,8 @@ pub struct AgentCore {
     pub data_dir: PathBuf,
     /// The user's home, for `~` in paths the model writes.
     pub home: Option<PathBuf>,
+    /// Where sessions are saved; `None` runs without saving (said once in the log).
+    pub store: Option<Store>,
 }
 
 impl AgentCore {
@@ -37,7 +45,62 @@ impl AgentCore {
             limits: ToolLimits::default(),
             data_dir,
             home: dirs::home_dir(),
+            store: None,
         }
+    }
+
+    /// Saves sessions in `store`.
+    pub fn with_store(mut self, store: Store) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// A new session in `cwd`, saved from its first prompt on.
+    pub fn new_session(&self, cwd: PathBuf, settings: SessionSettings) -> Session {
+        let id = SessionId::generate();
+        let session = Session::new(id.clone(), cwd.clone(), settings.clone(), Vec::new());
+        let Some(store) = &self.store else { return session };
+        match store.create(&id, &cwd) {
+            Ok(writer) => {
+                let persist = Persistence::new(writer, 1, AlwaysRules::default());
+                persist.save_settings(&settings);
+                session.persisted(persist)
+            }
+            Err(err) => {
+                tracing::warn!(session = %id, "the session will not be saved: {err}");
+                session
+            }
+        }
+    }
+
+    /// Brings a stored session back: history, mode, model (when it still exists), "always"
+    /// answers. The snapshot carries what a replay shows.
+    pub fn restore_session(&self, id: &SessionId) -> Result<(Session, SessionSnapshot), StoreError> {
+        let store = self.store.as_ref().ok_or_else(|| StoreError::UnknownSession(id.clone()))?;
+        let loaded = store.load(id)?;
+        for warning in &loaded.warnings {
+            tracing::warn!(file = %warning.file.display(), line = warning.line, "session file damaged: {}", warning.problem);
+        }
+        let snapshot = loaded.state();
+        let model = snapshot
+            .model
+            .clone()
+            .map(super::catalog::ModelRef::from)
+            .filter(|m| self.catalog.endpoint(&m.endpoint).is_some())
+            .or_else(|| self.catalog.default_model(self.config.default_model.as_deref(), &[]));
+        let settings = SessionSettings { mode: snapshot.mode.unwrap_or(self.config.default_mode), model };
+        let rules: AlwaysRules = snapshot
+            .always_rules
+            .clone()
+            .and_then(|v| serde_json::from_value(v).ok())
+            .unwrap_or_default();
+        let mut session = Session::new(snapshot.id.clone(), snapshot.cwd.clone(), settings, snapshot.history.clone())
+            .with_rules(rules.clone());
+        match store.open_writer(id) {
+            Ok(writer) => session = session.persisted(Persistence::new(writer, snapshot.next_round, rules)),
+            Err(err) => tracing::warn!(session = %id, "the session will not be saved: {err}"),
+        }
+        Ok((session, snapshot))
     }
 
     /// Runs one prompt on `session` under `ticket` (from [`Session::begin_turn`]). Waits for a
@@ -71,7 +134,23 @@ impl AgentCore {
                 rules: session.rules(),
                 limits: &self.limits,
             };
-            run_turn(&ctx, &mut history, prompt).await
+            match session.persistence() {
+                None => run_turn(&ctx, &mut history, prompt).await,
+                Some(persist) => {
+                    let recorder = Recorder::new(client);
+                    let ctx = TurnContext { client: &recorder, ..ctx };
+                    let before = history.len();
+                    if persist.rounds() == 0 && before == 0
+                        && let Some(title) = title_from_prompt(&prompt)
+                    {
+                        client.send(AgentEvent::SessionTitle { title });
+                    }
+                    let outcome = run_turn(&ctx, &mut history, prompt.clone()).await;
+                    let rules = session.rules().lock().map(|r| r.clone()).unwrap_or_default();
+                    persist.save_round(prompt, &recorder, &history[before..], &outcome, &rules).await;
+                    outcome
+                }
+            }
         };
         drop(history);
         session.end_turn(ticket);

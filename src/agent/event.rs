@@ -128,3 +128,39 @@ pub enum PlanStatus {
     InProgress,
     Completed,
 }
+
+impl AgentEvent {
+    /// The event with terminal content shown as text: for clients without terminals, and for
+    /// replay, where the terminal is long gone. A finished command's card gets its output (from
+    /// `raw_output.output`); a running one says so.
+    pub fn with_terminals_as_text(self) -> AgentEvent {
+        let replace = |content: Vec<ToolContent>, output: Option<&str>| -> Vec<ToolContent> {
+            content
+                .into_iter()
+                .map(|c| match c {
+                    ToolContent::Terminal { .. } => ToolContent::Text {
+                        text: output.map_or_else(|| "Running…".to_string(), |o| format!("```\n{o}\n```")),
+                    },
+                    other => other,
+                })
+                .collect()
+        };
+        match self {
+            AgentEvent::ToolCallStarted { mut card } => {
+                card.content = replace(card.content, None);
+                AgentEvent::ToolCallStarted { card }
+            }
+            AgentEvent::ToolCallUpdated { id, mut update } => {
+                let output = update
+                    .raw_output
+                    .as_ref()
+                    .and_then(|r| r.get("output"))
+                    .and_then(|o| o.as_str())
+                    .map(str::to_string);
+                update.content = update.content.map(|c| replace(c, output.as_deref()));
+                AgentEvent::ToolCallUpdated { id, update }
+            }
+            other => other,
+        }
+    }
+}

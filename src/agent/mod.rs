@@ -10,6 +10,7 @@ mod ids;
 mod local_ops;
 mod mode;
 mod paths;
+mod persist;
 mod policy;
 mod request;
 mod round;
@@ -36,3 +37,4 @@ pub use policy::{
 };
 pub use session::{Session, SessionSettings, TurnTicket};
 pub use turn::{StopReason, TurnContext, TurnError, run_turn};
+pub use persist::{Persistence, Recorder};

@@ -9,6 +9,7 @@ use super::catalog::ModelRef;
 use super::history::HistoryEntry;
 use super::ids::SessionId;
 use super::mode::Mode;
+use super::persist::Persistence;
 use super::policy::AlwaysRules;
 
 /// The settings a user changes between prompts.
@@ -35,6 +36,8 @@ pub struct Session {
     running: Mutex<Option<TurnTicket>>,
     /// "Always allow / always reject" answers given in this session.
     rules: Mutex<AlwaysRules>,
+    /// Where the session is saved; `None` when the store is unavailable.
+    persist: Option<Persistence>,
 }
 
 impl Session {
@@ -51,17 +54,41 @@ impl Session {
             history: tokio::sync::Mutex::new(history),
             running: Mutex::new(None),
             rules: Mutex::new(AlwaysRules::default()),
+            persist: None,
         }
+    }
+
+    /// Saves this session through `persist` from now on.
+    pub fn persisted(mut self, persist: Persistence) -> Self {
+        self.persist = Some(persist);
+        self
+    }
+
+    /// Starts from remembered "always" answers (a restored session).
+    pub fn with_rules(self, rules: AlwaysRules) -> Self {
+        *lock(&self.rules) = rules;
+        self
+    }
+
+    pub fn persistence(&self) -> Option<&Persistence> {
+        self.persist.as_ref()
     }
 
     pub fn settings(&self) -> SessionSettings {
         lock(&self.settings).clone()
     }
 
+    /// Changes the settings and saves them.
     pub fn update_settings(&self, change: impl FnOnce(&mut SessionSettings)) -> SessionSettings {
-        let mut settings = lock(&self.settings);
-        change(&mut settings);
-        settings.clone()
+        let updated = {
+            let mut settings = lock(&self.settings);
+            change(&mut settings);
+            settings.clone()
+        };
+        if let Some(persist) = &self.persist {
+            persist.save_settings(&updated);
+        }
+        updated
     }
 
     /// Registers a new turn and cancels the one still running, if any: a second prompt on a
