@@ -63,7 +63,6 @@ impl LoadedSession {
         let mut prompt_title = None;
         for record in &self.records {
             match record {
-                Record::Header(_) => {}
                 Record::Round(round) => {
                     if !round.user.is_empty() {
                         if prompt_title.is_none() {

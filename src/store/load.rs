@@ -85,10 +85,12 @@ pub(crate) fn load_file(
             continue;
         }
         match serde_json::from_slice::<WireRecord>(line) {
-            Ok(WireRecord::Header(_)) => warn(number, LoadProblem::ExtraHeader),
             Ok(wire) => {
                 let mut problems = Vec::new();
-                records.push(from_wire(wire, blobs, &mut problems));
+                match from_wire(wire, blobs, &mut problems) {
+                    Some(record) => records.push(record),
+                    None => warn(number, LoadProblem::ExtraHeader),
+                }
                 problems.into_iter().for_each(|p| warn(number, p));
             }
             Err(_) if !terminated => warn(number, LoadProblem::TornLastRecord),

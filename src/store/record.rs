@@ -1,8 +1,8 @@
 //! The records of a session file, as the rest of hearth sees them: images are inline
 //! [`ContentPart::Image`]s here; on disk they are references to blobs (see `wire.rs`).
 //!
-//! A session file is JSON Lines. Line 1 is a [`Header`]; every later line is one of the other
-//! [`Record`]s, each self-contained, in the order they happened. Records are only ever
+//! A session file is JSON Lines. Line 1 is a [`Header`]; every later line is one
+//! [`Record`], each self-contained, in the order they happened. Records are only ever
 //! appended: a setting that changes gets a new record, and the last one wins.
 
 use std::path::PathBuf;
@@ -16,11 +16,9 @@ use crate::agent::{AgentEvent, HistoryEntry, Mode, ModelRef, SessionId};
 /// The format version this hearth writes and the newest it reads.
 pub const FORMAT_VERSION: u32 = 1;
 
-/// One line of a session file.
+/// One line of a session file after the header: what front ends append and load gives back.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Record {
-    /// Line 1: what the session is. Written once, when the first other record is written.
-    Header(Header),
     /// One prompt round (or one part of one; see [`Round::user`]).
     Round(Round),
     /// The mode and model from now on (the whole settings, not a change).
@@ -35,6 +33,8 @@ pub enum Record {
     Summary(SummaryRecord),
 }
 
+/// Line 1 of a session file: what the session is. [`super::Store::create`] writes it, with the
+/// first record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Header {
     /// [`FORMAT_VERSION`] of the hearth that created the file.

@@ -103,7 +103,8 @@ impl Store {
     }
 
     /// One page of sessions, newest first: of the project `filter_cwd`, or of all projects.
-    /// `cursor` is a previous page's `next_cursor`; `limit` is at least 1.
+    /// `cursor` is a previous page's `next_cursor`; `limit` is at least 1. A file whose header
+    /// cannot be read is left out (and logged), so a page may hold fewer than `limit`.
     pub fn list(
         &self,
         filter_cwd: Option<&Path>,

@@ -308,3 +308,49 @@ fn writers_need_a_runtime() {
     let result = fx.store.create(&SessionId::generate(), &fx.cwd);
     assert!(matches!(result, Err(StoreError::NoRuntime)));
 }
+
+#[tokio::test]
+async fn a_failed_write_is_reported_by_flush_and_the_writer_recovers() {
+    let fx = Fixture::new();
+    let id = SessionId::generate();
+    let writer = fx.store.create(&id, &fx.cwd).unwrap();
+    // Something in the way of the session file.
+    std::fs::create_dir_all(writer.path()).unwrap();
+    writer.append(Record::Round(simple_round(1, "lost")));
+    assert!(matches!(writer.flush().await, Err(StoreError::Io { .. })));
+    // Reported once; the next flush is clean.
+    writer.flush().await.unwrap();
+
+    std::fs::remove_dir(writer.path()).unwrap();
+    writer.append(Record::Round(simple_round(2, "kept")));
+    writer.flush().await.unwrap();
+    let loaded = fx.store.load(&id).unwrap();
+    assert_eq!(
+        loaded.header.id, id,
+        "the header is written with the first record that lands"
+    );
+    assert_eq!(round_numbers(&loaded.records), vec![2]);
+}
+
+#[tokio::test]
+async fn records_queued_before_the_writer_is_dropped_are_written() {
+    let fx = Fixture::new();
+    let id = SessionId::generate();
+    let writer = fx.store.create(&id, &fx.cwd).unwrap();
+    for n in 1..=20 {
+        writer.append(Record::Round(simple_round(n, "queued")));
+    }
+    drop(writer);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let rounds = fx.store.load(&id).map(|l| round_numbers(&l.records).len());
+        if matches!(rounds, Ok(20)) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "only {rounds:?} rounds written"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}

@@ -90,7 +90,6 @@ enum WireEvent {
 /// Turns a record into its disk form, writing the blobs it needs first.
 pub(crate) fn to_wire(record: Record, blobs: &BlobStore) -> Result<WireRecord, StoreError> {
     Ok(match record {
-        Record::Header(h) => WireRecord::Header(h),
         Record::Round(r) => WireRecord::Round(round_to_wire(r, blobs)?),
         Record::Settings(s) => WireRecord::Settings(s),
         Record::Title { title } => WireRecord::Title { title },
@@ -152,21 +151,22 @@ fn part_to_wire(part: ContentPart, blobs: &BlobStore) -> Result<WirePart, StoreE
     })
 }
 
-/// Turns a disk record back into a record, reading the blobs it names. A blob that cannot be
-/// read becomes a text placeholder and a problem in `problems`.
+/// Turns a disk record back into a record, reading the blobs it names; `None` for a header
+/// (the loader handles line 1 itself). A blob that cannot be read becomes a text placeholder
+/// and a problem in `problems`.
 pub(crate) fn from_wire(
     wire: WireRecord,
     blobs: &BlobStore,
     problems: &mut Vec<LoadProblem>,
-) -> Record {
-    match wire {
-        WireRecord::Header(h) => Record::Header(h),
+) -> Option<Record> {
+    Some(match wire {
+        WireRecord::Header(_) => return None,
         WireRecord::Round(r) => Record::Round(round_from_wire(r, blobs, problems)),
         WireRecord::Settings(s) => Record::Settings(s),
         WireRecord::Title { title } => Record::Title { title },
         WireRecord::AlwaysRules { rules } => Record::AlwaysRules { rules },
         WireRecord::Summary(s) => Record::Summary(s),
-    }
+    })
 }
 
 fn round_from_wire(r: WireRound, blobs: &BlobStore, problems: &mut Vec<LoadProblem>) -> Round {
