@@ -10,6 +10,7 @@ use hearth::agent::{AgentCore, data_dir};
 use hearth::cli::{Cli, Command};
 use hearth::config::{self, Config};
 use hearth::endpoints::build_catalog;
+use hearth::store::Store;
 
 fn env(key: &str) -> Option<String> {
     std::env::var(key).ok()
@@ -40,11 +41,7 @@ fn main() -> ExitCode {
             Command::Acp => serve(config).await.map(|()| ExitCode::SUCCESS),
             Command::Models => list_models(config).await.map(|()| ExitCode::SUCCESS),
             Command::Run(args) => {
-                let core = Arc::new(AgentCore::new(
-                    config.clone(),
-                    build_catalog(&config)?,
-                    data_dir(&env),
-                ));
+                let core = build_core(config)?;
                 Ok(ExitCode::from(hearth::batch::run(core, args).await.code()))
             }
         }
@@ -59,18 +56,25 @@ fn main() -> ExitCode {
     }
 }
 
-async fn serve(config: Config) -> anyhow::Result<()> {
+/// The agent core every front end shares, with sessions saved when a data directory exists.
+fn build_core(config: Config) -> anyhow::Result<Arc<AgentCore>> {
     let catalog = build_catalog(&config)?;
+    let mut core = AgentCore::new(config, catalog, data_dir(&env));
+    match Store::from_env(&env) {
+        Ok(store) => core = core.with_store(store),
+        Err(err) => tracing::warn!("sessions will not be saved: {err}"),
+    }
+    Ok(Arc::new(core))
+}
+
+async fn serve(config: Config) -> anyhow::Result<()> {
+    let core = build_core(config)?;
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
-        endpoints = catalog.endpoints().len(),
+        endpoints = core.catalog.endpoints().len(),
         "serving ACP on stdio"
     );
-    let state = Arc::new(AcpState::new(Arc::new(AgentCore::new(
-        config,
-        catalog,
-        data_dir(&env),
-    ))));
+    let state = Arc::new(AcpState::new(core));
     serve_stdio(state)
         .await
         .map_err(|e| anyhow::anyhow!("ACP connection failed: {}", e.message))?;

@@ -16,6 +16,12 @@ pub enum AcpError {
     /// The prompt turn failed: the message names the endpoint and the cause.
     #[error(transparent)]
     Turn(#[from] TurnError),
+    /// Sessions cannot be saved or read here (no data directory).
+    #[error("session storage is unavailable: no data directory (set HEARTH_DATA_DIR)")]
+    NoStore,
+    /// A failure inside hearth (file I/O, a task that died); the message says what.
+    #[error("{0}")]
+    Internal(String),
 }
 
 impl From<AcpError> for Error {
@@ -25,7 +31,9 @@ impl From<AcpError> for Error {
             AcpError::UnknownSession(id) => Error::new(ErrorCode::RESOURCE_NOT_FOUND, message)
                 .data(serde_json::json!({ "sessionId": id })),
             AcpError::InvalidParams(_) => Error::new(ErrorCode::INVALID_PARAMS, message),
-            AcpError::Turn(_) => Error::new(ErrorCode::INTERNAL_ERROR, message),
+            AcpError::Turn(_) | AcpError::NoStore | AcpError::Internal(_) => {
+                Error::new(ErrorCode::INTERNAL_ERROR, message)
+            }
         }
     }
 }

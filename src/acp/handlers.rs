@@ -5,7 +5,10 @@ use std::sync::Arc;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, CancelNotification, CloseSessionRequest, CloseSessionResponse,
+    AgentCapabilities, CancelNotification, DeleteSessionRequest, DeleteSessionResponse,
+    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
+    ResumeSessionRequest, ResumeSessionResponse, SessionDeleteCapabilities, SessionListCapabilities,
+    SessionResumeCapabilities, CloseSessionRequest, CloseSessionResponse,
     Implementation, InitializeRequest, InitializeResponse, NewSessionRequest, NewSessionResponse,
     PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities,
     SessionCloseCapabilities, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
@@ -18,10 +21,11 @@ use agent_client_protocol::{
 
 use super::error::AcpError;
 use super::state::AcpState;
-use super::{session_ops, turn_task};
+use super::{history_ops, session_ops, turn_task};
 
 /// The ACP agent, ready to connect to stdio or to an in-process channel.
 pub fn agent(state: Arc<AcpState>) -> Builder<Agent, impl HandleDispatchFrom<Client> + 'static> {
+    let s_hist = state.clone();
     let (s_init, s_new, s_prompt, s_cancel, s_option, s_mode, s_close) = (
         state.clone(),
         state.clone(),
@@ -37,7 +41,7 @@ pub fn agent(state: Arc<AcpState>) -> Builder<Agent, impl HandleDispatchFrom<Cli
         .on_receive_request(
             async move |req: InitializeRequest, r: Responder<InitializeResponse>, _cx| {
                 s_init.set_client_caps(req.client_capabilities);
-                r.respond(initialize_response())
+                r.respond(initialize_response(s_init.core.store.is_some()))
             },
             on_receive_request!(),
         )
@@ -95,6 +99,49 @@ pub fn agent(state: Arc<AcpState>) -> Builder<Agent, impl HandleDispatchFrom<Cli
             on_receive_request!(),
         )
         .on_receive_request(
+            {
+                let state = s_hist.clone();
+                async move |req: ListSessionsRequest, r: Responder<ListSessionsResponse>, cx: ConnectionTo<Client>| {
+                    let state = state.clone();
+                    cx.spawn(async move { r.respond_with_result(history_ops::list(&state, req).await.map_err(Error::from)) })
+                }
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let state = s_hist.clone();
+                async move |req: LoadSessionRequest, r: Responder<LoadSessionResponse>, cx: ConnectionTo<Client>| {
+                    let state = state.clone();
+                    let task_cx = cx.clone();
+                    cx.spawn(async move {
+                        r.respond_with_result(history_ops::load(&state, req, &task_cx).await.map_err(Error::from))
+                    })
+                }
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let state = s_hist.clone();
+                async move |req: ResumeSessionRequest, r: Responder<ResumeSessionResponse>, cx: ConnectionTo<Client>| {
+                    let state = state.clone();
+                    cx.spawn(async move { r.respond_with_result(history_ops::resume(&state, req).await.map_err(Error::from)) })
+                }
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let state = s_hist.clone();
+                async move |req: DeleteSessionRequest, r: Responder<DeleteSessionResponse>, cx: ConnectionTo<Client>| {
+                    let state = state.clone();
+                    cx.spawn(async move { r.respond_with_result(history_ops::delete(&state, req).await.map_err(Error::from)) })
+                }
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
             async move |req: CloseSessionRequest, r: Responder<CloseSessionResponse>, _cx| {
                 match s_close.remove_session(&req.session_id.0) {
                     Some(session) => {
@@ -110,17 +157,24 @@ pub fn agent(state: Arc<AcpState>) -> Builder<Agent, impl HandleDispatchFrom<Cli
         )
 }
 
-fn initialize_response() -> InitializeResponse {
+/// Advertises only what works: the stored-session methods need the store.
+fn initialize_response(has_store: bool) -> InitializeResponse {
+    let mut sessions = SessionCapabilities::new().close(SessionCloseCapabilities::new());
+    if has_store {
+        sessions = sessions
+            .list(SessionListCapabilities::new())
+            .resume(SessionResumeCapabilities::new())
+            .delete(SessionDeleteCapabilities::new());
+    }
     InitializeResponse::new(ProtocolVersion::V1)
         .agent_info(
             Implementation::new("hearth", env!("CARGO_PKG_VERSION")).title("hearth".to_string()),
         )
         .agent_capabilities(
             AgentCapabilities::new()
+                .load_session(has_store)
                 .prompt_capabilities(PromptCapabilities::new().image(true).embedded_context(true))
-                .session_capabilities(
-                    SessionCapabilities::new().close(SessionCloseCapabilities::new()),
-                ),
+                .session_capabilities(sessions),
         )
 }
 

@@ -4,6 +4,7 @@ mod client;
 mod content;
 mod error;
 mod handlers;
+mod history_ops;
 mod options;
 mod render;
 mod session_ops;

@@ -10,7 +10,7 @@ use agent_client_protocol::v1::schema::{
 use super::error::AcpError;
 use super::options::{MODE_OPTION, MODEL_OPTION, config_options, mode_state};
 use super::state::AcpState;
-use crate::agent::{Mode, Session, SessionId, SessionSettings};
+use crate::agent::{Mode, SessionSettings};
 
 pub async fn new_session(
     state: &AcpState,
@@ -32,12 +32,7 @@ pub async fn new_session(
         mode: state.core.config.default_mode,
         model,
     };
-    let session = Arc::new(Session::new(
-        SessionId::generate(),
-        req.cwd,
-        settings.clone(),
-        Vec::new(),
-    ));
+    let session = Arc::new(state.core.new_session(req.cwd, settings.clone()));
     tracing::info!(session = %session.id, cwd = %session.cwd.display(), "session opened");
     state.insert_session(session.clone());
     Ok(NewSessionResponse::new(session.id.to_string())

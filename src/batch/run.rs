@@ -14,7 +14,7 @@ use super::client::{BatchFront, Live, Permits, Stdout};
 use super::exit::RunExit;
 use super::jobs::{Job, job_cwd, parse_batch};
 use super::report::{PromptReport, stop_reason_id};
-use crate::agent::{AgentCore, LocalClientOps, Session, SessionId, SessionSettings, StopReason};
+use crate::agent::{AgentCore, LocalClientOps, Session, SessionSettings, StopReason};
 
 /// Everything one run shares.
 struct RunContext {
@@ -214,12 +214,7 @@ fn open_session(ctx: &RunContext, job: &Job) -> Result<Session, String> {
         .mode
         .or(ctx.args.mode)
         .unwrap_or(ctx.core.config.default_mode);
-    Ok(Session::new(
-        SessionId::generate(),
-        canonical(&cwd),
-        SessionSettings { mode, model },
-        Vec::new(),
-    ))
+    Ok(ctx.core.new_session(canonical(&cwd), SessionSettings { mode, model }))
 }
 
 fn canonical(dir: &Path) -> std::path::PathBuf {

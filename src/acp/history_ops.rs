@@ -1,0 +1,128 @@
+//! Stored sessions over ACP: list, load (with replay), resume, delete.
+
+use std::sync::Arc;
+
+use agent_client_protocol::Client;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    DeleteSessionRequest, DeleteSessionResponse, ListSessionsRequest, ListSessionsResponse,
+    LoadSessionRequest, LoadSessionResponse, ResumeSessionRequest, ResumeSessionResponse,
+    SessionInfo, SessionNotification, SessionUpdate, UsageUpdate,
+};
+
+use super::error::AcpError;
+use super::options::mode_state;
+use super::render;
+use super::session_ops::options_for;
+use super::state::AcpState;
+use crate::agent::{AgentEvent, Session};
+use crate::store::{SessionSnapshot, StoreError, validate_session_id};
+
+/// Sessions per `session/list` page.
+const PAGE: usize = 50;
+
+pub async fn list(state: &Arc<AcpState>, req: ListSessionsRequest) -> Result<ListSessionsResponse, AcpError> {
+    let core = state.core.clone();
+    let page = tokio::task::spawn_blocking(move || {
+        let store = core.store.as_ref().ok_or(AcpError::NoStore)?;
+        store.list(req.cwd.as_deref(), req.cursor.as_deref(), PAGE).map_err(AcpError::from)
+    })
+    .await
+    .map_err(|e| AcpError::Internal(e.to_string()))??;
+    let sessions = page
+        .sessions
+        .into_iter()
+        .map(|s| {
+            SessionInfo::new(s.id.to_string(), s.cwd)
+                .title(s.title)
+                .updated_at(s.updated_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+        })
+        .collect();
+    Ok(ListSessionsResponse::new(sessions).next_cursor(page.next_cursor))
+}
+
+/// Restores a session (or finds it live) and returns it with its stored snapshot.
+async fn restore(state: &Arc<AcpState>, raw_id: &str) -> Result<(Arc<Session>, SessionSnapshot), AcpError> {
+    let id = validate_session_id(raw_id)?;
+    let core = state.core.clone();
+    let restored = {
+        let id = id.clone();
+        tokio::task::spawn_blocking(move || core.restore_session(&id))
+            .await
+            .map_err(|e| AcpError::Internal(e.to_string()))??
+    };
+    let (fresh, snapshot) = restored;
+    // A session still open in this process stays the one that serves prompts.
+    let session = match state.session(id.as_str()) {
+        Some(live) => live,
+        None => {
+            let session = Arc::new(fresh);
+            state.insert_session(session.clone());
+            session
+        }
+    };
+    tracing::info!(session = %id, rounds = snapshot.rounds, "session restored");
+    Ok((session, snapshot))
+}
+
+pub async fn load(state: &Arc<AcpState>, req: LoadSessionRequest, cx: &ConnectionTo<Client>) -> Result<LoadSessionResponse, AcpError> {
+    if state.choices().is_empty() {
+        state.set_choices(state.core.catalog.choices().await);
+    }
+    let (session, snapshot) = restore(state, &req.session_id.0).await?;
+    // Zed registers the thread before it sends session/load: the whole history goes out as
+    // updates first, then the answer.
+    let notify = |update: SessionUpdate| {
+        cx.send_notification(SessionNotification::new(req.session_id.clone(), update))
+            .map_err(|e| AcpError::Internal(e.message))
+    };
+    for event in snapshot.replay {
+        for update in render::session_update(event.with_terminals_as_text()) {
+            notify(update)?;
+        }
+    }
+    if let Some(title) = snapshot.title {
+        for update in render::session_update(AgentEvent::SessionTitle { title }) {
+            notify(update)?;
+        }
+    }
+    if let Some(usage) = snapshot.usage {
+        notify(SessionUpdate::UsageUpdate(UsageUpdate::new(usage.used, usage.size)))?;
+    }
+    let settings = session.settings();
+    Ok(LoadSessionResponse::new().config_options(options_for(state, &settings)).modes(mode_state(settings.mode)))
+}
+
+pub async fn resume(state: &Arc<AcpState>, req: ResumeSessionRequest) -> Result<ResumeSessionResponse, AcpError> {
+    if state.choices().is_empty() {
+        state.set_choices(state.core.catalog.choices().await);
+    }
+    let (session, _) = restore(state, &req.session_id.0).await?;
+    let settings = session.settings();
+    Ok(ResumeSessionResponse::new().config_options(options_for(state, &settings)).modes(mode_state(settings.mode)))
+}
+
+pub async fn delete(state: &Arc<AcpState>, req: DeleteSessionRequest) -> Result<DeleteSessionResponse, AcpError> {
+    let id = validate_session_id(&req.session_id.0)?;
+    if let Some(live) = state.remove_session(id.as_str()) {
+        live.cancel();
+    }
+    let core = state.core.clone();
+    tokio::task::spawn_blocking(move || {
+        let store = core.store.as_ref().ok_or(AcpError::NoStore)?;
+        store.delete(&id).map_err(AcpError::from)
+    })
+    .await
+    .map_err(|e| AcpError::Internal(e.to_string()))??;
+    Ok(DeleteSessionResponse::new())
+}
+
+impl From<StoreError> for AcpError {
+    fn from(err: StoreError) -> Self {
+        match err {
+            StoreError::UnknownSession(id) => AcpError::UnknownSession(id.to_string()),
+            StoreError::InvalidId { .. } | StoreError::InvalidCursor(_) => AcpError::InvalidParams(err.to_string()),
+            other => AcpError::Internal(other.to_string()),
+        }
+    }
+}
