@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use eventsource_stream::Eventsource;
+use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures::{Stream, StreamExt};
 use hearth_backend::{BackendError, BackendEvent, CompletionRequest, EventStream, TimeoutStage};
 use tokio::time::Instant;
@@ -49,31 +49,10 @@ pub(crate) fn completion(
         let mut decoder = Decoder::new(shared.endpoint.clone(), &request.model);
         let first_deadline = started + shared.endpoint.first_token_timeout;
         loop {
-            let deadline = if decoder.output_started() {
-                Instant::now() + shared.endpoint.idle_timeout
-            } else {
-                first_deadline
-            };
-            let next = tokio::select! {
-                biased;
-                () = cancel.cancelled() => {
-                    tracing::debug!("cancelled mid-stream");
-                    return;
-                }
-                next = tokio::time::timeout_at(deadline, frames.next()) => next,
-            };
-            let decoded = match next {
-                Err(_elapsed) => Err(silence(&shared, decoder.output_started())),
-                Ok(None) => decoder.end_of_stream().map(Decoded::Done),
-                Ok(Some(Err(err))) => {
-                    // A broken body after the finish reason still completed the answer.
-                    tracing::warn!(%err, "the SSE body broke off");
-                    decoder.end_of_stream().map(Decoded::Done)
-                }
-                Ok(Some(Ok(frame))) => {
-                    tracing::trace!(data = %frame.data, "sse frame");
-                    decoder.feed(&frame.data)
-                }
+            let next = next_decoded(&mut frames, &mut decoder, &shared, first_deadline, &cancel);
+            let Some(decoded) = next.await else {
+                tracing::debug!("cancelled mid-stream");
+                return;
             };
             match decoded {
                 Err(err) => {
@@ -99,6 +78,43 @@ pub(crate) fn completion(
     Box::pin(InSpan {
         span,
         inner: Box::pin(events),
+    })
+}
+
+/// Waits for the next SSE frame under the limit that applies now (first token, then idle) and
+/// decodes it. `None` when `cancel` fired.
+async fn next_decoded<S>(
+    frames: &mut S,
+    decoder: &mut Decoder,
+    shared: &Shared,
+    first_deadline: Instant,
+    cancel: &CancellationToken,
+) -> Option<Result<Decoded, BackendError>>
+where
+    S: Stream<Item = Result<Event, EventStreamError<reqwest::Error>>> + Unpin,
+{
+    let deadline = if decoder.output_started() {
+        Instant::now() + shared.endpoint.idle_timeout
+    } else {
+        first_deadline
+    };
+    let next = tokio::select! {
+        biased;
+        () = cancel.cancelled() => return None,
+        next = tokio::time::timeout_at(deadline, frames.next()) => next,
+    };
+    Some(match next {
+        Err(_elapsed) => Err(silence(shared, decoder.output_started())),
+        Ok(None) => decoder.end_of_stream().map(Decoded::Done),
+        Ok(Some(Err(err))) => {
+            // A body that breaks off after the finish reason still completed the answer.
+            tracing::warn!(%err, "the SSE body broke off");
+            decoder.end_of_stream().map(Decoded::Done)
+        }
+        Ok(Some(Ok(frame))) => {
+            tracing::trace!(data = %frame.data, "sse frame");
+            decoder.feed(&frame.data)
+        }
     })
 }
 
