@@ -42,6 +42,7 @@ struct State {
     models: Value,
     requests: Vec<Recorded>,
     dropped: usize,
+    connections: usize,
 }
 
 /// State shared by the handle and the connection tasks.
@@ -100,6 +101,10 @@ impl Shared {
         reply.unwrap_or_else(|| Reply::error(500, "hearth-testkit: routing failed"))
     }
 
+    fn note_connection(&self) {
+        self.update(|state| state.connections += 1);
+    }
+
     pub(crate) fn note_dropped(&self) {
         self.update(|state| state.dropped += 1);
     }
@@ -145,6 +150,7 @@ impl FakeServer {
                 models: json!({ "object": "list", "data": [] }),
                 requests: Vec::new(),
                 dropped: 0,
+                connections: 0,
             }),
             changed: watch::Sender::new(()),
         });
@@ -206,6 +212,12 @@ impl FakeServer {
         self.shared.lock().dropped
     }
 
+    /// TCP connections accepted so far (a client that reuses pooled connections opens fewer
+    /// than it sends requests).
+    pub fn connections(&self) -> usize {
+        self.shared.lock().connections
+    }
+
     /// Waits until [`FakeServer::dropped_streams`] reaches `n`; `false` if `timeout` passed first.
     pub async fn wait_dropped(&self, n: usize, timeout: Duration) -> bool {
         self.shared
@@ -228,6 +240,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, shutdown: watch
             tokio::time::sleep(Duration::from_millis(10)).await;
             continue;
         };
+        shared.note_connection();
         let shared = shared.clone();
         let mut shutdown = shutdown.clone();
         tokio::spawn(async move {

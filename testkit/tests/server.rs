@@ -12,7 +12,15 @@ use serde_json::json;
 const WAIT: Duration = Duration::from_secs(5);
 
 async fn post(server: &FakeServer, body: serde_json::Value) -> reqwest::Response {
-    reqwest::Client::new()
+    post_with(&reqwest::Client::new(), server, body).await
+}
+
+async fn post_with(
+    client: &reqwest::Client,
+    server: &FakeServer,
+    body: serde_json::Value,
+) -> reqwest::Response {
+    client
         .post(format!("{}/chat/completions", server.base_url()))
         .header("X-Custom", "yes")
         .json(&body)
@@ -137,14 +145,20 @@ async fn status_replies_carry_headers_and_keep_alive_serves_the_next() {
         body: "slow down".into(),
     });
     server.push(Reply::text(&["ok"]));
-    let first = post(&server, json!({})).await;
+    let client = reqwest::Client::new();
+    let first = post_with(&client, &server, json!({})).await;
     assert_eq!(first.status(), 429);
     assert_eq!(first.headers()["retry-after"], "1");
     assert_eq!(first.text().await.unwrap(), "slow down");
-    let second = post(&server, json!({})).await;
+    let second = post_with(&client, &server, json!({})).await;
     assert_eq!(second.status(), 200);
     assert!(second.text().await.unwrap().ends_with(DONE));
     assert_eq!(server.queued(), 0);
+    assert_eq!(
+        server.connections(),
+        1,
+        "the second request reused the connection"
+    );
 }
 
 #[tokio::test]

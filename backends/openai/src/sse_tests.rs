@@ -211,3 +211,11 @@ fn other_choices_are_ignored() {
     assert_eq!(d.feed(second).unwrap(), Decoded::More(vec![]));
     assert!(d.end_of_stream().is_err());
 }
+
+#[test]
+fn an_empty_finish_reason_is_no_finish_reason() {
+    let mut d = decoder();
+    let empty = r#"{"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":""}]}"#;
+    assert_eq!(d.feed(empty).unwrap(), Decoded::More(vec![text("a")]));
+    assert!(d.end_of_stream().is_err(), "no finish reason was given");
+}

@@ -17,6 +17,9 @@ use crate::errors;
 use crate::request::chat_body;
 use crate::sse::{Decoded, Decoder};
 
+/// How long to wait for the end of the body after `[DONE]`.
+const DRAIN_AFTER_DONE: Duration = Duration::from_millis(100);
+
 /// Streams one completion. Cancelling `cancel` or dropping the stream drops the HTTP response,
 /// which closes its connection; a cancelled stream just ends, with neither error nor `Finished`.
 pub(crate) fn completion(
@@ -70,6 +73,11 @@ pub(crate) fn completion(
                     for event in events {
                         yield Ok(event);
                     }
+                    // Reading the body to its end (the chunked terminator after `[DONE]`)
+                    // returns the connection to the pool: the next request skips a new TCP and
+                    // TLS handshake. Bounded, for servers that keep the body open.
+                    let rest = async { while frames.next().await.is_some() {} };
+                    let _ = tokio::time::timeout(DRAIN_AFTER_DONE, rest).await;
                     return;
                 }
             }

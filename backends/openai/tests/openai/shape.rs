@@ -135,3 +135,15 @@ async fn models_are_listed_with_the_context_window_each_server_reports() {
         ("GET", "/v1/models")
     );
 }
+
+#[tokio::test]
+async fn finished_streams_leave_their_connection_reusable() {
+    let server = FakeServer::start().await.unwrap();
+    let backend = backend(&server);
+    for _ in 0..3 {
+        server.push(Reply::text(&["again"]));
+        events(&backend).await;
+    }
+    assert_eq!(server.requests().len(), 3);
+    assert_eq!(server.connections(), 1);
+}
