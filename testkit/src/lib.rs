@@ -38,6 +38,9 @@
 //! # Ok(()) }
 //! ```
 //!
+//! [`FakeServer::written`] tells when each step's bytes left the server (for latency figures);
+//! [`FakeServer::connections`] how many TCP connections were accepted (connection reuse).
+//!
 //! The chunk builders ([`chunk_content`], [`chunk_tool_call`], …) each return one SSE frame,
 //! `data: {json}\n\n`, holding a real `chat.completion.chunk` object.
 
@@ -52,4 +55,4 @@ pub use chunks::{
     chunk_reasoning_as, chunk_role, chunk_tool_call, chunk_usage, data_frame,
 };
 pub use reply::{Reply, Step};
-pub use server::{FakeServer, Recorded};
+pub use server::{FakeServer, Recorded, Written};

@@ -3,7 +3,7 @@
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
@@ -37,12 +37,24 @@ impl Recorded {
     }
 }
 
+/// When one [`crate::Step::Bytes`] of a streamed reply went out, for latency measurements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Written {
+    /// Index of the request it answers, in [`FakeServer::requests`].
+    pub request: usize,
+    /// Index of the step in the reply's step list.
+    pub step: usize,
+    /// Right after the bytes were handed to the socket.
+    pub at: Instant,
+}
+
 struct State {
     replies: VecDeque<Reply>,
     models: Value,
     requests: Vec<Recorded>,
     dropped: usize,
     connections: usize,
+    written: Vec<Written>,
 }
 
 /// State shared by the handle and the connection tasks.
@@ -64,8 +76,8 @@ impl Shared {
         self.changed.send_modify(|_| {});
     }
 
-    /// Records `request` and picks the reply for it.
-    pub(crate) fn route(&self, request: &Request) -> Reply {
+    /// Records `request` and picks the reply for it; also returns the request's index.
+    pub(crate) fn route(&self, request: &Request) -> (usize, Reply) {
         let raw_body = String::from_utf8_lossy(&request.body).into_owned();
         let recorded = Recorded {
             method: request.method.clone(),
@@ -75,9 +87,11 @@ impl Shared {
             raw_body,
         };
         let mut reply = None;
+        let mut index = 0;
         self.update(|state| {
             state.requests.push(recorded);
             let n = state.requests.len();
+            index = n - 1;
             reply = Some(match (request.method.as_str(), request.path.as_str()) {
                 ("POST", "/v1/chat/completions") => {
                     state.replies.pop_front().unwrap_or_else(|| {
@@ -98,11 +112,18 @@ impl Shared {
                 ),
             });
         });
-        reply.unwrap_or_else(|| Reply::error(500, "hearth-testkit: routing failed"))
+        let reply = reply.unwrap_or_else(|| Reply::error(500, "hearth-testkit: routing failed"));
+        (index, reply)
     }
 
     fn note_connection(&self) {
         self.update(|state| state.connections += 1);
+    }
+
+    pub(crate) fn note_written(&self, request: usize, step: usize) {
+        let at = Instant::now();
+        // No waiter looks at this, so no change notification either.
+        self.lock().written.push(Written { request, step, at });
     }
 
     pub(crate) fn note_dropped(&self) {
@@ -151,6 +172,7 @@ impl FakeServer {
                 requests: Vec::new(),
                 dropped: 0,
                 connections: 0,
+                written: Vec::new(),
             }),
             changed: watch::Sender::new(()),
         });
@@ -210,6 +232,11 @@ impl FakeServer {
     /// or while hanging.
     pub fn dropped_streams(&self) -> usize {
         self.shared.lock().dropped
+    }
+
+    /// When each [`crate::Step::Bytes`] of every streamed reply went out, in order.
+    pub fn written(&self) -> Vec<Written> {
+        self.shared.lock().written.clone()
     }
 
     /// TCP connections accepted so far (a client that reuses pooled connections opens fewer

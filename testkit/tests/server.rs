@@ -61,6 +61,10 @@ async fn streams_the_scripted_bytes_and_records_the_request() {
 
     let seen = server.wait_requests(1, WAIT).await;
     assert_eq!(seen.len(), 1);
+    let written = server.written();
+    let steps: Vec<(usize, usize)> = written.iter().map(|w| (w.request, w.step)).collect();
+    assert_eq!(steps, (0..6).map(|i| (0, i)).collect::<Vec<_>>());
+    assert!(written.windows(2).all(|w| w[0].at <= w[1].at));
     assert_eq!(seen[0].method, "POST");
     assert_eq!(seen[0].path, "/v1/chat/completions");
     assert_eq!(seen[0].header("x-custom"), Some("yes"));
