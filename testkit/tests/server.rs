@@ -232,3 +232,18 @@ async fn dropping_the_server_closes_open_streams() {
     let end = tokio::time::timeout(WAIT, stream.next()).await.unwrap();
     assert!(matches!(end, None | Some(Err(_))));
 }
+
+#[tokio::test]
+async fn garbage_gets_a_400_and_the_server_keeps_serving() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = FakeServer::start().await.unwrap();
+    let mut raw = tokio::net::TcpStream::connect(server.addr()).await.unwrap();
+    raw.write_all(b"NONSENSE\r\n\r\n").await.unwrap();
+    let mut answer = String::new();
+    raw.read_to_string(&mut answer).await.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 400 "), "{answer}");
+
+    server.push(Reply::text(&["still here"]));
+    let response = post(&server, json!({})).await;
+    assert_eq!(response.status(), 200);
+}

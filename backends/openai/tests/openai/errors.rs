@@ -279,3 +279,36 @@ async fn an_error_object_inside_the_stream_ends_it_with_that_error() {
         })
     );
 }
+
+// Linux drops SYNs to a full accept queue; other kernels may answer with a reset instead.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_connection_that_never_completes_is_a_connect_timeout() {
+    // A listener whose accept queue is full and never drained: the kernel drops further SYNs,
+    // so the next connect hangs until the client gives up.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let listener = socket.listen(0).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut fillers = Vec::new();
+    for _ in 0..4 {
+        let connect = tokio::net::TcpStream::connect(addr);
+        match tokio::time::timeout(Duration::from_millis(100), connect).await {
+            Ok(Ok(stream)) => fillers.push(stream),
+            _ => break,
+        }
+    }
+    let mut endpoint = endpoint_at(&format!("http://{addr}/v1"));
+    endpoint.connect_timeout = Duration::from_millis(200);
+    let (events, error) = collect(&backend_with(endpoint)).await;
+    assert!(events.is_empty());
+    assert_eq!(
+        error,
+        Some(BackendError::Timeout {
+            endpoint: "fake".into(),
+            stage: TimeoutStage::Connect,
+            after: Duration::from_millis(200),
+        })
+    );
+    drop((fillers, listener));
+}
