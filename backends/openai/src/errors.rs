@@ -84,7 +84,8 @@ pub(crate) fn http(
 }
 
 /// The error for an error object sent inside the stream (`data: {"error": ...}`). Its `code`
-/// is used as the status when it is an HTTP status, else 500.
+/// is used as the status when it is an HTTP status, else 500; a 429 there is `RateLimited`
+/// (not retried: output may already have been streamed).
 pub(crate) fn in_stream(endpoint: &OpenAiEndpoint, model: &str, error: &Value) -> BackendError {
     let status = error
         .get("code")
@@ -92,6 +93,12 @@ pub(crate) fn in_stream(endpoint: &OpenAiEndpoint, model: &str, error: &Value) -
         .and_then(|c| u16::try_from(c).ok())
         .filter(|c| (400..600).contains(c))
         .unwrap_or(500);
+    if status == 429 {
+        return BackendError::RateLimited {
+            endpoint: endpoint.name.clone(),
+            retry_after: None,
+        };
+    }
     let wrapped = serde_json::json!({ "error": error });
     http(endpoint, model, status, &wrapped.to_string())
 }

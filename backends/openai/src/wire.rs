@@ -130,9 +130,9 @@ pub(crate) struct FunctionDelta {
 
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct WireUsage {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub prompt_tokens: u32,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub completion_tokens: u32,
     pub prompt_tokens_details: Option<PromptTokensDetails>,
 }
