@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::config::OpenAiEndpoint;
 
-/// Longest body snippet an error carries, in characters.
+/// Longest body snippet an error carries, in characters (an ellipsis included).
 pub(crate) const SNIPPET_CHARS: usize = 300;
 
 /// `text` with every occurrence of the endpoint's API key replaced.
@@ -29,10 +29,11 @@ pub(crate) fn snippet(endpoint: &OpenAiEndpoint, body: &str) -> String {
         .and_then(error_message)
         .unwrap_or_else(|| body.trim().to_string());
     let clean = scrub(endpoint, &text);
-    match clean.char_indices().nth(SNIPPET_CHARS) {
-        Some((cut, _)) => format!("{}…", &clean[..cut]),
-        None => clean,
+    if clean.chars().count() <= SNIPPET_CHARS {
+        return clean;
     }
+    let kept: String = clean.chars().take(SNIPPET_CHARS - 1).collect();
+    format!("{kept}…")
 }
 
 fn error_message(body: &Value) -> Option<String> {
@@ -191,7 +192,7 @@ mod tests {
         );
         let long = "é".repeat(400);
         let cut = snippet(&e, &long);
-        assert_eq!(cut.chars().count(), SNIPPET_CHARS + 1);
+        assert_eq!(cut.chars().count(), SNIPPET_CHARS);
         assert!(cut.ends_with('…'));
     }
 
