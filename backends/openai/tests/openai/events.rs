@@ -202,3 +202,38 @@ async fn undecodable_chunk_is_skipped_and_the_stream_goes_on() {
         vec![text("before "), text("after"), finished(FinishReason::Stop)]
     );
 }
+
+#[tokio::test]
+async fn a_server_that_ignores_stream_true_still_answers() {
+    let server = FakeServer::start().await.unwrap();
+    let completion = serde_json::json!({
+        "id": "x", "object": "chat.completion", "model": "qwen",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": "Let me look.", "reasoning_content": "hmm",
+            "tool_calls": [{"id": "c1", "type": "function",
+                            "function": {"name": "ls", "arguments": "{}"}}],
+        }}],
+        "usage": {"prompt_tokens": 9, "completion_tokens": 4},
+    });
+    server.push(Reply::Status {
+        code: 200,
+        headers: vec![],
+        body: completion.to_string(),
+    });
+    assert_eq!(
+        events(&backend(&server)).await,
+        vec![
+            reasoning("hmm"),
+            text("Let me look."),
+            BackendEvent::ToolCall {
+                call: NativeToolCall {
+                    id: "c1".into(),
+                    name: "ls".into(),
+                    arguments: "{}".into()
+                }
+            },
+            usage(9, 4),
+            finished(FinishReason::ToolCalls),
+        ]
+    );
+}
