@@ -50,16 +50,9 @@ pub(crate) fn completion(
         };
         if is_json(&response) {
             // The server ignored `stream: true` and sent the whole answer at once.
-            let first_deadline = started + shared.endpoint.first_token_timeout;
-            let whole = whole_answer(&shared, response, &request.model, first_deadline, &cancel);
-            match whole.await {
-                None => tracing::debug!("cancelled before the answer"),
-                Some(Ok(events)) => {
-                    for event in events {
-                        yield Ok(event);
-                    }
-                }
-                Some(Err(err)) => yield Err(err),
+            let deadline = started + shared.endpoint.first_token_timeout;
+            for item in whole_answer(&shared, response, &request.model, deadline, &cancel).await {
+                yield item;
             }
             return;
         }
@@ -149,33 +142,38 @@ fn is_json(response: &reqwest::Response) -> bool {
         .is_some_and(|v| v.trim_start().starts_with("application/json"))
 }
 
-/// Reads and decodes a non-streamed `chat.completion`. `None` when `cancel` fired.
+/// Reads and decodes a non-streamed `chat.completion` into the items the stream yields: its
+/// events, or one error. Nothing when `cancel` fired.
 async fn whole_answer(
     shared: &Shared,
     response: reqwest::Response,
     model: &str,
     deadline: Instant,
     cancel: &CancellationToken,
-) -> Option<Result<Vec<BackendEvent>, BackendError>> {
+) -> Vec<Item> {
     let text = tokio::select! {
         biased;
-        () = cancel.cancelled() => return None,
+        () = cancel.cancelled() => return Vec::new(),
         text = tokio::time::timeout_at(deadline, response.text()) => text,
     };
     let text = match text {
-        Err(_elapsed) => return Some(Err(silence(shared, false))),
-        Ok(Err(err)) => return Some(Err(errors::transport(&shared.endpoint, &err))),
+        Err(_elapsed) => return vec![Err(silence(shared, false))],
+        Ok(Err(err)) => return vec![Err(errors::transport(&shared.endpoint, &err))],
         Ok(Ok(text)) => text,
     };
     tracing::trace!(body = %text, "non-streamed answer");
     let mut decoder = Decoder::new(shared.endpoint.clone(), model);
-    Some(decoder.feed(&text).and_then(|decoded| match decoded {
+    let events = decoder.feed(&text).and_then(|decoded| match decoded {
         Decoded::Done(events) => Ok(events),
         Decoded::More(mut events) => {
             events.extend(decoder.end_of_stream()?);
             Ok(events)
         }
-    }))
+    });
+    match events {
+        Ok(events) => events.into_iter().map(Ok).collect(),
+        Err(err) => vec![Err(err)],
+    }
 }
 
 /// Sends the request until it gets a 2xx, retrying 429s before anything was streamed. Returns
