@@ -1,5 +1,6 @@
 //! Fakes for hearth's tests: [`FakeServer`], an OpenAI-compatible HTTP/1.1 server on loopback
-//! that answers with scripted replies and streams real SSE bytes.
+//! that answers with scripted replies and streams real SSE bytes. It runs on its own thread and
+//! runtime, so blocking test code cannot stall it.
 //!
 //! # Routes
 //! - `POST /v1/chat/completions`: pops the next [`Reply`] pushed with [`FakeServer::push`]

@@ -7,8 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
+use tokio::sync::{oneshot, watch};
 
 use crate::http::Request;
 use crate::reply::Reply;
@@ -150,21 +149,35 @@ impl Shared {
     }
 }
 
-/// An OpenAI-compatible HTTP/1.1 server on `127.0.0.1`, scripted by the test. Every connection
-/// runs on its own task; dropping the server stops accepting and closes every connection.
+/// An OpenAI-compatible HTTP/1.1 server on `127.0.0.1`, scripted by the test.
+///
+/// It runs on its own thread with its own tokio runtime, so test code that blocks (waiting on
+/// a child process, synchronous I/O) cannot stall it, and it works the same under any test
+/// runtime. Every connection runs on its own task. Dropping the server stops it: when `drop`
+/// returns, the port is closed and so is every connection.
 pub struct FakeServer {
     shared: Arc<Shared>,
     addr: SocketAddr,
-    accept: JoinHandle<()>,
-    /// Dropped with the server; each connection task ends when it sees that.
-    _shutdown: watch::Sender<()>,
+    /// Dropping it tells the server thread to stop.
+    shutdown: Option<oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl FakeServer {
-    /// Binds `127.0.0.1:0` and starts serving. Needs a tokio runtime.
+    /// Binds `127.0.0.1:0` and starts serving (see [`FakeServer::start_blocking`]).
     pub async fn start() -> std::io::Result<FakeServer> {
-        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        Self::start_blocking()
+    }
+
+    /// Like [`FakeServer::start`], for callers outside async code. Binding is immediate, so
+    /// this does not block for long.
+    pub fn start_blocking() -> std::io::Result<FakeServer> {
+        let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
+        listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 replies: VecDeque::new(),
@@ -176,13 +189,27 @@ impl FakeServer {
             }),
             changed: watch::Sender::new(()),
         });
-        let (shutdown, shutdown_rx) = watch::channel(());
-        let accept = tokio::spawn(accept_loop(listener, shared.clone(), shutdown_rx));
+        let (shutdown, stop) = oneshot::channel();
+        let serving = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("fake-server-{}", addr.port()))
+            .spawn(move || {
+                runtime.block_on(async move {
+                    let Ok(listener) = TcpListener::from_std(listener) else {
+                        return;
+                    };
+                    tokio::select! {
+                        () = accept_loop(listener, serving) => {}
+                        _ = stop => {}
+                    }
+                });
+                // Dropping the runtime here cancels every connection task, closing its socket.
+            })?;
         Ok(FakeServer {
             shared,
             addr,
-            accept,
-            _shutdown: shutdown,
+            shutdown: Some(shutdown),
+            thread: Some(thread),
         })
     }
 
@@ -256,11 +283,16 @@ impl FakeServer {
 
 impl Drop for FakeServer {
     fn drop(&mut self) {
-        self.accept.abort();
+        drop(self.shutdown.take());
+        if let Some(thread) = self.thread.take() {
+            // Quick: the runtime only has to cancel its tasks. A panic there already failed
+            // whatever it was serving; nothing more to report here.
+            let _ = thread.join();
+        }
     }
 }
 
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, shutdown: watch::Receiver<()>) {
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             // Accept errors (e.g. too many open files) are transient; do not spin hot on them.
@@ -268,13 +300,6 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, shutdown: watch
             continue;
         };
         shared.note_connection();
-        let shared = shared.clone();
-        let mut shutdown = shutdown.clone();
-        tokio::spawn(async move {
-            tokio::select! {
-                () = crate::conn::serve(stream, shared) => {}
-                _ = shutdown.changed() => {}
-            }
-        });
+        tokio::spawn(crate::conn::serve(stream, shared.clone()));
     }
 }

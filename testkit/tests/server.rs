@@ -247,3 +247,29 @@ async fn garbage_gets_a_400_and_the_server_keeps_serving() {
     let response = post(&server, json!({})).await;
     assert_eq!(response.status(), 200);
 }
+
+#[test]
+fn serves_callers_without_a_runtime_and_frees_the_port_on_drop() {
+    use std::io::{Read, Write};
+    let server = FakeServer::start_blocking().unwrap();
+    server.push(Reply::text(&["sync"]));
+    let mut raw = std::net::TcpStream::connect(server.addr()).unwrap();
+    raw.write_all(
+        b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\
+          content-length: 2\r\n\r\n{}",
+    )
+    .unwrap();
+    let mut answer = String::new();
+    raw.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
+    assert!(answer.contains("\"content\":\"sync\""));
+    assert!(answer.ends_with("0\r\n\r\n"), "chunked body ended properly");
+    assert_eq!(server.requests()[0].body, json!({}));
+
+    let addr = server.addr();
+    drop(server);
+    assert!(
+        std::net::TcpStream::connect(addr).is_err(),
+        "still listening"
+    );
+}
