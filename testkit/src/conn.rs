@@ -45,21 +45,30 @@ pub(crate) async fn serve(stream: TcpStream, shared: Arc<Shared>) {
             Err(ReadError::Closed) => return,
         };
         let close = request.wants_close();
-        let reply = shared.route(&request);
-        match deliver(reply, close, &mut reader, &mut writer, &shared).await {
+        let (index, reply) = shared.route(&request);
+        let mut io = Io {
+            reader: &mut reader,
+            writer: &mut writer,
+            shared: &shared,
+            request: index,
+        };
+        match deliver(reply, close, &mut io).await {
             After::KeepAlive if !close => {}
             _ => return,
         }
     }
 }
 
-async fn deliver(
-    mut reply: Reply,
-    close: bool,
-    reader: &mut OwnedReadHalf,
-    writer: &mut OwnedWriteHalf,
-    shared: &Shared,
-) -> After {
+/// The connection's two halves, and what a reply records as it goes.
+struct Io<'a> {
+    reader: &'a mut OwnedReadHalf,
+    writer: &'a mut OwnedWriteHalf,
+    shared: &'a Shared,
+    /// Index of the request being answered, in [`crate::FakeServer::requests`].
+    request: usize,
+}
+
+async fn deliver(mut reply: Reply, close: bool, io: &mut Io<'_>) -> After {
     while let Reply::Delayed {
         delay,
         reply: inner,
@@ -67,8 +76,8 @@ async fn deliver(
     {
         tokio::select! {
             () = tokio::time::sleep(delay) => {}
-            () = peer_closed(reader) => {
-                shared.note_dropped();
+            () = peer_closed(io.reader) => {
+                io.shared.note_dropped();
                 return After::Close;
             }
         }
@@ -79,14 +88,12 @@ async fn deliver(
             code,
             headers,
             body,
-        } => match write_status(writer, code, &headers, &body, close).await {
+        } => match write_status(io.writer, code, &headers, &body, close).await {
             Ok(()) => After::KeepAlive,
             Err(_) => After::Close,
         },
-        Reply::Sse(steps) => stream_sse(&steps, Framing::Chunked, reader, writer, shared).await,
-        Reply::SseUntilClose(steps) => {
-            stream_sse(&steps, Framing::UntilClose, reader, writer, shared).await
-        }
+        Reply::Sse(steps) => stream_sse(&steps, Framing::Chunked, io).await,
+        Reply::SseUntilClose(steps) => stream_sse(&steps, Framing::UntilClose, io).await,
         // Unwrapped by the loop above.
         Reply::Delayed { .. } => After::Close,
     }
@@ -124,28 +131,24 @@ async fn write_status(
     writer.flush().await
 }
 
-async fn stream_sse(
-    steps: &[Step],
-    framing: Framing,
-    reader: &mut OwnedReadHalf,
-    writer: &mut OwnedWriteHalf,
-    shared: &Shared,
-) -> After {
+async fn stream_sse(steps: &[Step], framing: Framing, io: &mut Io<'_>) -> After {
+    let (shared, request) = (io.shared, io.request);
+    let mut written = |step| shared.note_written(request, step);
     // Watching the read half while writing is what notices a client that went away during a
     // pause or a hang: writes alone can succeed into the socket buffer for a long time.
     let end = tokio::select! {
-        end = write_steps(steps, framing, writer) => end,
-        () = peer_closed(reader) => StreamEnd::PeerGone,
+        end = write_steps(steps, framing, io.writer, &mut written) => end,
+        () = peer_closed(io.reader) => StreamEnd::PeerGone,
     };
     match end {
         StreamEnd::Completed if framing == Framing::Chunked => {
-            match writer.write_all(b"0\r\n\r\n").await {
+            match io.writer.write_all(b"0\r\n\r\n").await {
                 Ok(()) => After::KeepAlive,
                 Err(_) => After::Close,
             }
         }
         StreamEnd::Completed => {
-            let _ = writer.shutdown().await;
+            let _ = io.writer.shutdown().await;
             After::Close
         }
         StreamEnd::Disconnect => After::Close,
@@ -156,7 +159,13 @@ async fn stream_sse(
     }
 }
 
-async fn write_steps(steps: &[Step], framing: Framing, writer: &mut OwnedWriteHalf) -> StreamEnd {
+/// Writes the head and every step; `written(i)` is called as step `i`'s bytes have gone out.
+async fn write_steps(
+    steps: &[Step],
+    framing: Framing,
+    writer: &mut OwnedWriteHalf,
+    written: &mut impl FnMut(usize),
+) -> StreamEnd {
     let mut head = String::from(
         "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n",
     );
@@ -167,13 +176,14 @@ async fn write_steps(steps: &[Step], framing: Framing, writer: &mut OwnedWriteHa
     if writer.write_all(head.as_bytes()).await.is_err() {
         return StreamEnd::PeerGone;
     }
-    for step in steps {
+    for (i, step) in steps.iter().enumerate() {
         match step {
             Step::Bytes(bytes) if bytes.is_empty() => {}
             Step::Bytes(bytes) => {
                 if write_piece(writer, bytes, framing).await.is_err() {
                     return StreamEnd::PeerGone;
                 }
+                written(i);
             }
             Step::Pause(pause) => tokio::time::sleep(*pause).await,
             Step::Hang => std::future::pending::<()>().await,

@@ -1,5 +1,6 @@
 //! Fakes for hearth's tests: [`FakeServer`], an OpenAI-compatible HTTP/1.1 server on loopback
-//! that answers with scripted replies and streams real SSE bytes.
+//! that answers with scripted replies and streams real SSE bytes. It runs on its own thread and
+//! runtime, so blocking test code cannot stall it.
 //!
 //! # Routes
 //! - `POST /v1/chat/completions`: pops the next [`Reply`] pushed with [`FakeServer::push`]
@@ -38,6 +39,9 @@
 //! # Ok(()) }
 //! ```
 //!
+//! [`FakeServer::written`] tells when each step's bytes left the server (for latency figures);
+//! [`FakeServer::connections`] how many TCP connections were accepted (connection reuse).
+//!
 //! The chunk builders ([`chunk_content`], [`chunk_tool_call`], …) each return one SSE frame,
 //! `data: {json}\n\n`, holding a real `chat.completion.chunk` object.
 
@@ -52,4 +56,4 @@ pub use chunks::{
     chunk_reasoning_as, chunk_role, chunk_tool_call, chunk_usage, data_frame,
 };
 pub use reply::{Reply, Step};
-pub use server::{FakeServer, Recorded};
+pub use server::{FakeServer, Recorded, Written};

@@ -3,12 +3,11 @@
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
+use tokio::sync::{oneshot, watch};
 
 use crate::http::Request;
 use crate::reply::Reply;
@@ -37,11 +36,24 @@ impl Recorded {
     }
 }
 
+/// When one [`crate::Step::Bytes`] of a streamed reply went out, for latency measurements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Written {
+    /// Index of the request it answers, in [`FakeServer::requests`].
+    pub request: usize,
+    /// Index of the step in the reply's step list.
+    pub step: usize,
+    /// Right after the bytes were handed to the socket.
+    pub at: Instant,
+}
+
 struct State {
     replies: VecDeque<Reply>,
     models: Value,
     requests: Vec<Recorded>,
     dropped: usize,
+    connections: usize,
+    written: Vec<Written>,
 }
 
 /// State shared by the handle and the connection tasks.
@@ -63,8 +75,8 @@ impl Shared {
         self.changed.send_modify(|_| {});
     }
 
-    /// Records `request` and picks the reply for it.
-    pub(crate) fn route(&self, request: &Request) -> Reply {
+    /// Records `request` and picks the reply for it; also returns the request's index.
+    pub(crate) fn route(&self, request: &Request) -> (usize, Reply) {
         let raw_body = String::from_utf8_lossy(&request.body).into_owned();
         let recorded = Recorded {
             method: request.method.clone(),
@@ -74,9 +86,11 @@ impl Shared {
             raw_body,
         };
         let mut reply = None;
+        let mut index = 0;
         self.update(|state| {
             state.requests.push(recorded);
             let n = state.requests.len();
+            index = n - 1;
             reply = Some(match (request.method.as_str(), request.path.as_str()) {
                 ("POST", "/v1/chat/completions") => {
                     state.replies.pop_front().unwrap_or_else(|| {
@@ -97,7 +111,18 @@ impl Shared {
                 ),
             });
         });
-        reply.unwrap_or_else(|| Reply::error(500, "hearth-testkit: routing failed"))
+        let reply = reply.unwrap_or_else(|| Reply::error(500, "hearth-testkit: routing failed"));
+        (index, reply)
+    }
+
+    fn note_connection(&self) {
+        self.update(|state| state.connections += 1);
+    }
+
+    pub(crate) fn note_written(&self, request: usize, step: usize) {
+        let at = Instant::now();
+        // No waiter looks at this, so no change notification either.
+        self.lock().written.push(Written { request, step, at });
     }
 
     pub(crate) fn note_dropped(&self) {
@@ -124,37 +149,67 @@ impl Shared {
     }
 }
 
-/// An OpenAI-compatible HTTP/1.1 server on `127.0.0.1`, scripted by the test. Every connection
-/// runs on its own task; dropping the server stops accepting and closes every connection.
+/// An OpenAI-compatible HTTP/1.1 server on `127.0.0.1`, scripted by the test.
+///
+/// It runs on its own thread with its own tokio runtime, so test code that blocks (waiting on
+/// a child process, synchronous I/O) cannot stall it, and it works the same under any test
+/// runtime. Every connection runs on its own task. Dropping the server stops it: when `drop`
+/// returns, the port is closed and so is every connection.
 pub struct FakeServer {
     shared: Arc<Shared>,
     addr: SocketAddr,
-    accept: JoinHandle<()>,
-    /// Dropped with the server; each connection task ends when it sees that.
-    _shutdown: watch::Sender<()>,
+    /// Dropping it tells the server thread to stop.
+    shutdown: Option<oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl FakeServer {
-    /// Binds `127.0.0.1:0` and starts serving. Needs a tokio runtime.
+    /// Binds `127.0.0.1:0` and starts serving (see [`FakeServer::start_blocking`]).
     pub async fn start() -> std::io::Result<FakeServer> {
-        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        Self::start_blocking()
+    }
+
+    /// Like [`FakeServer::start`], for callers outside async code. Binding is immediate, so
+    /// this does not block for long.
+    pub fn start_blocking() -> std::io::Result<FakeServer> {
+        let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
+        listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 replies: VecDeque::new(),
                 models: json!({ "object": "list", "data": [] }),
                 requests: Vec::new(),
                 dropped: 0,
+                connections: 0,
+                written: Vec::new(),
             }),
             changed: watch::Sender::new(()),
         });
-        let (shutdown, shutdown_rx) = watch::channel(());
-        let accept = tokio::spawn(accept_loop(listener, shared.clone(), shutdown_rx));
+        let (shutdown, stop) = oneshot::channel();
+        let serving = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("fake-server-{}", addr.port()))
+            .spawn(move || {
+                runtime.block_on(async move {
+                    let Ok(listener) = TcpListener::from_std(listener) else {
+                        return;
+                    };
+                    tokio::select! {
+                        () = accept_loop(listener, serving) => {}
+                        _ = stop => {}
+                    }
+                });
+                // Dropping the runtime here cancels every connection task, closing its socket.
+            })?;
         Ok(FakeServer {
             shared,
             addr,
-            accept,
-            _shutdown: shutdown,
+            shutdown: Some(shutdown),
+            thread: Some(thread),
         })
     }
 
@@ -206,6 +261,17 @@ impl FakeServer {
         self.shared.lock().dropped
     }
 
+    /// When each [`crate::Step::Bytes`] of every streamed reply went out, in order.
+    pub fn written(&self) -> Vec<Written> {
+        self.shared.lock().written.clone()
+    }
+
+    /// TCP connections accepted so far (a client that reuses pooled connections opens fewer
+    /// than it sends requests).
+    pub fn connections(&self) -> usize {
+        self.shared.lock().connections
+    }
+
     /// Waits until [`FakeServer::dropped_streams`] reaches `n`; `false` if `timeout` passed first.
     pub async fn wait_dropped(&self, n: usize, timeout: Duration) -> bool {
         self.shared
@@ -217,24 +283,23 @@ impl FakeServer {
 
 impl Drop for FakeServer {
     fn drop(&mut self) {
-        self.accept.abort();
+        drop(self.shutdown.take());
+        if let Some(thread) = self.thread.take() {
+            // Quick: the runtime only has to cancel its tasks. A panic there already failed
+            // whatever it was serving; nothing more to report here.
+            let _ = thread.join();
+        }
     }
 }
 
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, shutdown: watch::Receiver<()>) {
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             // Accept errors (e.g. too many open files) are transient; do not spin hot on them.
             tokio::time::sleep(Duration::from_millis(10)).await;
             continue;
         };
-        let shared = shared.clone();
-        let mut shutdown = shutdown.clone();
-        tokio::spawn(async move {
-            tokio::select! {
-                () = crate::conn::serve(stream, shared) => {}
-                _ = shutdown.changed() => {}
-            }
-        });
+        shared.note_connection();
+        tokio::spawn(crate::conn::serve(stream, shared.clone()));
     }
 }

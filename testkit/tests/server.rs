@@ -12,7 +12,15 @@ use serde_json::json;
 const WAIT: Duration = Duration::from_secs(5);
 
 async fn post(server: &FakeServer, body: serde_json::Value) -> reqwest::Response {
-    reqwest::Client::new()
+    post_with(&reqwest::Client::new(), server, body).await
+}
+
+async fn post_with(
+    client: &reqwest::Client,
+    server: &FakeServer,
+    body: serde_json::Value,
+) -> reqwest::Response {
+    client
         .post(format!("{}/chat/completions", server.base_url()))
         .header("X-Custom", "yes")
         .json(&body)
@@ -53,6 +61,10 @@ async fn streams_the_scripted_bytes_and_records_the_request() {
 
     let seen = server.wait_requests(1, WAIT).await;
     assert_eq!(seen.len(), 1);
+    let written = server.written();
+    let steps: Vec<(usize, usize)> = written.iter().map(|w| (w.request, w.step)).collect();
+    assert_eq!(steps, (0..6).map(|i| (0, i)).collect::<Vec<_>>());
+    assert!(written.windows(2).all(|w| w[0].at <= w[1].at));
     assert_eq!(seen[0].method, "POST");
     assert_eq!(seen[0].path, "/v1/chat/completions");
     assert_eq!(seen[0].header("x-custom"), Some("yes"));
@@ -137,14 +149,20 @@ async fn status_replies_carry_headers_and_keep_alive_serves_the_next() {
         body: "slow down".into(),
     });
     server.push(Reply::text(&["ok"]));
-    let first = post(&server, json!({})).await;
+    let client = reqwest::Client::new();
+    let first = post_with(&client, &server, json!({})).await;
     assert_eq!(first.status(), 429);
     assert_eq!(first.headers()["retry-after"], "1");
     assert_eq!(first.text().await.unwrap(), "slow down");
-    let second = post(&server, json!({})).await;
+    let second = post_with(&client, &server, json!({})).await;
     assert_eq!(second.status(), 200);
     assert!(second.text().await.unwrap().ends_with(DONE));
     assert_eq!(server.queued(), 0);
+    assert_eq!(
+        server.connections(),
+        1,
+        "the second request reused the connection"
+    );
 }
 
 #[tokio::test]
@@ -213,4 +231,45 @@ async fn dropping_the_server_closes_open_streams() {
     drop(server);
     let end = tokio::time::timeout(WAIT, stream.next()).await.unwrap();
     assert!(matches!(end, None | Some(Err(_))));
+}
+
+#[tokio::test]
+async fn garbage_gets_a_400_and_the_server_keeps_serving() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = FakeServer::start().await.unwrap();
+    let mut raw = tokio::net::TcpStream::connect(server.addr()).await.unwrap();
+    raw.write_all(b"NONSENSE\r\n\r\n").await.unwrap();
+    let mut answer = String::new();
+    raw.read_to_string(&mut answer).await.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 400 "), "{answer}");
+
+    server.push(Reply::text(&["still here"]));
+    let response = post(&server, json!({})).await;
+    assert_eq!(response.status(), 200);
+}
+
+#[test]
+fn serves_callers_without_a_runtime_and_frees_the_port_on_drop() {
+    use std::io::{Read, Write};
+    let server = FakeServer::start_blocking().unwrap();
+    server.push(Reply::text(&["sync"]));
+    let mut raw = std::net::TcpStream::connect(server.addr()).unwrap();
+    raw.write_all(
+        b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\
+          content-length: 2\r\n\r\n{}",
+    )
+    .unwrap();
+    let mut answer = String::new();
+    raw.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
+    assert!(answer.contains("\"content\":\"sync\""));
+    assert!(answer.ends_with("0\r\n\r\n"), "chunked body ended properly");
+    assert_eq!(server.requests()[0].body, json!({}));
+
+    let addr = server.addr();
+    drop(server);
+    assert!(
+        std::net::TcpStream::connect(addr).is_err(),
+        "still listening"
+    );
 }

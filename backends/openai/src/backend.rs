@@ -60,6 +60,15 @@ impl OpenAiBackend {
     }
 }
 
+impl std::fmt::Debug for OpenAiBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The endpoint's own Debug redacts the key.
+        f.debug_struct("OpenAiBackend")
+            .field("endpoint", &self.shared.endpoint)
+            .finish_non_exhaustive()
+    }
+}
+
 fn invalid(endpoint: &OpenAiEndpoint, what: String) -> BackendError {
     BackendError::InvalidRequest(format!("endpoint `{}`: {what}", endpoint.name))
 }

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::config::OpenAiEndpoint;
 
-/// Longest body snippet an error carries, in characters.
+/// Longest body snippet an error carries, in characters (an ellipsis included).
 pub(crate) const SNIPPET_CHARS: usize = 300;
 
 /// `text` with every occurrence of the endpoint's API key replaced.
@@ -29,10 +29,11 @@ pub(crate) fn snippet(endpoint: &OpenAiEndpoint, body: &str) -> String {
         .and_then(error_message)
         .unwrap_or_else(|| body.trim().to_string());
     let clean = scrub(endpoint, &text);
-    match clean.char_indices().nth(SNIPPET_CHARS) {
-        Some((cut, _)) => format!("{}…", &clean[..cut]),
-        None => clean,
+    if clean.chars().count() <= SNIPPET_CHARS {
+        return clean;
     }
+    let kept: String = clean.chars().take(SNIPPET_CHARS - 1).collect();
+    format!("{kept}…")
 }
 
 fn error_message(body: &Value) -> Option<String> {
@@ -84,7 +85,8 @@ pub(crate) fn http(
 }
 
 /// The error for an error object sent inside the stream (`data: {"error": ...}`). Its `code`
-/// is used as the status when it is an HTTP status, else 500.
+/// is used as the status when it is an HTTP status, else 500; a 429 there is `RateLimited`
+/// (not retried: output may already have been streamed).
 pub(crate) fn in_stream(endpoint: &OpenAiEndpoint, model: &str, error: &Value) -> BackendError {
     let status = error
         .get("code")
@@ -92,6 +94,12 @@ pub(crate) fn in_stream(endpoint: &OpenAiEndpoint, model: &str, error: &Value) -
         .and_then(|c| u16::try_from(c).ok())
         .filter(|c| (400..600).contains(c))
         .unwrap_or(500);
+    if status == 429 {
+        return BackendError::RateLimited {
+            endpoint: endpoint.name.clone(),
+            retry_after: None,
+        };
+    }
     let wrapped = serde_json::json!({ "error": error });
     http(endpoint, model, status, &wrapped.to_string())
 }
@@ -184,7 +192,7 @@ mod tests {
         );
         let long = "é".repeat(400);
         let cut = snippet(&e, &long);
-        assert_eq!(cut.chars().count(), SNIPPET_CHARS + 1);
+        assert_eq!(cut.chars().count(), SNIPPET_CHARS);
         assert!(cut.ends_with('…'));
     }
 

@@ -9,7 +9,9 @@
 //! deltas become events in arrival order: `delta.content` → `Text`, `delta.reasoning_content`
 //! or `delta.reasoning` → `Reasoning`. Native `tool_calls` are assembled per `index` and
 //! emitted complete when the finish reason arrives. `Usage` and `Finished` are held back to
-//! the end: a successful stream always ends `…, ToolCall*, Usage?, Finished`.
+//! the end: a successful stream always ends `…, ToolCall*, Usage?, Finished`. A server that
+//! ignores `stream: true` and answers with one `application/json` completion is decoded into
+//! the same events.
 //!
 //! # Limits and errors
 //! - nothing listens → `ConnectionRefused`; no connection within `connect_timeout` →

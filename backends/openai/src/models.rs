@@ -8,6 +8,7 @@ use crate::errors;
 use crate::stream::read_error_body;
 
 /// Lists the endpoint's models. The whole exchange is bounded by `first_token_timeout`.
+#[tracing::instrument(name = "provider.models", skip_all, fields(endpoint = %shared.endpoint.name))]
 pub(crate) async fn list(shared: &Shared) -> Result<Vec<ModelInfo>, BackendError> {
     let endpoint = &shared.endpoint;
     let exchange = async {

@@ -79,7 +79,9 @@ impl Decoder {
         // Only the first choice is followed: hearth never asks for `n > 1`.
         for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
             self.delta(choice.delta, &mut events);
-            if let (Some(reason), None) = (choice.finish_reason, &self.finish) {
+            // Some proxies send `""` instead of `null` on every chunk before the last.
+            let reason = choice.finish_reason.filter(|r| !r.is_empty());
+            if let (Some(reason), None) = (reason, &self.finish) {
                 self.output_started = true;
                 self.finish = Some(FinishReason::from_openai(&reason));
                 // Servers send every fragment of every call before the finish reason.

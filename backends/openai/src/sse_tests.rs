@@ -211,3 +211,28 @@ fn other_choices_are_ignored() {
     assert_eq!(d.feed(second).unwrap(), Decoded::More(vec![]));
     assert!(d.end_of_stream().is_err());
 }
+
+#[test]
+fn an_empty_finish_reason_is_no_finish_reason() {
+    let mut d = decoder();
+    let empty = r#"{"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":""}]}"#;
+    assert_eq!(d.feed(empty).unwrap(), Decoded::More(vec![text("a")]));
+    assert!(d.end_of_stream().is_err(), "no finish reason was given");
+}
+
+#[test]
+fn null_usage_counts_do_not_lose_the_chunk() {
+    let mut d = decoder();
+    let chunk = r#"{"choices":[{"index":0,"delta":{"content":"kept"},"finish_reason":"stop"}],
+        "usage":{"prompt_tokens":null,"completion_tokens":3}}"#;
+    assert_eq!(d.feed(chunk).unwrap(), Decoded::More(vec![text("kept")]));
+    let usage = Usage {
+        prompt_tokens: 0,
+        completion_tokens: 3,
+        cached_tokens: None,
+    };
+    assert_eq!(
+        d.end_of_stream().unwrap(),
+        vec![BackendEvent::Usage { usage }, finished(FinishReason::Stop)]
+    );
+}

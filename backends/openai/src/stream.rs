@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use eventsource_stream::Eventsource;
+use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures::{Stream, StreamExt};
 use hearth_backend::{BackendError, BackendEvent, CompletionRequest, EventStream, TimeoutStage};
 use tokio::time::Instant;
@@ -16,6 +16,9 @@ use crate::backend::Shared;
 use crate::errors;
 use crate::request::chat_body;
 use crate::sse::{Decoded, Decoder};
+
+/// How long to wait for the end of the body after `[DONE]`.
+const DRAIN_AFTER_DONE: Duration = Duration::from_millis(100);
 
 /// Streams one completion. Cancelling `cancel` or dropping the stream drops the HTTP response,
 /// which closes its connection; a cancelled stream just ends, with neither error nor `Finished`.
@@ -45,35 +48,22 @@ pub(crate) fn completion(
                 return;
             }
         };
+        if is_json(&response) {
+            // The server ignored `stream: true` and sent the whole answer at once.
+            let deadline = started + shared.endpoint.first_token_timeout;
+            for item in whole_answer(&shared, response, &request.model, deadline, &cancel).await {
+                yield item;
+            }
+            return;
+        }
         let mut frames = response.bytes_stream().eventsource();
         let mut decoder = Decoder::new(shared.endpoint.clone(), &request.model);
         let first_deadline = started + shared.endpoint.first_token_timeout;
         loop {
-            let deadline = if decoder.output_started() {
-                Instant::now() + shared.endpoint.idle_timeout
-            } else {
-                first_deadline
-            };
-            let next = tokio::select! {
-                biased;
-                () = cancel.cancelled() => {
-                    tracing::debug!("cancelled mid-stream");
-                    return;
-                }
-                next = tokio::time::timeout_at(deadline, frames.next()) => next,
-            };
-            let decoded = match next {
-                Err(_elapsed) => Err(silence(&shared, decoder.output_started())),
-                Ok(None) => decoder.end_of_stream().map(Decoded::Done),
-                Ok(Some(Err(err))) => {
-                    // A broken body after the finish reason still completed the answer.
-                    tracing::warn!(%err, "the SSE body broke off");
-                    decoder.end_of_stream().map(Decoded::Done)
-                }
-                Ok(Some(Ok(frame))) => {
-                    tracing::trace!(data = %frame.data, "sse frame");
-                    decoder.feed(&frame.data)
-                }
+            let next = next_decoded(&mut frames, &mut decoder, &shared, first_deadline, &cancel);
+            let Some(decoded) = next.await else {
+                tracing::debug!("cancelled mid-stream");
+                return;
             };
             match decoded {
                 Err(err) => {
@@ -91,6 +81,11 @@ pub(crate) fn completion(
                     for event in events {
                         yield Ok(event);
                     }
+                    // Reading the body to its end (the chunked terminator after `[DONE]`)
+                    // returns the connection to the pool: the next request skips a new TCP and
+                    // TLS handshake. Bounded, for servers that keep the body open.
+                    let rest = async { while frames.next().await.is_some() {} };
+                    let _ = tokio::time::timeout(DRAIN_AFTER_DONE, rest).await;
                     return;
                 }
             }
@@ -100,6 +95,85 @@ pub(crate) fn completion(
         span,
         inner: Box::pin(events),
     })
+}
+
+/// Waits for the next SSE frame under the limit that applies now (first token, then idle) and
+/// decodes it. `None` when `cancel` fired.
+async fn next_decoded<S>(
+    frames: &mut S,
+    decoder: &mut Decoder,
+    shared: &Shared,
+    first_deadline: Instant,
+    cancel: &CancellationToken,
+) -> Option<Result<Decoded, BackendError>>
+where
+    S: Stream<Item = Result<Event, EventStreamError<reqwest::Error>>> + Unpin,
+{
+    let deadline = if decoder.output_started() {
+        Instant::now() + shared.endpoint.idle_timeout
+    } else {
+        first_deadline
+    };
+    let next = tokio::select! {
+        biased;
+        () = cancel.cancelled() => return None,
+        next = tokio::time::timeout_at(deadline, frames.next()) => next,
+    };
+    Some(match next {
+        Err(_elapsed) => Err(silence(shared, decoder.output_started())),
+        Ok(None) => decoder.end_of_stream().map(Decoded::Done),
+        Ok(Some(Err(err))) => {
+            // A body that breaks off after the finish reason still completed the answer.
+            tracing::warn!(%err, "the SSE body broke off");
+            decoder.end_of_stream().map(Decoded::Done)
+        }
+        Ok(Some(Ok(frame))) => {
+            tracing::trace!(data = %frame.data, "sse frame");
+            decoder.feed(&frame.data)
+        }
+    })
+}
+
+fn is_json(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("application/json"))
+}
+
+/// Reads and decodes a non-streamed `chat.completion` into the items the stream yields: its
+/// events, or one error. Nothing when `cancel` fired.
+async fn whole_answer(
+    shared: &Shared,
+    response: reqwest::Response,
+    model: &str,
+    deadline: Instant,
+    cancel: &CancellationToken,
+) -> Vec<Item> {
+    let text = tokio::select! {
+        biased;
+        () = cancel.cancelled() => return Vec::new(),
+        text = tokio::time::timeout_at(deadline, response.text()) => text,
+    };
+    let text = match text {
+        Err(_elapsed) => return vec![Err(silence(shared, false))],
+        Ok(Err(err)) => return vec![Err(errors::transport(&shared.endpoint, &err))],
+        Ok(Ok(text)) => text,
+    };
+    tracing::trace!(body = %text, "non-streamed answer");
+    let mut decoder = Decoder::new(shared.endpoint.clone(), model);
+    let events = decoder.feed(&text).and_then(|decoded| match decoded {
+        Decoded::Done(events) => Ok(events),
+        Decoded::More(mut events) => {
+            events.extend(decoder.end_of_stream()?);
+            Ok(events)
+        }
+    });
+    match events {
+        Ok(events) => events.into_iter().map(Ok).collect(),
+        Err(err) => vec![Err(err)],
+    }
 }
 
 /// Sends the request until it gets a 2xx, retrying 429s before anything was streamed. Returns

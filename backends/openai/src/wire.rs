@@ -85,7 +85,8 @@ pub(crate) struct WireFunction<'a> {
     pub parameters: &'a Value,
 }
 
-/// One `chat.completion.chunk`, or an error object some servers send mid-stream.
+/// One `chat.completion.chunk`, or an error object some servers send mid-stream, or a whole
+/// `chat.completion` from a server that ignored `stream: true`.
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct Chunk {
     #[serde(default, deserialize_with = "null_as_default")]
@@ -98,7 +99,8 @@ pub(crate) struct Chunk {
 pub(crate) struct Choice {
     #[serde(default, deserialize_with = "null_as_default")]
     pub index: u32,
-    #[serde(default, deserialize_with = "null_as_default")]
+    /// `message` in a non-streamed `chat.completion`, which is decoded as one big chunk.
+    #[serde(default, deserialize_with = "null_as_default", alias = "message")]
     pub delta: Delta,
     pub finish_reason: Option<String>,
 }
@@ -130,9 +132,9 @@ pub(crate) struct FunctionDelta {
 
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct WireUsage {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub prompt_tokens: u32,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub completion_tokens: u32,
     pub prompt_tokens_details: Option<PromptTokensDetails>,
 }
