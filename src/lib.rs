@@ -9,5 +9,5 @@ pub mod config;
 pub mod endpoints;
 pub mod logging;
 pub mod parse;
-pub mod tools;
 pub mod store;
+pub mod tools;

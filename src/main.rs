@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use clap::Parser;
 use hearth::acp::{AcpState, serve_stdio};
-use hearth::agent::{AgentCore, data_dir};
+use hearth::agent::AgentCore;
 use hearth::cli::{Cli, Command};
 use hearth::config::{self, Config};
 use hearth::endpoints::build_catalog;
-use hearth::store::Store;
+use hearth::store::{Store, data_root};
 
 fn env(key: &str) -> Option<String> {
     std::env::var(key).ok()
@@ -59,12 +59,19 @@ fn main() -> ExitCode {
 /// The agent core every front end shares, with sessions saved when a data directory exists.
 fn build_core(config: Config) -> anyhow::Result<Arc<AgentCore>> {
     let catalog = build_catalog(&config)?;
-    let mut core = AgentCore::new(config, catalog, data_dir(&env));
-    match Store::from_env(&env) {
-        Ok(store) => core = core.with_store(store),
-        Err(err) => tracing::warn!("sessions will not be saved: {err}"),
+    match data_root(&env) {
+        Ok(data) => Ok(Arc::new(
+            AgentCore::new(config, catalog, data.clone()).with_store(Store::new(data)),
+        )),
+        Err(err) => {
+            tracing::warn!("sessions will not be saved: {err}");
+            Ok(Arc::new(AgentCore::new(
+                config,
+                catalog,
+                std::env::temp_dir().join("hearth"),
+            )))
+        }
     }
-    Ok(Arc::new(core))
 }
 
 async fn serve(config: Config) -> anyhow::Result<()> {

@@ -5,13 +5,13 @@ use std::sync::Arc;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, CancelNotification, DeleteSessionRequest, DeleteSessionResponse,
-    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
-    ResumeSessionRequest, ResumeSessionResponse, SessionDeleteCapabilities, SessionListCapabilities,
-    SessionResumeCapabilities, CloseSessionRequest, CloseSessionResponse,
-    Implementation, InitializeRequest, InitializeResponse, NewSessionRequest, NewSessionResponse,
-    PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities,
-    SessionCloseCapabilities, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
+    AgentCapabilities, CancelNotification, CloseSessionRequest, CloseSessionResponse,
+    DeleteSessionRequest, DeleteSessionResponse, Implementation, InitializeRequest,
+    InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
+    LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
+    PromptResponse, ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities,
+    SessionCloseCapabilities, SessionDeleteCapabilities, SessionListCapabilities,
+    SessionResumeCapabilities, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
     SetSessionModeRequest, SetSessionModeResponse, StopReason as AcpStopReason,
 };
 use agent_client_protocol::v1::{Builder, ConnectionTo, Responder};
@@ -101,21 +101,14 @@ pub fn agent(state: Arc<AcpState>) -> Builder<Agent, impl HandleDispatchFrom<Cli
         .on_receive_request(
             {
                 let state = s_hist.clone();
-                async move |req: ListSessionsRequest, r: Responder<ListSessionsResponse>, cx: ConnectionTo<Client>| {
+                async move |req: ListSessionsRequest,
+                            r: Responder<ListSessionsResponse>,
+                            cx: ConnectionTo<Client>| {
                     let state = state.clone();
-                    cx.spawn(async move { r.respond_with_result(history_ops::list(&state, req).await.map_err(Error::from)) })
-                }
-            },
-            on_receive_request!(),
-        )
-        .on_receive_request(
-            {
-                let state = s_hist.clone();
-                async move |req: LoadSessionRequest, r: Responder<LoadSessionResponse>, cx: ConnectionTo<Client>| {
-                    let state = state.clone();
-                    let task_cx = cx.clone();
                     cx.spawn(async move {
-                        r.respond_with_result(history_ops::load(&state, req, &task_cx).await.map_err(Error::from))
+                        r.respond_with_result(
+                            history_ops::list(&state, req).await.map_err(Error::from),
+                        )
                     })
                 }
             },
@@ -124,9 +117,18 @@ pub fn agent(state: Arc<AcpState>) -> Builder<Agent, impl HandleDispatchFrom<Cli
         .on_receive_request(
             {
                 let state = s_hist.clone();
-                async move |req: ResumeSessionRequest, r: Responder<ResumeSessionResponse>, cx: ConnectionTo<Client>| {
+                async move |req: LoadSessionRequest,
+                            r: Responder<LoadSessionResponse>,
+                            cx: ConnectionTo<Client>| {
                     let state = state.clone();
-                    cx.spawn(async move { r.respond_with_result(history_ops::resume(&state, req).await.map_err(Error::from)) })
+                    let task_cx = cx.clone();
+                    cx.spawn(async move {
+                        r.respond_with_result(
+                            history_ops::load(&state, req, &task_cx)
+                                .await
+                                .map_err(Error::from),
+                        )
+                    })
                 }
             },
             on_receive_request!(),
@@ -134,9 +136,31 @@ pub fn agent(state: Arc<AcpState>) -> Builder<Agent, impl HandleDispatchFrom<Cli
         .on_receive_request(
             {
                 let state = s_hist.clone();
-                async move |req: DeleteSessionRequest, r: Responder<DeleteSessionResponse>, cx: ConnectionTo<Client>| {
+                async move |req: ResumeSessionRequest,
+                            r: Responder<ResumeSessionResponse>,
+                            cx: ConnectionTo<Client>| {
                     let state = state.clone();
-                    cx.spawn(async move { r.respond_with_result(history_ops::delete(&state, req).await.map_err(Error::from)) })
+                    cx.spawn(async move {
+                        r.respond_with_result(
+                            history_ops::resume(&state, req).await.map_err(Error::from),
+                        )
+                    })
+                }
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let state = s_hist.clone();
+                async move |req: DeleteSessionRequest,
+                            r: Responder<DeleteSessionResponse>,
+                            cx: ConnectionTo<Client>| {
+                    let state = state.clone();
+                    cx.spawn(async move {
+                        r.respond_with_result(
+                            history_ops::delete(&state, req).await.map_err(Error::from),
+                        )
+                    })
                 }
             },
             on_receive_request!(),

@@ -21,11 +21,16 @@ use crate::store::{SessionSnapshot, StoreError, validate_session_id};
 /// Sessions per `session/list` page.
 const PAGE: usize = 50;
 
-pub async fn list(state: &Arc<AcpState>, req: ListSessionsRequest) -> Result<ListSessionsResponse, AcpError> {
+pub async fn list(
+    state: &Arc<AcpState>,
+    req: ListSessionsRequest,
+) -> Result<ListSessionsResponse, AcpError> {
     let core = state.core.clone();
     let page = tokio::task::spawn_blocking(move || {
         let store = core.store.as_ref().ok_or(AcpError::NoStore)?;
-        store.list(req.cwd.as_deref(), req.cursor.as_deref(), PAGE).map_err(AcpError::from)
+        store
+            .list(req.cwd.as_deref(), req.cursor.as_deref(), PAGE)
+            .map_err(AcpError::from)
     })
     .await
     .map_err(|e| AcpError::Internal(e.to_string()))??;
@@ -35,14 +40,20 @@ pub async fn list(state: &Arc<AcpState>, req: ListSessionsRequest) -> Result<Lis
         .map(|s| {
             SessionInfo::new(s.id.to_string(), s.cwd)
                 .title(s.title)
-                .updated_at(s.updated_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+                .updated_at(
+                    s.updated_at
+                        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                )
         })
         .collect();
     Ok(ListSessionsResponse::new(sessions).next_cursor(page.next_cursor))
 }
 
 /// Restores a session (or finds it live) and returns it with its stored snapshot.
-async fn restore(state: &Arc<AcpState>, raw_id: &str) -> Result<(Arc<Session>, SessionSnapshot), AcpError> {
+async fn restore(
+    state: &Arc<AcpState>,
+    raw_id: &str,
+) -> Result<(Arc<Session>, SessionSnapshot), AcpError> {
     let id = validate_session_id(raw_id)?;
     let core = state.core.clone();
     let restored = {
@@ -65,7 +76,11 @@ async fn restore(state: &Arc<AcpState>, raw_id: &str) -> Result<(Arc<Session>, S
     Ok((session, snapshot))
 }
 
-pub async fn load(state: &Arc<AcpState>, req: LoadSessionRequest, cx: &ConnectionTo<Client>) -> Result<LoadSessionResponse, AcpError> {
+pub async fn load(
+    state: &Arc<AcpState>,
+    req: LoadSessionRequest,
+    cx: &ConnectionTo<Client>,
+) -> Result<LoadSessionResponse, AcpError> {
     if state.choices().is_empty() {
         state.set_choices(state.core.catalog.choices().await);
     }
@@ -87,22 +102,34 @@ pub async fn load(state: &Arc<AcpState>, req: LoadSessionRequest, cx: &Connectio
         }
     }
     if let Some(usage) = snapshot.usage {
-        notify(SessionUpdate::UsageUpdate(UsageUpdate::new(usage.used, usage.size)))?;
+        notify(SessionUpdate::UsageUpdate(UsageUpdate::new(
+            usage.used, usage.size,
+        )))?;
     }
     let settings = session.settings();
-    Ok(LoadSessionResponse::new().config_options(options_for(state, &settings)).modes(mode_state(settings.mode)))
+    Ok(LoadSessionResponse::new()
+        .config_options(options_for(state, &settings))
+        .modes(mode_state(settings.mode)))
 }
 
-pub async fn resume(state: &Arc<AcpState>, req: ResumeSessionRequest) -> Result<ResumeSessionResponse, AcpError> {
+pub async fn resume(
+    state: &Arc<AcpState>,
+    req: ResumeSessionRequest,
+) -> Result<ResumeSessionResponse, AcpError> {
     if state.choices().is_empty() {
         state.set_choices(state.core.catalog.choices().await);
     }
     let (session, _) = restore(state, &req.session_id.0).await?;
     let settings = session.settings();
-    Ok(ResumeSessionResponse::new().config_options(options_for(state, &settings)).modes(mode_state(settings.mode)))
+    Ok(ResumeSessionResponse::new()
+        .config_options(options_for(state, &settings))
+        .modes(mode_state(settings.mode)))
 }
 
-pub async fn delete(state: &Arc<AcpState>, req: DeleteSessionRequest) -> Result<DeleteSessionResponse, AcpError> {
+pub async fn delete(
+    state: &Arc<AcpState>,
+    req: DeleteSessionRequest,
+) -> Result<DeleteSessionResponse, AcpError> {
     let id = validate_session_id(&req.session_id.0)?;
     if let Some(live) = state.remove_session(id.as_str()) {
         live.cancel();
@@ -121,7 +148,9 @@ impl From<StoreError> for AcpError {
     fn from(err: StoreError) -> Self {
         match err {
             StoreError::UnknownSession(id) => AcpError::UnknownSession(id.to_string()),
-            StoreError::InvalidId { .. } | StoreError::InvalidCursor(_) => AcpError::InvalidParams(err.to_string()),
+            StoreError::InvalidId { .. } | StoreError::InvalidCursor(_) => {
+                AcpError::InvalidParams(err.to_string())
+            }
             other => AcpError::Internal(other.to_string()),
         }
     }

@@ -9,12 +9,12 @@ use super::catalog::Catalog;
 use super::client_ops::ClientOps;
 use super::event::AgentEvent;
 use super::ids::SessionId;
-use super::persist::{Persistence, Recorder};
-use super::policy::AlwaysRules;
-use super::session::SessionSettings;
 use super::mode::Mode;
 use super::paths::Resolved;
+use super::persist::{Persistence, Recorder};
+use super::policy::AlwaysRules;
 use super::policy::{plan_dir, plan_mode_prompt};
+use super::session::SessionSettings;
 use super::session::{Session, TurnTicket};
 use super::turn::{StopReason, TurnContext, TurnError, run_turn};
 use crate::config::Config;
@@ -59,7 +59,9 @@ impl AgentCore {
     pub fn new_session(&self, cwd: PathBuf, settings: SessionSettings) -> Session {
         let id = SessionId::generate();
         let session = Session::new(id.clone(), cwd.clone(), settings.clone(), Vec::new());
-        let Some(store) = &self.store else { return session };
+        let Some(store) = &self.store else {
+            return session;
+        };
         match store.create(&id, &cwd) {
             Ok(writer) => {
                 let persist = Persistence::new(writer, 1, AlwaysRules::default());
@@ -75,8 +77,14 @@ impl AgentCore {
 
     /// Brings a stored session back: history, mode, model (when it still exists), "always"
     /// answers. The snapshot carries what a replay shows.
-    pub fn restore_session(&self, id: &SessionId) -> Result<(Session, SessionSnapshot), StoreError> {
-        let store = self.store.as_ref().ok_or_else(|| StoreError::UnknownSession(id.clone()))?;
+    pub fn restore_session(
+        &self,
+        id: &SessionId,
+    ) -> Result<(Session, SessionSnapshot), StoreError> {
+        let store = self
+            .store
+            .as_ref()
+            .ok_or_else(|| StoreError::UnknownSession(id.clone()))?;
         let loaded = store.load(id)?;
         for warning in &loaded.warnings {
             tracing::warn!(file = %warning.file.display(), line = warning.line, "session file damaged: {}", warning.problem);
@@ -87,17 +95,30 @@ impl AgentCore {
             .clone()
             .map(super::catalog::ModelRef::from)
             .filter(|m| self.catalog.endpoint(&m.endpoint).is_some())
-            .or_else(|| self.catalog.default_model(self.config.default_model.as_deref(), &[]));
-        let settings = SessionSettings { mode: snapshot.mode.unwrap_or(self.config.default_mode), model };
+            .or_else(|| {
+                self.catalog
+                    .default_model(self.config.default_model.as_deref(), &[])
+            });
+        let settings = SessionSettings {
+            mode: snapshot.mode.unwrap_or(self.config.default_mode),
+            model,
+        };
         let rules: AlwaysRules = snapshot
             .always_rules
             .clone()
             .and_then(|v| serde_json::from_value(v).ok())
             .unwrap_or_default();
-        let mut session = Session::new(snapshot.id.clone(), snapshot.cwd.clone(), settings, snapshot.history.clone())
-            .with_rules(rules.clone());
+        let mut session = Session::new(
+            snapshot.id.clone(),
+            snapshot.cwd.clone(),
+            settings,
+            snapshot.history.clone(),
+        )
+        .with_rules(rules.clone());
         match store.open_writer(id) {
-            Ok(writer) => session = session.persisted(Persistence::new(writer, snapshot.next_round, rules)),
+            Ok(writer) => {
+                session = session.persisted(Persistence::new(writer, snapshot.next_round, rules))
+            }
             Err(err) => tracing::warn!(session = %id, "the session will not be saved: {err}"),
         }
         Ok((session, snapshot))
@@ -138,16 +159,26 @@ impl AgentCore {
                 None => run_turn(&ctx, &mut history, prompt).await,
                 Some(persist) => {
                     let recorder = Recorder::new(client);
-                    let ctx = TurnContext { client: &recorder, ..ctx };
+                    let ctx = TurnContext {
+                        client: &recorder,
+                        ..ctx
+                    };
                     let before = history.len();
-                    if persist.rounds() == 0 && before == 0
+                    if persist.rounds() == 0
+                        && before == 0
                         && let Some(title) = title_from_prompt(&prompt)
                     {
                         client.send(AgentEvent::SessionTitle { title });
                     }
                     let outcome = run_turn(&ctx, &mut history, prompt.clone()).await;
-                    let rules = session.rules().lock().map(|r| r.clone()).unwrap_or_default();
-                    persist.save_round(prompt, &recorder, &history[before..], &outcome, &rules).await;
+                    let rules = session
+                        .rules()
+                        .lock()
+                        .map(|r| r.clone())
+                        .unwrap_or_default();
+                    persist
+                        .save_round(prompt, &recorder, &history[before..], &outcome, &rules)
+                        .await;
                     outcome
                 }
             }
@@ -171,13 +202,4 @@ impl AgentCore {
         }
         prompt
     }
-}
-
-/// hearth's data directory: `$HEARTH_DATA_DIR`, else `<XDG data dir>/hearth`.
-pub fn data_dir(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
-    env("HEARTH_DATA_DIR")
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| dirs::data_dir().map(|d| d.join("hearth")))
-        .unwrap_or_else(|| std::env::temp_dir().join("hearth"))
 }

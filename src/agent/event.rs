@@ -139,7 +139,8 @@ impl AgentEvent {
                 .into_iter()
                 .map(|c| match c {
                     ToolContent::Terminal { .. } => ToolContent::Text {
-                        text: output.map_or_else(|| "Running…".to_string(), |o| format!("```\n{o}\n```")),
+                        text: output
+                            .map_or_else(|| "Running…".to_string(), |o| format!("```\n{o}\n```")),
                     },
                     other => other,
                 })

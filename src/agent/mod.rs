@@ -21,7 +21,7 @@ pub use catalog::{Catalog, Endpoint, EndpointListing, ModelChoice, ModelRef};
 pub use client_ops::{
     ClientOps, ClientOpsError, ExitStatus, PermissionAnswer, TerminalOutput, TerminalRequest,
 };
-pub use core::{AgentCore, data_dir};
+pub use core::AgentCore;
 pub use event::{
     AgentEvent, PlanEntry, PlanStatus, ToolCard, ToolCardUpdate, ToolContent, ToolKind,
     ToolLocation, ToolStatus,
@@ -31,10 +31,10 @@ pub use ids::{SessionId, TerminalId, ToolCallId};
 pub use local_ops::{LocalClientOps, LocalFrontEnd};
 pub use mode::{Mode, UnknownMode};
 pub use paths::{PathError, Resolved, is_within, normalize, real_path, resolve};
+pub use persist::{Persistence, Recorder};
 pub use policy::{
     Access, AlwaysRules, Decision, Subject, USER_REJECTED, USER_REJECTED_ALWAYS, decide, offers,
     plan_dir, plan_mode_prompt,
 };
 pub use session::{Session, SessionSettings, TurnTicket};
 pub use turn::{StopReason, TurnContext, TurnError, run_turn};
-pub use persist::{Persistence, Recorder};

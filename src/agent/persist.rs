@@ -33,7 +33,11 @@ pub struct Persistence {
 
 impl Persistence {
     pub fn new(writer: SessionWriter, next_round: u64, rules: AlwaysRules) -> Self {
-        Self { writer, next_round: AtomicU64::new(next_round), saved_rules: Mutex::new(rules) }
+        Self {
+            writer,
+            next_round: AtomicU64::new(next_round),
+            saved_rules: Mutex::new(rules),
+        }
     }
 
     /// Rounds already stored.
@@ -59,13 +63,18 @@ impl Persistence {
     ) {
         let events = recorder.take();
         let usage = events.iter().rev().find_map(|e| match e {
-            AgentEvent::Usage { used, size } => Some(UsageRecord { used: *used, size: *size }),
+            AgentEvent::Usage { used, size } => Some(UsageRecord {
+                used: *used,
+                size: *size,
+            }),
             _ => None,
         });
         let outcome = match outcome {
             Ok(StopReason::Cancelled) => RoundOutcome::Cancelled,
             Ok(_) => RoundOutcome::Completed,
-            Err(err) => RoundOutcome::Failed { message: err.to_string() },
+            Err(err) => RoundOutcome::Failed {
+                message: err.to_string(),
+            },
         };
         let number = self.next_round.fetch_add(1, Ordering::SeqCst);
         // `user` is what the replay shows; `history` (which starts with the same prompt) is
@@ -81,10 +90,15 @@ impl Persistence {
             outcome,
         }));
         {
-            let mut saved = self.saved_rules.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut saved = self
+                .saved_rules
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             if *saved != *rules {
                 *saved = rules.clone();
-                self.writer.append(Record::AlwaysRules { rules: serde_json::to_value(rules).unwrap_or_default() });
+                self.writer.append(Record::AlwaysRules {
+                    rules: serde_json::to_value(rules).unwrap_or_default(),
+                });
             }
         }
         if let Err(err) = self.writer.flush().await {
@@ -106,17 +120,30 @@ pub struct Recorder<'a> {
 
 impl<'a> Recorder<'a> {
     pub fn new(inner: &'a dyn ClientOps) -> Self {
-        Self { inner, events: Mutex::new(Vec::new()) }
+        Self {
+            inner,
+            events: Mutex::new(Vec::new()),
+        }
     }
 
     fn take(&self) -> Vec<AgentEvent> {
-        std::mem::take(&mut *self.events.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+        std::mem::take(
+            &mut *self
+                .events
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 }
 
 #[async_trait]
 impl ClientOps for Recorder<'_> {
-    async fn read_text_file(&self, path: &Path, line: Option<u32>, limit: Option<u32>) -> Result<String, ClientOpsError> {
+    async fn read_text_file(
+        &self,
+        path: &Path,
+        line: Option<u32>,
+        limit: Option<u32>,
+    ) -> Result<String, ClientOpsError> {
         self.inner.read_text_file(path, line, limit).await
     }
 
@@ -124,7 +151,10 @@ impl ClientOps for Recorder<'_> {
         self.inner.write_text_file(path, content).await
     }
 
-    async fn create_terminal(&self, request: TerminalRequest) -> Result<TerminalId, ClientOpsError> {
+    async fn create_terminal(
+        &self,
+        request: TerminalRequest,
+    ) -> Result<TerminalId, ClientOpsError> {
         self.inner.create_terminal(request).await
     }
 

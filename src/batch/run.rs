@@ -214,7 +214,9 @@ fn open_session(ctx: &RunContext, job: &Job) -> Result<Session, String> {
         .mode
         .or(ctx.args.mode)
         .unwrap_or(ctx.core.config.default_mode);
-    Ok(ctx.core.new_session(canonical(&cwd), SessionSettings { mode, model }))
+    Ok(ctx
+        .core
+        .new_session(canonical(&cwd), SessionSettings { mode, model }))
 }
 
 fn canonical(dir: &Path) -> std::path::PathBuf {

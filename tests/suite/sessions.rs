@@ -1,0 +1,216 @@
+//! Sessions survive the process: saved as they go, listed, loaded with full replay.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::{Arc, Mutex};
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    ContentBlock, InitializeRequest, ListSessionsRequest, LoadSessionRequest, SessionConfigKind,
+    SessionNotification, SessionUpdate,
+};
+use agent_client_protocol::{AcpAgent, AcpAgentConfig, Client, ErrorCode, on_receive_notification};
+use hearth_testkit::{FakeServer, Reply};
+use serde_json::{Value, json};
+
+struct Raw {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Raw {
+    fn spawn(config: &Path, home: &Path) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_hearth"))
+            .args(["--config", &config.display().to_string()])
+            .env("HOME", home)
+            .env("XDG_DATA_HOME", home.join("data"))
+            .env_remove("HEARTH_DATA_DIR")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Self {
+            child,
+            stdin,
+            stdout,
+        }
+    }
+
+    /// Sends a request and reads lines until its response (notifications are skipped).
+    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(self.stdin, "{line}").unwrap();
+        self.stdin.flush().unwrap();
+        loop {
+            let mut answer = String::new();
+            assert!(
+                self.stdout.read_line(&mut answer).unwrap() > 0,
+                "agent closed stdout"
+            );
+            let value: Value = serde_json::from_str(&answer).unwrap();
+            if value["id"] == id {
+                return value;
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_killed_agents_session_is_listed_and_loads_with_full_replay_before_the_answer() {
+    let server = FakeServer::start().await.unwrap();
+    server.push(Reply::reasoning_then_text(
+        &["Think ", "first."],
+        &["The answer ", "is 42."],
+    ));
+    server.push(Reply::text(&["Second ", "answer."]));
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let config = home.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[endpoints]]\nname = \"lan\"\nbase_url = \"{}\"\nmodel = \"qwen\"\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+
+    // Process one: two prompts and a mode change, then SIGKILL.
+    let mut first = Raw::spawn(&config, home.path());
+    first.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {}}),
+    );
+    let new = first.request(2, "session/new", json!({"cwd": project, "mcpServers": []}));
+    let sid = new["result"]["sessionId"].as_str().unwrap().to_string();
+    let prompt = |text: &str| json!({"sessionId": sid, "prompt": [{"type": "text", "text": text}]});
+    let r = first.request(3, "session/prompt", prompt("What is the answer?"));
+    assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
+    let r = first.request(
+        4,
+        "session/set_config_option",
+        json!({"sessionId": sid, "configId": "mode", "value": "accept-edits"}),
+    );
+    assert!(r["result"].is_object(), "{r}");
+    let r = first.request(5, "session/prompt", prompt("And again?"));
+    assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
+    first.child.kill().unwrap();
+    first.child.wait().unwrap();
+
+    // Process two: list, then load.
+    let updates: Arc<Mutex<Vec<(bool, SessionUpdate)>>> = Arc::default();
+    let answered = Arc::new(Mutex::new(false));
+    let (sink, flag) = (updates.clone(), answered.clone());
+    let agent = AcpAgent::new(
+        AcpAgentConfig::new(env!("CARGO_BIN_EXE_hearth"))
+            .args(["--config", &config.display().to_string()])
+            .env("HOME", home.path().display().to_string())
+            .env(
+                "XDG_DATA_HOME",
+                home.path().join("data").display().to_string(),
+            ),
+    );
+    Client
+        .v1()
+        .on_receive_notification(
+            async move |n: SessionNotification, _cx| {
+                let after_answer = *flag.lock().unwrap();
+                sink.lock().unwrap().push((after_answer, n.update));
+                Ok(())
+            },
+            on_receive_notification!(),
+        )
+        .connect_with(agent, async |cx| {
+            let init = cx
+                .send_request(InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await?;
+            assert!(init.agent_capabilities.load_session);
+            assert!(init.agent_capabilities.session_capabilities.list.is_some());
+            let list = cx
+                .send_request(ListSessionsRequest::new().cwd(project.clone()))
+                .block_task()
+                .await?;
+            assert_eq!(list.sessions.len(), 1);
+            let info = &list.sessions[0];
+            assert_eq!(info.session_id.0.as_ref(), sid);
+            assert_eq!(info.title.as_deref(), Some("What is the answer?"));
+            assert!(
+                chrono::DateTime::parse_from_rfc3339(info.updated_at.as_deref().unwrap()).is_ok()
+            );
+
+            let loaded = cx
+                .send_request(LoadSessionRequest::new(sid.clone(), project.clone()))
+                .block_task()
+                .await?;
+            *answered.lock().unwrap() = true;
+            let options = loaded.config_options.unwrap();
+            let current = |id: &str| {
+                let option = options.iter().find(|o| o.id.0.as_ref() == id).unwrap();
+                let SessionConfigKind::Select(select) = &option.kind else {
+                    panic!()
+                };
+                select.current_value.0.to_string()
+            };
+            assert_eq!(current("mode"), "accept-edits");
+            assert_eq!(current("model"), "qwen");
+
+            let err = cx
+                .send_request(LoadSessionRequest::new("../../etc/passwd", project.clone()))
+                .block_task()
+                .await
+                .unwrap_err();
+            assert_eq!(err.code, ErrorCode::INVALID_PARAMS);
+            let err = cx
+                .send_request(LoadSessionRequest::new("no-such-session", project.clone()))
+                .block_task()
+                .await
+                .unwrap_err();
+            assert_eq!(err.code, ErrorCode::RESOURCE_NOT_FOUND);
+            Ok(())
+        })
+        .await
+        .unwrap();
+
+    let updates = updates.lock().unwrap();
+    assert!(
+        updates.iter().all(|(after, _)| !after),
+        "every replayed update precedes the load response"
+    );
+    let text = |u: &SessionUpdate| match u {
+        SessionUpdate::UserMessageChunk(c) => Some(("user", block(&c.content))),
+        SessionUpdate::AgentMessageChunk(c) => Some(("agent", block(&c.content))),
+        SessionUpdate::AgentThoughtChunk(c) => Some(("thought", block(&c.content))),
+        _ => None,
+    };
+    let replay: Vec<(&str, String)> = updates.iter().filter_map(|(_, u)| text(u)).collect();
+    assert_eq!(
+        replay,
+        [
+            ("user", "What is the answer?".to_string()),
+            ("thought", "Think first.".to_string()),
+            ("agent", "The answer is 42.".to_string()),
+            ("user", "And again?".to_string()),
+            ("agent", "Second answer.".to_string()),
+        ]
+    );
+    assert!(
+        updates
+            .iter()
+            .any(|(_, u)| matches!(u, SessionUpdate::SessionInfoUpdate(_)))
+    );
+}
+
+fn block(content: &ContentBlock) -> String {
+    match content {
+        ContentBlock::Text(t) => t.text.clone(),
+        other => format!("{other:?}"),
+    }
+}
