@@ -1,6 +1,20 @@
 //! Streaming parsers for model output: think routing, tool calls (Hermes JSON and Qwen3-Coder
 //! XML) with repair, and the renderers for the tool prompt. Knows nothing of ACP or HTTP.
 
+mod block;
+mod config;
+mod event;
+mod normalize;
+mod repair;
+mod schema;
+mod stream;
+mod tags;
 mod tool_format;
+#[cfg(test)]
+mod test_support;
+mod xml;
 
+pub use config::{ParserConfig, ResolvedFormat, ThinkStart, resolve_format};
+pub use event::{Malformed, MalformedReason, ParseEvent, ParsedCall, Repair, StreamEnd};
+pub use stream::StreamParser;
 pub use tool_format::ToolFormat;

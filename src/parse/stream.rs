@@ -1,0 +1,515 @@
+//! The streaming parser: a think router (content / think / cut) feeding a call scanner. Text is
+//! searched with `memchr` for the few bytes that can start markup; a suffix that could still
+//! become a tag is held back, so no `<tool` fragment ever reaches the visible text and any split
+//! of the same input gives the same events.
+
+use hearth_backend::ToolSpec;
+use memchr::{memchr, memchr2};
+
+use super::ToolFormat;
+use super::block::BlockKind;
+use super::config::{ParserConfig, ThinkStart};
+use super::event::{ParseEvent, StreamEnd};
+use super::normalize::find_tool;
+use super::tags::{
+    ALT, CALL_CLOSE, CALL_OPEN, CUT, FENCE, FUNCTION_OPEN, MAX_GAP, MAX_LANG, MAX_NAME, Match,
+    THINK_CLOSE, THINK_OPEN, closer, match_tag,
+};
+
+/// Incremental parser for one assistant message; see the module docs.
+#[derive(Debug)]
+pub struct StreamParser {
+    tools: Vec<ToolSpec>,
+    /// False for native tool calling: only reasoning is routed.
+    calls: bool,
+    think: ThinkStart,
+    s: State,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Content,
+    Think,
+    /// After a hallucinated next turn (`<tool_response>`, `<|im_start|>`): everything dropped.
+    Cut,
+}
+
+#[derive(Debug)]
+struct State {
+    /// Input not yet decided (a possible partial tag).
+    buf: String,
+    mode: Mode,
+    block: Option<Block>,
+    /// Non-whitespace text was shown: bare JSON no longer counts as a call.
+    visible: bool,
+    /// Calls written inside the open think block: run only if the block never closes.
+    think_calls: Vec<ParseEvent>,
+    finished: bool,
+    /// Input bytes that became neither text nor reasoning (markup, call bodies, cut tails).
+    consumed: usize,
+    out: Vec<ParseEvent>,
+    text: String,
+    reasoning: String,
+}
+
+impl State {
+    fn new(think: ThinkStart) -> Self {
+        Self {
+            buf: String::new(),
+            mode: match think {
+                ThinkStart::Closed => Mode::Content,
+                ThinkStart::Open => Mode::Think,
+            },
+            block: None,
+            visible: false,
+            think_calls: Vec::new(),
+            finished: false,
+            consumed: 0,
+            out: Vec::new(),
+            text: String::new(),
+            reasoning: String::new(),
+        }
+    }
+}
+
+/// A call block being read.
+#[derive(Debug)]
+struct Block {
+    kind: BlockKind,
+    close: &'static str,
+    /// Opened inside `<think>`: its bytes are reasoning too.
+    in_think: bool,
+    raw: String,
+    body_start: usize,
+    /// Whether the body is JSON (tags inside its strings are ignored); None until its first
+    /// non-whitespace byte.
+    json: Option<bool>,
+    in_str: bool,
+    esc: bool,
+    depth: i32,
+}
+
+/// What a block's scanner found at a `<` or backtick.
+enum Term {
+    None,
+    Hold,
+    Close(usize),
+    /// The next opener or a cut marker: the block ends here and the marker is scanned again.
+    Supersede,
+    /// `</think>` ended the think block the call was written in.
+    Abandon,
+}
+
+enum NameCheck {
+    Hold,
+    Declared,
+    No,
+}
+
+impl StreamParser {
+    /// A parser for one message.
+    pub fn new(config: ParserConfig) -> Self {
+        Self {
+            calls: config.format != ToolFormat::Native,
+            think: config.think,
+            tools: config.tools,
+            s: State::new(config.think),
+        }
+    }
+
+    /// Feeds in-band model text.
+    pub fn feed(&mut self, text: &str) -> Vec<ParseEvent> {
+        if self.s.finished {
+            return Vec::new();
+        }
+        if self.s.buf.is_empty() {
+            let done = self.run(text, false);
+            self.s.buf.push_str(&text[done..]);
+        } else {
+            let mut input = std::mem::take(&mut self.s.buf);
+            input.push_str(text);
+            let done = self.run(&input, false);
+            self.s.buf = input.split_off(done);
+        }
+        self.take_events()
+    }
+
+    /// Feeds out-of-band reasoning (`reasoning_content` / `reasoning` deltas).
+    pub fn feed_reasoning(&mut self, text: &str) -> Vec<ParseEvent> {
+        if self.s.finished {
+            return Vec::new();
+        }
+        self.emit_reasoning(text);
+        self.take_events()
+    }
+
+    /// Ends the message: flushes what was held back and decides open blocks. Idempotent; feeds
+    /// after it are inert.
+    pub fn finish(&mut self, end: StreamEnd) -> Vec<ParseEvent> {
+        if self.s.finished {
+            return Vec::new();
+        }
+        let input = std::mem::take(&mut self.s.buf);
+        self.run(&input, true);
+        while let Some(blk) = self.s.block.take() {
+            self.finish_open_block(blk, end);
+        }
+        self.s.finished = true;
+        if self.s.mode == Mode::Think {
+            match end {
+                StreamEnd::Stop => {
+                    let calls = std::mem::take(&mut self.s.think_calls);
+                    self.flush();
+                    self.s.out.extend(calls);
+                }
+                StreamEnd::Length => {
+                    self.s.think_calls.clear();
+                    self.flush();
+                    self.s.out.push(ParseEvent::ReasoningCut);
+                }
+            }
+        }
+        self.take_events()
+    }
+
+    /// Makes the parser ready for a new message with the same configuration.
+    pub fn reset(&mut self) {
+        self.s = State::new(self.think);
+    }
+
+    /// Input bytes that were consumed as markup or call bodies (for accounting in tests).
+    pub fn consumed_bytes(&self) -> usize {
+        self.s.consumed
+    }
+
+    fn take_events(&mut self) -> Vec<ParseEvent> {
+        self.flush();
+        std::mem::take(&mut self.s.out)
+    }
+
+    fn flush(&mut self) {
+        if !self.s.reasoning.is_empty() {
+            let r = std::mem::take(&mut self.s.reasoning);
+            self.s.out.push(ParseEvent::Reasoning(r));
+        }
+        if !self.s.text.is_empty() {
+            let t = std::mem::take(&mut self.s.text);
+            self.s.out.push(ParseEvent::Text(t));
+        }
+    }
+
+    fn emit_text(&mut self, t: &str) {
+        if t.is_empty() {
+            return;
+        }
+        if !self.s.reasoning.is_empty() {
+            self.flush();
+        }
+        if !self.s.visible && t.bytes().any(|c| !c.is_ascii_whitespace()) {
+            self.s.visible = true;
+        }
+        self.s.text.push_str(t);
+    }
+
+    fn emit_reasoning(&mut self, t: &str) {
+        if t.is_empty() {
+            return;
+        }
+        if !self.s.text.is_empty() {
+            self.flush();
+        }
+        self.s.reasoning.push_str(t);
+    }
+
+    fn push_event(&mut self, e: ParseEvent) {
+        self.flush();
+        self.s.out.push(e);
+    }
+
+    /// Processes `input` as far as it can be decided; returns how many bytes were used.
+    fn run(&mut self, input: &str, eof: bool) -> usize {
+        let mut i = 0;
+        while i < input.len() {
+            let next = if self.s.block.is_some() {
+                self.block_step(input, i, eof)
+            } else {
+                match self.s.mode {
+                    Mode::Content => self.content_step(input, i, eof),
+                    Mode::Think => self.think_step(input, i, eof),
+                    Mode::Cut => {
+                        self.s.consumed += input.len() - i;
+                        Some(input.len())
+                    }
+                }
+            };
+            match next {
+                Some(n) => i = n,
+                None => break,
+            }
+        }
+        i
+    }
+
+    fn content_step(&mut self, input: &str, i: usize, eof: bool) -> Option<usize> {
+        let rest = &input.as_bytes()[i..];
+        let off = if !self.calls {
+            memchr(b'<', rest)
+        } else if self.s.visible {
+            memchr2(b'<', b'`', rest)
+        } else {
+            rest.iter().position(|c| matches!(c, b'<' | b'`' | b'{' | b'['))
+        };
+        let Some(off) = off else {
+            self.emit_text(&input[i..]);
+            return Some(input.len());
+        };
+        let p = i + off;
+        if p > i {
+            // Text first; the markup is decided in the next step (which may hold it back).
+            self.emit_text(&input[i..p]);
+            return Some(p);
+        }
+        match input.as_bytes()[p] {
+            b'<' => self.content_tag(input, p, eof),
+            b'`' => self.content_fence(input, p, eof),
+            _ => self.content_bare(input, p, eof),
+        }
+    }
+
+    fn content_tag(&mut self, input: &str, p: usize, eof: bool) -> Option<usize> {
+        let rest = &input.as_bytes()[p..];
+        let mut partial = false;
+        let mut check = |tag: &str| {
+            let m = match_tag(rest, tag);
+            partial |= m == Match::Partial;
+            m == Match::Full
+        };
+        if check(THINK_OPEN) {
+            self.s.mode = Mode::Think;
+            return Some(self.consume(p, THINK_OPEN.len()));
+        }
+        if check(THINK_CLOSE) {
+            // A stray `</think>` (the prompt opened the block but the config said closed).
+            return Some(self.consume(p, THINK_CLOSE.len()));
+        }
+        if self.calls {
+            if check(CALL_OPEN) {
+                return Some(self.open_block(BlockKind::ToolCall, CALL_CLOSE, input, p, p + CALL_OPEN.len()));
+            }
+            if check(CALL_CLOSE) {
+                return Some(self.consume(p, CALL_CLOSE.len()));
+            }
+            if CUT.iter().any(|t| check(t)) {
+                self.s.mode = Mode::Cut;
+                return Some(self.consume(p, input.len() - p));
+            }
+            for (open, close) in ALT {
+                if check(open) {
+                    return Some(self.open_block(BlockKind::Alt, close, input, p, p + open.len()));
+                }
+            }
+            if check(FUNCTION_OPEN) {
+                match self.function_name(input, p + FUNCTION_OPEN.len(), eof) {
+                    NameCheck::Declared => {
+                        let end = p + FUNCTION_OPEN.len();
+                        return Some(self.open_block(BlockKind::BareFunction, "", input, p, end));
+                    }
+                    NameCheck::Hold => partial = true,
+                    NameCheck::No => {}
+                }
+            }
+        }
+        if partial && !eof {
+            return None;
+        }
+        self.emit_text("<");
+        Some(p + 1)
+    }
+
+    /// At a backtick: a fence whose body starts like a call opens a candidate block.
+    fn content_fence(&mut self, input: &str, p: usize, eof: bool) -> Option<usize> {
+        let b = input.as_bytes();
+        match match_tag(&b[p..], FENCE) {
+            Match::Full => {}
+            Match::Partial if !eof => return None,
+            _ => {
+                self.emit_text("`");
+                return Some(p + 1);
+            }
+        }
+        let lang_start = p + FENCE.len();
+        let mut j = lang_start;
+        while j < b.len() && (b[j].is_ascii_alphanumeric() || b[j] == b'_') && j - lang_start <= MAX_LANG {
+            j += 1;
+        }
+        let verdict = if j - lang_start > MAX_LANG {
+            Some(false)
+        } else if j == b.len() {
+            None
+        } else if b[j] != b'\n' {
+            Some(false)
+        } else {
+            self.starts_like_call(input, j + 1)
+        };
+        match verdict {
+            None if !eof => None,
+            Some(true) => Some(self.open_block(BlockKind::Fence, FENCE, input, p, j + 1)),
+            _ => {
+                self.emit_text(FENCE);
+                Some(p + FENCE.len())
+            }
+        }
+    }
+
+    /// Whether the text at `k` (after optional whitespace) starts a JSON value or `<function=`;
+    /// None while undecided.
+    fn starts_like_call(&self, input: &str, mut k: usize) -> Option<bool> {
+        let b = input.as_bytes();
+        let start = k;
+        while k < b.len() && b[k].is_ascii_whitespace() && k - start <= MAX_GAP {
+            k += 1;
+        }
+        if k - start > MAX_GAP {
+            return Some(false);
+        }
+        match b.get(k)? {
+            b'{' | b'[' => Some(true),
+            b'<' => match match_tag(&b[k..], FUNCTION_OPEN) {
+                Match::Full => Some(true),
+                Match::Partial => None,
+                Match::No => Some(false),
+            },
+            _ => Some(false),
+        }
+    }
+
+    /// At `{` or `[` with nothing visible before it: JSON that may be a bare call.
+    fn content_bare(&mut self, input: &str, p: usize, eof: bool) -> Option<usize> {
+        let b = input.as_bytes();
+        let mut k = p + 1;
+        while k < b.len() && b[k].is_ascii_whitespace() && k - p <= MAX_GAP {
+            k += 1;
+        }
+        let verdict = match b.get(k) {
+            _ if self.s.visible || k - p > MAX_GAP => Some(false),
+            None => None,
+            Some(c) if b[p] == b'{' => Some(matches!(c, b'"' | b'\'')),
+            Some(c) => Some(*c == b'{'),
+        };
+        match verdict {
+            None if !eof => None,
+            Some(true) => Some(self.open_block(BlockKind::BareJson, "", input, p, p)),
+            _ => {
+                self.emit_text(&input[p..p + 1]);
+                Some(p + 1)
+            }
+        }
+    }
+
+    fn think_step(&mut self, input: &str, i: usize, eof: bool) -> Option<usize> {
+        let Some(off) = memchr(b'<', &input.as_bytes()[i..]) else {
+            self.emit_reasoning(&input[i..]);
+            return Some(input.len());
+        };
+        let p = i + off;
+        if p > i {
+            self.emit_reasoning(&input[i..p]);
+            return Some(p);
+        }
+        let rest = &input.as_bytes()[p..];
+        let mut partial = false;
+        let mut check = |tag: &str| {
+            let m = match_tag(rest, tag);
+            partial |= m == Match::Partial;
+            m == Match::Full
+        };
+        if check(THINK_CLOSE) {
+            // Calls written in a think block that closes were only thought about.
+            self.s.think_calls.clear();
+            self.s.mode = Mode::Content;
+            return Some(self.consume(p, THINK_CLOSE.len()));
+        }
+        if check(THINK_OPEN) {
+            // A stray `<think>` after a pre-filled one.
+            return Some(self.consume(p, THINK_OPEN.len()));
+        }
+        if self.calls {
+            if check(CALL_OPEN) {
+                let end = p + CALL_OPEN.len();
+                return Some(self.open_think_block(BlockKind::ToolCall, CALL_CLOSE, input, p, end));
+            }
+            if check(FUNCTION_OPEN) {
+                match self.function_name(input, p + FUNCTION_OPEN.len(), eof) {
+                    NameCheck::Declared => {
+                        let end = p + FUNCTION_OPEN.len();
+                        return Some(self.open_think_block(BlockKind::BareFunction, "", input, p, end));
+                    }
+                    NameCheck::Hold => partial = true,
+                    NameCheck::No => {}
+                }
+            }
+        }
+        if partial && !eof {
+            return None;
+        }
+        self.emit_reasoning("<");
+        Some(p + 1)
+    }
+
+    /// Checks `NAME>` after `<function=`.
+    fn function_name(&self, input: &str, start: usize, eof: bool) -> NameCheck {
+        let tail = &input[start..];
+        let window = &tail.as_bytes()[..tail.len().min(MAX_NAME)];
+        match memchr(b'>', window) {
+            Some(gt) => {
+                let name = tail[..gt].trim();
+                if !name.contains('\n') && find_tool(&self.tools, name).is_some() {
+                    NameCheck::Declared
+                } else {
+                    NameCheck::No
+                }
+            }
+            None if eof || window.contains(&b'\n') || window.len() >= MAX_NAME => NameCheck::No,
+            None => NameCheck::Hold,
+        }
+    }
+
+    fn consume(&mut self, p: usize, len: usize) -> usize {
+        self.s.consumed += len;
+        p + len
+    }
+
+    fn new_block(kind: BlockKind, close: &'static str, raw: &str, in_think: bool) -> Block {
+        Block {
+            kind,
+            close: if close.is_empty() { closer(kind, close) } else { close },
+            in_think,
+            raw: raw.to_string(),
+            // A bare `<function=` body keeps its opener: the XML reader needs the name.
+            body_start: if kind == BlockKind::BareFunction { 0 } else { raw.len() },
+            json: (kind == BlockKind::BareJson).then_some(true),
+            in_str: false,
+            esc: false,
+            depth: 0,
+        }
+    }
+
+    fn open_block(&mut self, kind: BlockKind, close: &'static str, input: &str, p: usize, end: usize) -> usize {
+        self.flush();
+        self.s.block = Some(Self::new_block(kind, close, &input[p..end], false));
+        end
+    }
+
+    fn open_think_block(&mut self, kind: BlockKind, close: &'static str, input: &str, p: usize, end: usize) -> usize {
+        self.emit_reasoning(&input[p..end]);
+        self.s.block = Some(Self::new_block(kind, close, &input[p..end], true));
+        end
+    }
+}
+
+#[path = "stream_block.rs"]
+mod stream_block;
+
+#[cfg(test)]
+#[path = "stream_tests.rs"]
+mod tests;
