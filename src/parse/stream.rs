@@ -513,3 +513,7 @@ mod stream_block;
 #[cfg(test)]
 #[path = "stream_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "stream_prop_tests.rs"]
+mod prop_tests;
