@@ -5,6 +5,8 @@ mod block;
 mod config;
 mod event;
 mod normalize;
+mod pyjson;
+mod render;
 mod repair;
 mod schema;
 mod stream;
@@ -15,6 +17,7 @@ mod test_support;
 mod xml;
 
 pub use config::{ParserConfig, ResolvedFormat, ThinkStart, resolve_format};
+pub use render::{render_messages, render_tool_block, stop_strings};
 pub use event::{Malformed, MalformedReason, ParseEvent, ParsedCall, Repair, StreamEnd};
 pub use stream::StreamParser;
 pub use tool_format::ToolFormat;
