@@ -2,8 +2,11 @@
 //! XML) with repair, and the renderers for the tool prompt. Knows nothing of ACP or HTTP.
 
 mod block;
+pub mod command;
 mod config;
+mod corrective;
 mod event;
+mod native;
 mod normalize;
 mod pyjson;
 mod render;
@@ -16,6 +19,9 @@ mod tool_format;
 mod test_support;
 mod xml;
 
+pub use command::{ParseArgs, ParseCommandError};
+pub use corrective::corrective_message;
+pub use native::repair_native_call;
 pub use config::{ParserConfig, ResolvedFormat, ThinkStart, resolve_format};
 pub use render::{render_messages, render_tool_block, stop_strings};
 pub use event::{Malformed, MalformedReason, ParseEvent, ParsedCall, Repair, StreamEnd};
