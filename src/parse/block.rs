@@ -57,13 +57,18 @@ pub(crate) struct Finished<'a> {
 pub(crate) fn interpret(block: &Finished<'_>, tools: &[ToolSpec]) -> Vec<ParseEvent> {
     let intent = block.kind.intent();
     let malformed = |reason| {
-        vec![ParseEvent::Malformed(Malformed { raw: block.raw.to_string(), reason })]
+        vec![ParseEvent::Malformed(Malformed {
+            raw: block.raw.to_string(),
+            reason,
+        })]
     };
     let as_text = || vec![ParseEvent::Text(block.raw.to_string())];
     if block.ending == Ending::Open(StreamEnd::Length) {
         // Cut by the token limit: never executed. A candidate that names a declared tool was a
         // call attempt; anything else is just text.
-        let names_tool = tools.iter().any(|t| block.raw.contains(&format!("\"{}\"", t.name)));
+        let names_tool = tools
+            .iter()
+            .any(|t| block.raw.contains(&format!("\"{}\"", t.name)));
         return if intent == Intent::Explicit || names_tool {
             malformed(MalformedReason::Truncated)
         } else {

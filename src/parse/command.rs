@@ -62,14 +62,21 @@ pub enum ParseCommandError {
     Io(#[from] std::io::Error),
     /// The tools file could not be read.
     #[error("cannot read tools file {path}: {source}")]
-    ToolsFile { path: PathBuf, source: std::io::Error },
+    ToolsFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     /// The tools file is not a JSON array of tool definitions.
     #[error("invalid tools file {path}: {detail}")]
     ToolsJson { path: PathBuf, detail: String },
 }
 
 /// Parses `input` and writes one JSON object per event to `out`.
-pub fn run(args: &ParseArgs, input: &mut impl Read, out: &mut impl Write) -> Result<(), ParseCommandError> {
+pub fn run(
+    args: &ParseArgs,
+    input: &mut impl Read,
+    out: &mut impl Write,
+) -> Result<(), ParseCommandError> {
     let tools = match &args.tools {
         Some(path) => load_tools(path)?,
         None => Vec::new(),
@@ -93,7 +100,11 @@ pub fn run(args: &ParseArgs, input: &mut impl Read, out: &mut impl Write) -> Res
     match args.chunk.filter(|n| *n > 0) {
         Some(n) => {
             let mut start = 0;
-            let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).chain([text.len()]).collect();
+            let bounds: Vec<usize> = text
+                .char_indices()
+                .map(|(i, _)| i)
+                .chain([text.len()])
+                .collect();
             while start + 1 < bounds.len() {
                 let end = (start + n).min(bounds.len() - 1);
                 events.extend(parser.feed(&text[bounds[start]..bounds[end]]));
@@ -133,8 +144,12 @@ fn json_lines(events: Vec<ParseEvent>) -> Vec<Value> {
             continue;
         }
         lines.push(match e {
-            ParseEvent::ToolCall(c) => json!({"type": "tool_call", "name": c.name, "arguments": c.arguments}),
-            ParseEvent::Malformed(m) => json!({"type": "malformed", "raw": m.raw, "reason": m.reason.to_string()}),
+            ParseEvent::ToolCall(c) => {
+                json!({"type": "tool_call", "name": c.name, "arguments": c.arguments})
+            }
+            ParseEvent::Malformed(m) => {
+                json!({"type": "malformed", "raw": m.raw, "reason": m.reason.to_string()})
+            }
             _ => json!({"type": "reasoning_cut"}),
         });
     }
@@ -142,23 +157,41 @@ fn json_lines(events: Vec<ParseEvent>) -> Vec<Value> {
 }
 
 fn load_tools(path: &PathBuf) -> Result<Vec<ToolSpec>, ParseCommandError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|source| ParseCommandError::ToolsFile { path: path.clone(), source })?;
-    let bad = |detail: String| ParseCommandError::ToolsJson { path: path.clone(), detail };
+    let text = std::fs::read_to_string(path).map_err(|source| ParseCommandError::ToolsFile {
+        path: path.clone(),
+        source,
+    })?;
+    let bad = |detail: String| ParseCommandError::ToolsJson {
+        path: path.clone(),
+        detail,
+    };
     let value: Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
     let Value::Array(items) = value else {
         return Err(bad("expected a JSON array of tools".into()));
     };
-    items.iter().map(|item| tool_spec(item).ok_or_else(|| bad(format!("not a tool: {item}")))).collect()
+    items
+        .iter()
+        .map(|item| tool_spec(item).ok_or_else(|| bad(format!("not a tool: {item}"))))
+        .collect()
 }
 
 /// `{name, description?, parameters?}` or `{"type": "function", "function": {...}}`.
 fn tool_spec(item: &Value) -> Option<ToolSpec> {
-    let f = item.get("function").filter(|f| f.is_object()).unwrap_or(item);
+    let f = item
+        .get("function")
+        .filter(|f| f.is_object())
+        .unwrap_or(item);
     Some(ToolSpec {
         name: f.get("name")?.as_str()?.to_string(),
-        description: f.get("description").and_then(Value::as_str).unwrap_or_default().to_string(),
-        parameters: f.get("parameters").cloned().unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+        description: f
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        parameters: f
+            .get("parameters")
+            .cloned()
+            .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
     })
 }
 
@@ -167,7 +200,13 @@ mod tests {
     use super::*;
 
     fn args(tools: Option<PathBuf>, chunk: Option<usize>) -> ParseArgs {
-        ParseArgs { tools, format: FormatArg::Auto, chunk, think: ThinkArg::Closed, finish: FinishArg::Stop }
+        ParseArgs {
+            tools,
+            format: FormatArg::Auto,
+            chunk,
+            think: ThinkArg::Closed,
+            finish: FinishArg::Stop,
+        }
     }
 
     fn output(a: &ParseArgs, input: &str) -> String {
@@ -183,13 +222,21 @@ mod tests {
         std::fs::write(&path, r#"[{"type": "function", "function": {"name": "read_file", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}, {"name": "list_dir"}]"#).unwrap();
         let input = "<think>hmm</think>Reading 🦀.\n<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}\n</tool_call><tool_call>{\"name\": \"nope\"}</tool_call>";
         let want = concat!(
-            r#"{"type":"reasoning","text":"hmm"}"#, "\n",
-            r#"{"type":"text","text":"Reading 🦀.\n"}"#, "\n",
-            r#"{"type":"tool_call","name":"read_file","arguments":{"path":"a"}}"#, "\n",
-            r#"{"type":"malformed","raw":"<tool_call>{\"name\": \"nope\"}</tool_call>","reason":"unknown tool `nope`; available: read_file, list_dir"}"#, "\n",
+            r#"{"type":"reasoning","text":"hmm"}"#,
+            "\n",
+            r#"{"type":"text","text":"Reading 🦀.\n"}"#,
+            "\n",
+            r#"{"type":"tool_call","name":"read_file","arguments":{"path":"a"}}"#,
+            "\n",
+            r#"{"type":"malformed","raw":"<tool_call>{\"name\": \"nope\"}</tool_call>","reason":"unknown tool `nope`; available: read_file, list_dir"}"#,
+            "\n",
         );
         assert_eq!(output(&args(Some(path.clone()), None), input), want);
-        assert_eq!(output(&args(Some(path), Some(3)), input), want, "chunked output differs");
+        assert_eq!(
+            output(&args(Some(path), Some(3)), input),
+            want,
+            "chunked output differs"
+        );
     }
 
     #[test]

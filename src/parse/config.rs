@@ -73,7 +73,13 @@ mod tests {
         assert_eq!(r("Qwen3.6-35B-A3B"), ResolvedFormat::Xml);
         assert_eq!(r("Qwen/Qwen3-8B"), ResolvedFormat::Hermes);
         assert_eq!(r("qwen2.5-coder:7b"), ResolvedFormat::Hermes);
-        assert_eq!(resolve_format(ToolFormat::Native, "qwen3-coder"), ResolvedFormat::Native);
-        assert_eq!(resolve_format(ToolFormat::Hermes, "qwen3-coder"), ResolvedFormat::Hermes);
+        assert_eq!(
+            resolve_format(ToolFormat::Native, "qwen3-coder"),
+            ResolvedFormat::Native
+        );
+        assert_eq!(
+            resolve_format(ToolFormat::Hermes, "qwen3-coder"),
+            ResolvedFormat::Hermes
+        );
     }
 }

@@ -37,14 +37,20 @@ mod tests {
     fn names_problem_and_format() {
         let m = Malformed {
             raw: "<tool_call>{\"name\": \"todorantum\"}</tool_call>".into(),
-            reason: MalformedReason::UnknownTool { name: "todorantum".into(), available: vec!["read_file".into(), "run".into()] },
+            reason: MalformedReason::UnknownTool {
+                name: "todorantum".into(),
+                available: vec!["read_file".into(), "run".into()],
+            },
         };
         let hermes = corrective_message(&m, ResolvedFormat::Hermes);
         assert!(hermes.starts_with("Error: unknown tool `todorantum`; available: read_file, run. The call was not executed."));
         assert!(hermes.ends_with(HERMES_FORMAT));
         assert!(corrective_message(&m, ResolvedFormat::Xml).contains("<function=TOOL_NAME>"));
         assert!(!corrective_message(&m, ResolvedFormat::Native).contains("<tool_call>"));
-        let cut = Malformed { raw: String::new(), reason: MalformedReason::Truncated };
+        let cut = Malformed {
+            raw: String::new(),
+            reason: MalformedReason::Truncated,
+        };
         assert!(corrective_message(&cut, ResolvedFormat::Xml).contains("shorter call"));
     }
 }

@@ -90,7 +90,10 @@ pub enum MalformedReason {
     /// The call names no tool and the argument shape fits none (or several) of them.
     MissingName { candidates: Vec<String> },
     /// The name is not declared (case-insensitive exact match only; never guessed).
-    UnknownTool { name: String, available: Vec<String> },
+    UnknownTool {
+        name: String,
+        available: Vec<String>,
+    },
     /// The JSON names a declared tool but not under `name` / `arguments`.
     WrongKeys { tool: String, keys: Vec<String> },
     /// `arguments` is not an object.
@@ -98,7 +101,12 @@ pub enum MalformedReason {
     /// Required arguments are missing.
     MissingRequired { tool: String, missing: Vec<String> },
     /// An argument has the wrong JSON type.
-    WrongType { tool: String, field: String, expected: String, found: &'static str },
+    WrongType {
+        tool: String,
+        field: String,
+        expected: String,
+        found: &'static str,
+    },
     /// `<function=` without a name.
     XmlMissingName,
     /// Generation was cut by the token limit while the call was still open.
@@ -145,7 +153,12 @@ impl fmt::Display for MalformedReason {
                 "`{tool}` is missing required argument(s): {}",
                 missing.join(", ")
             ),
-            Self::WrongType { tool, field, expected, found } => write!(
+            Self::WrongType {
+                tool,
+                field,
+                expected,
+                found,
+            } => write!(
                 f,
                 "argument `{field}` of `{tool}` must be {expected}, not {found}"
             ),

@@ -14,16 +14,16 @@ mod repair;
 mod schema;
 mod stream;
 mod tags;
-mod tool_format;
 #[cfg(test)]
 mod test_support;
+mod tool_format;
 mod xml;
 
 pub use command::{ParseArgs, ParseCommandError};
-pub use corrective::corrective_message;
-pub use native::repair_native_call;
 pub use config::{ParserConfig, ResolvedFormat, ThinkStart, resolve_format};
-pub use render::{render_messages, render_tool_block, stop_strings};
+pub use corrective::corrective_message;
 pub use event::{Malformed, MalformedReason, ParseEvent, ParsedCall, Repair, StreamEnd};
+pub use native::repair_native_call;
+pub use render::{render_messages, render_tool_block, stop_strings};
 pub use stream::StreamParser;
 pub use tool_format::ToolFormat;

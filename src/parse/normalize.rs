@@ -31,7 +31,12 @@ pub(crate) enum Outcome {
 const NAME_ALIASES: [&str; 5] = ["tool", "tool_name", "function", "action", "command"];
 
 /// Interprets `value` (an object, or an array of objects = several calls).
-pub(crate) fn to_calls(value: Value, tools: &[ToolSpec], intent: Intent, base: &[Repair]) -> Outcome {
+pub(crate) fn to_calls(
+    value: Value,
+    tools: &[ToolSpec],
+    intent: Intent,
+    base: &[Repair],
+) -> Outcome {
     let items = match value {
         Value::Array(items) if !items.is_empty() => items,
         other => vec![other],
@@ -66,7 +71,9 @@ fn one_call(value: Value, tools: &[ToolSpec], intent: Intent, base: &[Repair]) -
     let named = obj.get("name").and_then(Value::as_str).map(str::to_string);
     if intent == Intent::Candidate {
         let declared = named.as_deref().and_then(|n| find_tool(tools, n)).is_some();
-        let has_args = ["arguments", "parameters"].iter().any(|k| obj.contains_key(*k));
+        let has_args = ["arguments", "parameters"]
+            .iter()
+            .any(|k| obj.contains_key(*k));
         if !(declared && has_args) {
             return match aliased_name(&obj, tools) {
                 Some(tool) => Outcome::Failed(wrong_keys(tool, &obj)),
@@ -210,7 +217,10 @@ pub(crate) fn unknown(name: &str, tools: &[ToolSpec]) -> MalformedReason {
 
 /// `{"arguments": {"name": "read_file", "path": …}}`: the name inside the arguments, when it
 /// names a declared tool whose schema has no `name` property of its own.
-fn name_from_args<'a>(args: &mut Map<String, Value>, tools: &'a [ToolSpec]) -> Option<&'a ToolSpec> {
+fn name_from_args<'a>(
+    args: &mut Map<String, Value>,
+    tools: &'a [ToolSpec],
+) -> Option<&'a ToolSpec> {
     let name = args.get("name")?.as_str()?;
     let (tool, _) = find_tool(tools, name)?;
     if schema::property(tool, "name").is_some() {
@@ -236,7 +246,10 @@ fn wrong_keys(tool: &ToolSpec, obj: &Map<String, Value>) -> MalformedReason {
 
 /// The one tool whose schema the argument keys fit (required ⊆ keys ⊆ properties); `Err` lists
 /// the candidates when none or several fit.
-fn infer<'a>(args: &Map<String, Value>, tools: &'a [ToolSpec]) -> Result<&'a ToolSpec, Vec<String>> {
+fn infer<'a>(
+    args: &Map<String, Value>,
+    tools: &'a [ToolSpec],
+) -> Result<&'a ToolSpec, Vec<String>> {
     if args.is_empty() {
         return Err(Vec::new());
     }

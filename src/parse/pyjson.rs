@@ -10,11 +10,19 @@ use serde_json::ser::Formatter;
 struct PyFormatter;
 
 impl Formatter for PyFormatter {
-    fn begin_array_value<W: ?Sized + io::Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+    fn begin_array_value<W: ?Sized + io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
         if first { Ok(()) } else { w.write_all(b", ") }
     }
 
-    fn begin_object_key<W: ?Sized + io::Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+    fn begin_object_key<W: ?Sized + io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
         if first { Ok(()) } else { w.write_all(b", ") }
     }
 
@@ -42,7 +50,10 @@ mod tests {
     #[test]
     fn python_separators_and_unicode() {
         let v = json!({"a": [1, 2.5, "é\n\"q\""], "b": {"c": null, "d": true}});
-        assert_eq!(to_string(&v), r#"{"a": [1, 2.5, "é\n\"q\""], "b": {"c": null, "d": true}}"#);
+        assert_eq!(
+            to_string(&v),
+            r#"{"a": [1, 2.5, "é\n\"q\""], "b": {"c": null, "d": true}}"#
+        );
         assert_eq!(to_string(&json!([])), "[]");
         assert_eq!(to_string(&json!({})), "{}");
     }

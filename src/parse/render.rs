@@ -48,13 +48,19 @@ pub fn render_tool_block(format: ResolvedFormat, tools: &[ToolSpec]) -> String {
 /// One `<function>` entry of the Qwen3-Coder tool list.
 fn xml_tool(out: &mut String, t: &ToolSpec) {
     out.push_str(&format!("\n<function>\n<name>{}</name>", t.name));
-    out.push_str(&format!("\n<description>{}</description>", t.description.trim()));
+    out.push_str(&format!(
+        "\n<description>{}</description>",
+        t.description.trim()
+    ));
     out.push_str("\n<parameters>");
     if let Some(props) = t.parameters.get("properties").and_then(Value::as_object) {
         for (name, fields) in props {
             out.push_str(&format!("\n<parameter>\n<name>{name}</name>"));
             if let Some(ty) = fields.get("type") {
-                let ty = ty.as_str().map(str::to_string).unwrap_or_else(|| pyjson::to_string(ty));
+                let ty = ty
+                    .as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| pyjson::to_string(ty));
                 out.push_str(&format!("\n<type>{ty}</type>"));
             }
             if let Some(d) = fields.get("description").and_then(Value::as_str) {
@@ -70,7 +76,12 @@ fn xml_tool(out: &mut String, t: &ToolSpec) {
         .parameters
         .get("required")
         .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).map(|s| format!("`{s}`")).collect())
+        .map(|r| {
+            r.iter()
+                .filter_map(Value::as_str)
+                .map(|s| format!("`{s}`"))
+                .collect()
+        })
         .unwrap_or_default();
     if !required.is_empty() {
         out.push_str(&format!("\n<required>[{}]</required>", required.join(", ")));
@@ -109,7 +120,9 @@ pub fn render_messages(
     if !system_text.is_empty() {
         out.push(Message::system(system_text));
     }
-    let last_user = history.iter().rposition(|e| matches!(e, HistoryEntry::User { .. }));
+    let last_user = history
+        .iter()
+        .rposition(|e| matches!(e, HistoryEntry::User { .. }));
     let mut i = 0;
     while i < history.len() {
         let keep_reasoning = last_user.is_none_or(|u| i > u);
@@ -118,8 +131,14 @@ pub fn render_messages(
                 content: content.clone(),
                 ..Message::user("")
             }),
-            HistoryEntry::Assistant { text, reasoning, tool_calls } => {
-                let reasoning = reasoning.as_deref().filter(|r| keep_reasoning && !r.trim().is_empty());
+            HistoryEntry::Assistant {
+                text,
+                reasoning,
+                tool_calls,
+            } => {
+                let reasoning = reasoning
+                    .as_deref()
+                    .filter(|r| keep_reasoning && !r.trim().is_empty());
                 out.push(assistant(format, text, reasoning, tool_calls));
             }
             HistoryEntry::ToolResult { .. } => {
@@ -199,7 +218,10 @@ fn xml_call(out: &mut String, call: &ToolCallRecord) {
 fn tool_results(format: ResolvedFormat, results: &[HistoryEntry], out: &mut Vec<Message>) {
     let mut joined = Vec::new();
     for r in results {
-        if let HistoryEntry::ToolResult { call_id, output, .. } = r {
+        if let HistoryEntry::ToolResult {
+            call_id, output, ..
+        } = r
+        {
             if format == ResolvedFormat::Native {
                 out.push(Message {
                     tool_call_id: Some(call_id.to_string()),
@@ -213,7 +235,10 @@ fn tool_results(format: ResolvedFormat, results: &[HistoryEntry], out: &mut Vec<
     if !joined.is_empty() {
         // One user turn, starting and ending with the wrapper, so the Qwen3 template still
         // tells tool results from real user queries.
-        out.push(Message { content: vec![ContentPart::text(joined.join("\n"))], ..Message::user("") });
+        out.push(Message {
+            content: vec![ContentPart::text(joined.join("\n"))],
+            ..Message::user("")
+        });
     }
 }
 

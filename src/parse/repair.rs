@@ -51,7 +51,11 @@ pub(crate) fn parse_values(body: &str, closes: usize) -> Result<Values<'_>, Stri
             if values.is_empty() {
                 return Err(describe_start(&text[pos..]));
             }
-            return Ok(Values { values, repairs, leftover: &text[pos..] });
+            return Ok(Values {
+                values,
+                repairs,
+                leftover: &text[pos..],
+            });
         }
         let rest = &text[pos..];
         let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<Value>();
@@ -61,7 +65,12 @@ pub(crate) fn parse_values(body: &str, closes: usize) -> Result<Values<'_>, Stri
                 values.push(v);
             }
             _ => {
-                let mut reader = Lenient { s: rest.as_bytes(), i: 0, closes, repairs: Vec::new() };
+                let mut reader = Lenient {
+                    s: rest.as_bytes(),
+                    i: 0,
+                    closes,
+                    repairs: Vec::new(),
+                };
                 let v = reader.value(0).map_err(|e| e.describe(rest, reader.i))?;
                 pos += reader.i;
                 for r in reader.repairs {
@@ -76,7 +85,11 @@ pub(crate) fn parse_values(body: &str, closes: usize) -> Result<Values<'_>, Stri
     if values.is_empty() {
         return Err("empty body".into());
     }
-    Ok(Values { values, repairs, leftover: "" })
+    Ok(Values {
+        values,
+        repairs,
+        leftover: "",
+    })
 }
 
 /// Reads one value leniently (used for XML parameter values typed as array or object).
@@ -85,7 +98,12 @@ pub(crate) fn parse_lenient(text: &str) -> Option<(Value, Vec<Repair>)> {
     if let Ok(v) = serde_json::from_str::<Value>(text) {
         return Some((v, Vec::new()));
     }
-    let mut reader = Lenient { s: text.as_bytes(), i: 0, closes: 0, repairs: Vec::new() };
+    let mut reader = Lenient {
+        s: text.as_bytes(),
+        i: 0,
+        closes: 0,
+        repairs: Vec::new(),
+    };
     let v = reader.value(0).ok()?;
     reader.skip_ws();
     (reader.i == text.len()).then_some((v, reader.repairs))
@@ -288,7 +306,10 @@ impl Lenient<'_> {
     }
 
     fn unicode_escape(&mut self, out: &mut Vec<u8>) {
-        let hex = self.s.get(self.i..self.i + 4).and_then(|h| std::str::from_utf8(h).ok());
+        let hex = self
+            .s
+            .get(self.i..self.i + 4)
+            .and_then(|h| std::str::from_utf8(h).ok());
         let code = hex.and_then(|h| u32::from_str_radix(h, 16).ok());
         match code.and_then(char::from_u32) {
             Some(ch) => {
@@ -304,11 +325,15 @@ impl Lenient<'_> {
     fn number(&mut self) -> Result<Value, LErr> {
         let start = self.i;
         while self.i < self.s.len()
-            && matches!(self.s[self.i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+            && matches!(
+                self.s[self.i],
+                b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'
+            )
         {
             self.i += 1;
         }
-        let span = std::str::from_utf8(&self.s[start..self.i]).map_err(|_| LErr::Unexpected(b'-'))?;
+        let span =
+            std::str::from_utf8(&self.s[start..self.i]).map_err(|_| LErr::Unexpected(b'-'))?;
         serde_json::from_str::<Value>(span).map_err(|_| LErr::Unexpected(self.s[start]))
     }
 
@@ -402,6 +427,10 @@ mod tests {
     fn garbage_fails_with_a_reason() {
         let e = parse_values(r#"{"a": 1 "b": 2}"#, 0).unwrap_err();
         assert!(e.contains("unexpected `\"`"), "{e}");
-        assert!(parse_values("hello", 0).unwrap_err().contains("expected an object"));
+        assert!(
+            parse_values("hello", 0)
+                .unwrap_err()
+                .contains("expected an object")
+        );
     }
 }

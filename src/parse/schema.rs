@@ -64,7 +64,9 @@ pub(crate) fn coerce_text(schema: Option<&Value>, text: &str) -> (Value, bool) {
             "boolean" if t.eq_ignore_ascii_case("true") => Some(Value::Bool(true)),
             "boolean" if t.eq_ignore_ascii_case("false") => Some(Value::Bool(false)),
             "integer" => t.parse::<i64>().ok().map(Value::from),
-            "number" => serde_json::from_str::<Value>(t).ok().filter(Value::is_number),
+            "number" => serde_json::from_str::<Value>(t)
+                .ok()
+                .filter(Value::is_number),
             "array" | "object" => parse_lenient(t).map(|(v, _)| v).filter(|v| matches(v, ty)),
             _ => None,
         };
@@ -87,7 +89,10 @@ pub(crate) fn validate(
         .map(str::to_string)
         .collect();
     if !missing.is_empty() {
-        return Err(MalformedReason::MissingRequired { tool: tool.name.clone(), missing });
+        return Err(MalformedReason::MissingRequired {
+            tool: tool.name.clone(),
+            missing,
+        });
     }
     for (key, value) in args.iter_mut() {
         let schema = property(tool, key);
@@ -148,9 +153,15 @@ mod tests {
         assert_eq!(coerce_text(property(&t, "n"), " 42 "), (json!(42), true));
         assert_eq!(coerce_text(property(&t, "ok"), "True"), (json!(true), true));
         assert_eq!(coerce_text(property(&t, "s"), "5"), (json!("5"), false));
-        assert_eq!(coerce_text(property(&t, "xs"), "['a', 1]"), (json!(["a", 1]), true));
+        assert_eq!(
+            coerce_text(property(&t, "xs"), "['a', 1]"),
+            (json!(["a", 1]), true)
+        );
         assert_eq!(coerce_text(property(&t, "o"), "None"), (json!(null), true));
-        assert_eq!(coerce_text(property(&t, "n"), "many"), (json!("many"), false));
+        assert_eq!(
+            coerce_text(property(&t, "n"), "many"),
+            (json!("many"), false)
+        );
     }
 
     #[test]
@@ -164,8 +175,14 @@ mod tests {
         validate(&t, &mut a, &mut r).unwrap();
         assert_eq!(a["n"], json!(7));
         assert_eq!(r, vec![Repair::CoercedType]);
-        let mut a = json!({"s": "x", "n": "seven"}).as_object().cloned().unwrap();
+        let mut a = json!({"s": "x", "n": "seven"})
+            .as_object()
+            .cloned()
+            .unwrap();
         let e = validate(&t, &mut a, &mut r).unwrap_err();
-        assert_eq!(e.to_string(), "argument `n` of `t` must be an integer, not a string");
+        assert_eq!(
+            e.to_string(),
+            "argument `n` of `t` must be an integer, not a string"
+        );
     }
 }

@@ -257,7 +257,8 @@ impl StreamParser {
         } else if self.s.visible {
             memchr2(b'<', b'`', rest)
         } else {
-            rest.iter().position(|c| matches!(c, b'<' | b'`' | b'{' | b'['))
+            rest.iter()
+                .position(|c| matches!(c, b'<' | b'`' | b'{' | b'['))
         };
         let Some(off) = off else {
             self.emit_text(&input[i..]);
@@ -294,7 +295,13 @@ impl StreamParser {
         }
         if self.calls {
             if check(CALL_OPEN) {
-                return Some(self.open_block(BlockKind::ToolCall, CALL_CLOSE, input, p, p + CALL_OPEN.len()));
+                return Some(self.open_block(
+                    BlockKind::ToolCall,
+                    CALL_CLOSE,
+                    input,
+                    p,
+                    p + CALL_OPEN.len(),
+                ));
             }
             if check(CALL_CLOSE) {
                 return Some(self.consume(p, CALL_CLOSE.len()));
@@ -339,7 +346,10 @@ impl StreamParser {
         }
         let lang_start = p + FENCE.len();
         let mut j = lang_start;
-        while j < b.len() && (b[j].is_ascii_alphanumeric() || b[j] == b'_') && j - lang_start <= MAX_LANG {
+        while j < b.len()
+            && (b[j].is_ascii_alphanumeric() || b[j] == b'_')
+            && j - lang_start <= MAX_LANG
+        {
             j += 1;
         }
         let verdict = if j - lang_start > MAX_LANG {
@@ -442,7 +452,13 @@ impl StreamParser {
                 match self.function_name(input, p + FUNCTION_OPEN.len(), eof) {
                     NameCheck::Declared => {
                         let end = p + FUNCTION_OPEN.len();
-                        return Some(self.open_think_block(BlockKind::BareFunction, "", input, p, end));
+                        return Some(self.open_think_block(
+                            BlockKind::BareFunction,
+                            "",
+                            input,
+                            p,
+                            end,
+                        ));
                     }
                     NameCheck::Hold => partial = true,
                     NameCheck::No => {}
@@ -482,11 +498,19 @@ impl StreamParser {
     fn new_block(kind: BlockKind, close: &'static str, raw: &str, in_think: bool) -> Block {
         Block {
             kind,
-            close: if close.is_empty() { closer(kind, close) } else { close },
+            close: if close.is_empty() {
+                closer(kind, close)
+            } else {
+                close
+            },
             in_think,
             raw: raw.to_string(),
             // A bare `<function=` body keeps its opener: the XML reader needs the name.
-            body_start: if kind == BlockKind::BareFunction { 0 } else { raw.len() },
+            body_start: if kind == BlockKind::BareFunction {
+                0
+            } else {
+                raw.len()
+            },
             json: (kind == BlockKind::BareJson).then_some(true),
             in_str: false,
             esc: false,
@@ -494,13 +518,27 @@ impl StreamParser {
         }
     }
 
-    fn open_block(&mut self, kind: BlockKind, close: &'static str, input: &str, p: usize, end: usize) -> usize {
+    fn open_block(
+        &mut self,
+        kind: BlockKind,
+        close: &'static str,
+        input: &str,
+        p: usize,
+        end: usize,
+    ) -> usize {
         self.flush();
         self.s.block = Some(Self::new_block(kind, close, &input[p..end], false));
         end
     }
 
-    fn open_think_block(&mut self, kind: BlockKind, close: &'static str, input: &str, p: usize, end: usize) -> usize {
+    fn open_think_block(
+        &mut self,
+        kind: BlockKind,
+        close: &'static str,
+        input: &str,
+        p: usize,
+        end: usize,
+    ) -> usize {
         self.emit_reasoning(&input[p..end]);
         self.s.block = Some(Self::new_block(kind, close, &input[p..end], true));
         end

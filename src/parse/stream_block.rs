@@ -71,7 +71,11 @@ impl StreamParser {
                         self.absorb(&mut blk, &input[i..j]);
                         let body_end = blk.raw.len();
                         self.absorb(&mut blk, &input[j..j + len]);
-                        let body_end = if blk.kind == BlockKind::BareFunction { blk.raw.len() } else { body_end };
+                        let body_end = if blk.kind == BlockKind::BareFunction {
+                            blk.raw.len()
+                        } else {
+                            body_end
+                        };
                         self.finish_block(blk, Ending::Closed, body_end);
                         return Some(j + len);
                     }
@@ -112,7 +116,9 @@ impl StreamParser {
         };
         let events = interpret(&fin, &self.tools);
         if blk.in_think {
-            let calls = events.into_iter().filter(|e| !matches!(e, ParseEvent::Text(_)));
+            let calls = events
+                .into_iter()
+                .filter(|e| !matches!(e, ParseEvent::Text(_)));
             self.s.think_calls.extend(calls);
             return;
         }
@@ -134,8 +140,15 @@ impl StreamParser {
         if blk.in_think {
             if end == StreamEnd::Stop && self.s.mode == Mode::Think {
                 let len = blk.raw.len();
-                let fin = Finished { kind: blk.kind, raw: &blk.raw, body: &blk.raw[blk.body_start..len], ending: Ending::Open(end) };
-                let calls = interpret(&fin, &self.tools).into_iter().filter(|e| !matches!(e, ParseEvent::Text(_)));
+                let fin = Finished {
+                    kind: blk.kind,
+                    raw: &blk.raw,
+                    body: &blk.raw[blk.body_start..len],
+                    ending: Ending::Open(end),
+                };
+                let calls = interpret(&fin, &self.tools)
+                    .into_iter()
+                    .filter(|e| !matches!(e, ParseEvent::Text(_)));
                 self.s.think_calls.extend(calls);
             }
             return;

@@ -10,12 +10,50 @@ use super::super::{ParseEvent, StreamEnd, ThinkStart, ToolFormat};
 /// Fragments that exercise every branch of the scanner, mixed with arbitrary text.
 fn fragment() -> impl Strategy<Value = String> {
     let pieces = [
-        "<think>", "</think>", "<tool_call>", "</tool_call>", "<tool_call>\n", "<function=read_file>",
-        "<function=nope>", "<parameter=path>", "</parameter>", "</function>", "<tools>", "</tools>",
-        "<json>", "```json\n", "```\n", "```", "{", "}", "[", "]", "\"", "\\", "'", ":", ",",
-        "{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}", "\"name\"", "\"arguments\"",
-        "\"read_file\"", "\"run\"", "True", "None", "<tool_response>", "<|im_start|>", "<", "<t",
-        "</", "\n", " ", "é", "🦀", "text", "<function=", "<tool_",
+        "<think>",
+        "</think>",
+        "<tool_call>",
+        "</tool_call>",
+        "<tool_call>\n",
+        "<function=read_file>",
+        "<function=nope>",
+        "<parameter=path>",
+        "</parameter>",
+        "</function>",
+        "<tools>",
+        "</tools>",
+        "<json>",
+        "```json\n",
+        "```\n",
+        "```",
+        "{",
+        "}",
+        "[",
+        "]",
+        "\"",
+        "\\",
+        "'",
+        ":",
+        ",",
+        "{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}",
+        "\"name\"",
+        "\"arguments\"",
+        "\"read_file\"",
+        "\"run\"",
+        "True",
+        "None",
+        "<tool_response>",
+        "<|im_start|>",
+        "<",
+        "<t",
+        "</",
+        "\n",
+        " ",
+        "é",
+        "🦀",
+        "text",
+        "<function=",
+        "<tool_",
     ];
     prop_oneof![
         3 => proptest::sample::select(pieces.to_vec()).prop_map(str::to_string),
@@ -31,7 +69,11 @@ fn input() -> impl Strategy<Value = String> {
 /// Splits `s` at char boundaries given by `cuts` (taken modulo the length).
 fn chunk(s: &str, cuts: &[usize]) -> Vec<String> {
     let bounds: Vec<usize> = s.char_indices().map(|(i, _)| i).skip(1).collect();
-    let mut at: Vec<usize> = cuts.iter().filter(|_| !bounds.is_empty()).map(|c| bounds[c % bounds.len()]).collect();
+    let mut at: Vec<usize> = cuts
+        .iter()
+        .filter(|_| !bounds.is_empty())
+        .map(|c| bounds[c % bounds.len()])
+        .collect();
     at.sort_unstable();
     at.dedup();
     let mut out = Vec::new();

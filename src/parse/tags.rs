@@ -12,7 +12,12 @@ pub(crate) const FENCE: &str = "```";
 
 /// Markers after which the model is hallucinating the next turn (qwen-formats.md §7.2): the rest
 /// of the output is dropped.
-pub(crate) const CUT: [&str; 4] = ["<tool_response>", "<|im_start|>", "<|im_end|>", "<|endoftext|>"];
+pub(crate) const CUT: [&str; 4] = [
+    "<tool_response>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|endoftext|>",
+];
 
 /// Alternative wrappers some models put calls in, with their closers.
 pub(crate) const ALT: [(&str, &str); 7] = [
@@ -44,7 +49,11 @@ pub(crate) enum Match {
 pub(crate) fn match_tag(rest: &[u8], tag: &str) -> Match {
     let t = tag.as_bytes();
     if rest.len() >= t.len() {
-        if &rest[..t.len()] == t { Match::Full } else { Match::No }
+        if &rest[..t.len()] == t {
+            Match::Full
+        } else {
+            Match::No
+        }
     } else if t.starts_with(rest) {
         Match::Partial
     } else {

@@ -17,7 +17,11 @@ pub(crate) fn tool(name: &str, properties: Value, required: &[&str]) -> ToolSpec
 /// A coding agent's usual tools.
 pub(crate) fn tools() -> Vec<ToolSpec> {
     vec![
-        tool("read_file", json!({"path": {"type": "string", "description": "File path"}}), &["path"]),
+        tool(
+            "read_file",
+            json!({"path": {"type": "string", "description": "File path"}}),
+            &["path"],
+        ),
         tool(
             "write_file",
             json!({"path": {"type": "string"}, "content": {"type": "string"}}),
@@ -34,7 +38,11 @@ pub(crate) fn tools() -> Vec<ToolSpec> {
 }
 
 pub(crate) fn config(format: ToolFormat, think: ThinkStart) -> ParserConfig {
-    ParserConfig { format, tools: tools(), think }
+    ParserConfig {
+        format,
+        tools: tools(),
+        think,
+    }
 }
 
 /// Joins adjacent text and adjacent reasoning events (chunking decides where they split).
@@ -60,7 +68,10 @@ pub(crate) fn run_chunks(cfg: &ParserConfig, chunks: &[&str], end: StreamEnd) ->
     }
     events.extend(p.finish(end));
     assert!(p.finish(end).is_empty(), "finish is not idempotent");
-    assert!(p.feed("<tool_call>{}</tool_call> more").is_empty(), "feed after finish");
+    assert!(
+        p.feed("<tool_call>{}</tool_call> more").is_empty(),
+        "feed after finish"
+    );
     let input: usize = chunks.iter().map(|c| c.len()).sum();
     let shown: usize = events
         .iter()
@@ -69,7 +80,11 @@ pub(crate) fn run_chunks(cfg: &ParserConfig, chunks: &[&str], end: StreamEnd) ->
             _ => 0,
         })
         .sum();
-    assert_eq!(shown + p.consumed_bytes(), input, "bytes lost or duplicated: {events:?}");
+    assert_eq!(
+        shown + p.consumed_bytes(),
+        input,
+        "bytes lost or duplicated: {events:?}"
+    );
     merged(events)
 }
 
@@ -83,10 +98,18 @@ pub(crate) fn split_invariant(cfg: &ParserConfig, input: &str, end: StreamEnd) -
         chars.push(ch.encode_utf8(&mut buf).to_string());
     }
     let singles: Vec<&str> = chars.iter().map(String::as_str).collect();
-    assert_eq!(run_chunks(cfg, &singles, end), whole, "1-char chunks differ for {input:?}");
+    assert_eq!(
+        run_chunks(cfg, &singles, end),
+        whole,
+        "1-char chunks differ for {input:?}"
+    );
     for (at, _) in input.char_indices().skip(1) {
         let (a, b) = input.split_at(at);
-        assert_eq!(run_chunks(cfg, &[a, b], end), whole, "split at {at} differs for {input:?}");
+        assert_eq!(
+            run_chunks(cfg, &[a, b], end),
+            whole,
+            "split at {at} differs for {input:?}"
+        );
     }
     whole
 }

@@ -59,7 +59,11 @@ pub(crate) fn parse<'a>(body: &'a str, tools: &[ToolSpec]) -> (Outcome, &'a str)
     if let Err(reason) = schema::validate(tool, &mut args, &mut repairs) {
         return (Outcome::Failed(reason), leftover);
     }
-    let call = ParsedCall { name: tool.name.clone(), arguments: Value::Object(args), repairs };
+    let call = ParsedCall {
+        name: tool.name.clone(),
+        arguments: Value::Object(args),
+        repairs,
+    };
     (Outcome::Calls(vec![call]), leftover)
 }
 
@@ -68,7 +72,8 @@ fn json_arguments(
     inner: &str,
     repairs: &mut Vec<Repair>,
 ) -> Result<Map<String, Value>, MalformedReason> {
-    let values = parse_values(inner, 1).map_err(|detail| MalformedReason::InvalidJson { detail })?;
+    let values =
+        parse_values(inner, 1).map_err(|detail| MalformedReason::InvalidJson { detail })?;
     repairs.extend(values.repairs);
     let first = values.values.into_iter().next().unwrap_or(Value::Null);
     object_arguments(first, repairs).map_err(|found| MalformedReason::ArgumentsNotObject {
