@@ -61,6 +61,24 @@ pub fn resolve_format(format: ToolFormat, model: &str) -> ResolvedFormat {
     }
 }
 
+/// The think start a model family uses: QwQ, the Thinking-2507 models, Qwen3-Next-Thinking,
+/// Qwen3.5/3.6 and DeepSeek-R1 distills pre-fill `<think>` in their template, so their output
+/// carries only `</think>` (qwen-formats.md §4.1). Everything else opens its own block, if any.
+/// A server run with thinking disabled pre-fills a closed block instead: configure `Closed` then.
+pub fn think_start_for(model: &str) -> ThinkStart {
+    let m = model.to_ascii_lowercase();
+    let open = m.contains("qwq")
+        || m.contains("thinking")
+        || m.contains("qwen3.5")
+        || m.contains("qwen3.6")
+        || m.contains("deepseek-r1");
+    if open {
+        ThinkStart::Open
+    } else {
+        ThinkStart::Closed
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,7 +20,7 @@ mod tool_format;
 mod xml;
 
 pub use command::{ParseArgs, ParseCommandError};
-pub use config::{ParserConfig, ResolvedFormat, ThinkStart, resolve_format};
+pub use config::{ParserConfig, ResolvedFormat, ThinkStart, resolve_format, think_start_for};
 pub use corrective::corrective_message;
 pub use event::{Malformed, MalformedReason, ParseEvent, ParsedCall, Repair, StreamEnd};
 pub use native::repair_native_call;

@@ -476,3 +476,25 @@ fn out_of_band_reasoning_and_reset() {
     assert_eq!(p.finish(StreamEnd::Stop), vec![]);
     assert_eq!(p.feed_reasoning("late"), vec![]);
 }
+
+#[test]
+fn unbalanced_quote_falls_back_to_the_literal_close_tag() {
+    let input = "<tool_call>{\"name\": \"run\", \"arguments\": {\"command\": \"echo \"hi\"\"}}</tool_call>\nRan it.";
+    check(&case(
+        "unbalanced",
+        input,
+        vec![Bad("not valid JSON"), T("\nRan it.")],
+    ));
+}
+
+#[test]
+fn partial_tags_never_reach_the_text() {
+    // Each prefix of an opener, fed alone, produces no text until decided.
+    for n in 1..CALL.len() {
+        let mut p = super::StreamParser::new(config(ToolFormat::Auto, ThinkStart::Closed));
+        let events = p.feed(&CALL[..n]);
+        assert!(events.is_empty(), "{:?} leaked {events:?}", &CALL[..n]);
+    }
+}
+
+const CALL: &str = "<tool_call>";
