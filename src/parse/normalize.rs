@@ -266,3 +266,42 @@ fn infer<'a>(
         many => Err(many.iter().map(|t| t.name.clone()).collect()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::test_support::tool;
+    use serde_json::json;
+
+    #[test]
+    fn name_is_inferred_only_when_exactly_one_tool_fits() {
+        let tools = vec![
+            tool("cat", json!({"path": {"type": "string"}}), &["path"]),
+            tool(
+                "stat",
+                json!({"path": {"type": "string"}, "follow": {"type": "boolean"}}),
+                &["path"],
+            ),
+        ];
+        let ambiguous = json!({"arguments": {"path": "a"}});
+        match to_calls(ambiguous, &tools, Intent::Explicit, &[]) {
+            Outcome::Failed(MalformedReason::MissingName { candidates }) => {
+                assert_eq!(candidates, vec!["cat", "stat"]);
+            }
+            other => panic!("{other:?}"),
+        }
+        let unique = json!({"arguments": {"path": "a", "follow": true}});
+        match to_calls(unique, &tools, Intent::Explicit, &[]) {
+            Outcome::Calls(c) => assert_eq!(
+                (c[0].name.as_str(), c[0].repairs.clone()),
+                ("stat", vec![Repair::InferredName])
+            ),
+            other => panic!("{other:?}"),
+        }
+        // A candidate (bare JSON) without a declared name is just text.
+        assert!(matches!(
+            to_calls(json!({"path": "a"}), &tools, Intent::Candidate, &[]),
+            Outcome::NotACall
+        ));
+    }
+}
