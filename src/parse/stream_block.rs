@@ -15,26 +15,8 @@ impl StreamParser {
         let b = input.as_bytes();
         let mut j = i;
         while j < b.len() {
-            if blk.esc {
-                blk.esc = false;
-                j += 1;
-                continue;
-            }
-            if blk.in_str {
-                // Inside a JSON string only a quote or an escape matters.
-                match memchr2(b'"', b'\\', &b[j..]) {
-                    None => j = b.len(),
-                    Some(off) => {
-                        j += off;
-                        if b[j] == b'\\' {
-                            blk.esc = true;
-                            j += 1;
-                        } else {
-                            blk.in_str = false;
-                            j += 1;
-                        }
-                    }
-                }
+            if blk.esc || blk.in_str {
+                j = skip_string(&mut blk, b, j);
                 continue;
             }
             let c = b[j];
@@ -171,6 +153,26 @@ impl StreamParser {
                 let len = blk.raw.len();
                 self.finish_block(blk, Ending::Open(end), len);
             }
+        }
+    }
+}
+
+/// Advances through a JSON string (or the byte after a backslash); only a quote or an escape
+/// matters there.
+fn skip_string(blk: &mut Block, b: &[u8], j: usize) -> usize {
+    if blk.esc {
+        blk.esc = false;
+        return j + 1;
+    }
+    match memchr2(b'"', b'\\', &b[j..]) {
+        None => b.len(),
+        Some(off) => {
+            if b[j + off] == b'\\' {
+                blk.esc = true;
+            } else {
+                blk.in_str = false;
+            }
+            j + off + 1
         }
     }
 }
