@@ -81,32 +81,13 @@ pub(crate) fn interpret(block: &Finished<'_>, tools: &[ToolSpec]) -> Vec<ParseEv
             Intent::Candidate => as_text(),
         };
     }
-    let mut base = Vec::new();
-    match (block.kind, block.ending) {
-        (BlockKind::Alt | BlockKind::BareJson, _) => base.push(Repair::Wrapper),
-        (BlockKind::Fence, _) => base.push(Repair::CodeFence),
-        (_, Ending::Open(_) | Ending::Superseded) => base.push(Repair::MissingCloseTag),
-        _ => {}
-    }
-    let (outcomes, leftover) = if block.body.contains("<function=") {
-        let (outcome, leftover) = xml::parse(block.body, tools);
-        (vec![with_base(outcome, &base)], leftover)
-    } else {
-        let closes = if block.ending == Ending::Closed { 8 } else { 1 };
-        match parse_values(block.body, closes) {
-            Ok(v) => {
-                base.extend(v.repairs);
-                let outs = v
-                    .values
-                    .into_iter()
-                    .map(|value| to_calls(value, tools, intent, &base))
-                    .collect();
-                (outs, v.leftover)
-            }
-            Err(detail) => match intent {
-                Intent::Explicit => return malformed(MalformedReason::InvalidJson { detail }),
-                Intent::Candidate => return as_text(),
-            },
+    let (outcomes, leftover) = match read_body(block, tools, intent) {
+        Ok(read) => read,
+        Err(detail) => {
+            return match intent {
+                Intent::Explicit => malformed(MalformedReason::InvalidJson { detail }),
+                Intent::Candidate => as_text(),
+            };
         }
     };
     if outcomes.iter().all(|o| matches!(o, Outcome::NotACall)) {
@@ -133,6 +114,37 @@ pub(crate) fn interpret(block: &Finished<'_>, tools: &[ToolSpec]) -> Vec<ParseEv
         events.push(ParseEvent::Text(leftover.to_string()));
     }
     events
+}
+
+/// Reads the body as XML or as a JSON value sequence; returns the outcomes and any text after.
+fn read_body<'a>(
+    block: &Finished<'a>,
+    tools: &[ToolSpec],
+    intent: Intent,
+) -> Result<(Vec<Outcome>, &'a str), String> {
+    let mut base = Vec::new();
+    match (block.kind, block.ending) {
+        (BlockKind::Alt | BlockKind::BareJson, _) => base.push(Repair::Wrapper),
+        (BlockKind::Fence, _) => base.push(Repair::CodeFence),
+        (_, Ending::Open(_) | Ending::Superseded) => base.push(Repair::MissingCloseTag),
+        _ => {}
+    }
+    // A JSON body may mention `<function=` inside a string; only a body that does not start
+    // like JSON is read as XML.
+    let json_like = block.body.trim_start().starts_with(['{', '[', '`']);
+    if !json_like && block.body.contains("<function=") {
+        let (outcome, leftover) = xml::parse(block.body, tools);
+        return Ok((vec![with_base(outcome, &base)], leftover));
+    }
+    let closes = if block.ending == Ending::Closed { 8 } else { 1 };
+    let v = parse_values(block.body, closes)?;
+    base.extend(v.repairs);
+    let outs = v
+        .values
+        .into_iter()
+        .map(|value| to_calls(value, tools, intent, &base))
+        .collect();
+    Ok((outs, v.leftover))
 }
 
 fn with_base(outcome: Outcome, base: &[Repair]) -> Outcome {

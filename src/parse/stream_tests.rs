@@ -498,3 +498,16 @@ fn partial_tags_never_reach_the_text() {
 }
 
 const CALL: &str = "<tool_call>";
+
+#[test]
+fn xml_markup_inside_json_strings_is_data() {
+    let input = "<tool_call>\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"p.md\", \"content\": \"Write <function=f> then <parameter=k>.\"}}\n</tool_call>";
+    check(&case(
+        "xml in json",
+        input,
+        vec![C(
+            "write_file",
+            json!({"path": "p.md", "content": "Write <function=f> then <parameter=k>."}),
+        )],
+    ));
+}
