@@ -511,3 +511,16 @@ fn xml_markup_inside_json_strings_is_data() {
         )],
     ));
 }
+
+#[test]
+fn xml_names_missing_their_closing_bracket() {
+    let input = "<tool_call>\n<function=read_file\n<parameter=path\nsrc/main.rs\n</parameter>\n</function>\n</tool_call>";
+    let got = check(&case("lost >", input, vec![read_a()]));
+    assert!(repairs_of(&got).contains(&Repair::MissingCloseTag));
+    let input = "<tool_call>\n<function=>\n</function>\n</tool_call>";
+    check(&case(
+        "no name",
+        input,
+        vec![Bad("the tool name goes in <function=NAME>")],
+    ));
+}
