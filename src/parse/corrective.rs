@@ -6,6 +6,18 @@ use super::event::{Malformed, MalformedReason};
 const HERMES_FORMAT: &str = "<tool_call>\n{\"name\": \"<tool name>\", \"arguments\": {<arguments as one JSON object>}}\n</tool_call>";
 const XML_FORMAT: &str = "<tool_call>\n<function=TOOL_NAME>\n<parameter=ARGUMENT_NAME>\nvalue\n</parameter>\n</function>\n</tool_call>";
 
+/// How many rounds in a row may end in malformed calls only before the turn loop stops answering
+/// them and ends the turn with [`give_up_message`].
+pub const MAX_MALFORMED_ROUNDS: u32 = 3;
+
+/// The message that ends a turn after [`MAX_MALFORMED_ROUNDS`] failed rounds, for the user.
+pub fn give_up_message(last: &Malformed) -> String {
+    format!(
+        "Stopped: the model wrote {MAX_MALFORMED_ROUNDS} malformed tool calls in a row (last: {last}). \
+         Try again, or check the endpoint's tool_format setting."
+    )
+}
+
 /// The text to send back to the model (as a tool result; the renderer wraps it in
 /// `<tool_response>`). Names the problem precisely, since vague errors send models chasing the
 /// wrong cause.
@@ -52,5 +64,9 @@ mod tests {
             reason: MalformedReason::Truncated,
         };
         assert!(corrective_message(&cut, ResolvedFormat::Xml).contains("shorter call"));
+        assert!(
+            give_up_message(&cut)
+                .contains("3 malformed tool calls in a row (last: the tool call was cut off")
+        );
     }
 }

@@ -21,7 +21,7 @@ mod xml;
 
 pub use command::{ParseArgs, ParseCommandError};
 pub use config::{ParserConfig, ResolvedFormat, ThinkStart, resolve_format, think_start_for};
-pub use corrective::corrective_message;
+pub use corrective::{MAX_MALFORMED_ROUNDS, corrective_message, give_up_message};
 pub use event::{Malformed, MalformedReason, ParseEvent, ParsedCall, Repair, StreamEnd};
 pub use native::repair_native_call;
 pub use render::{render_messages, render_tool_block, stop_strings};
