@@ -1,0 +1,179 @@
+//! The content-mode steps of [`StreamParser`]: visible text, and the markup that may open a call
+//! block (`<tool_call>`, wrappers, bare `<function=`, fences, bare JSON at the start).
+
+use memchr::{memchr, memchr2};
+
+use super::super::block::BlockKind;
+use super::super::tags::{
+    ALT, CALL_CLOSE, CALL_OPEN, CUT, FENCE, FUNCTION_OPEN, MAX_GAP, MAX_LANG, Match, THINK_CLOSE,
+    THINK_OPEN, match_tag,
+};
+use super::{Mode, NameCheck, StreamParser};
+
+impl StreamParser {
+    pub(super) fn content_step(&mut self, input: &str, i: usize, eof: bool) -> Option<usize> {
+        let rest = &input.as_bytes()[i..];
+        let off = if !self.calls {
+            memchr(b'<', rest)
+        } else if self.s.visible {
+            memchr2(b'<', b'`', rest)
+        } else {
+            rest.iter()
+                .position(|c| matches!(c, b'<' | b'`' | b'{' | b'['))
+        };
+        let Some(off) = off else {
+            self.emit_text(&input[i..]);
+            return Some(input.len());
+        };
+        let p = i + off;
+        if p > i {
+            // Text first; the markup is decided in the next step (which may hold it back).
+            self.emit_text(&input[i..p]);
+            return Some(p);
+        }
+        match input.as_bytes()[p] {
+            b'<' => self.content_tag(input, p, eof),
+            b'`' => self.content_fence(input, p, eof),
+            _ => self.content_bare(input, p, eof),
+        }
+    }
+
+    fn content_tag(&mut self, input: &str, p: usize, eof: bool) -> Option<usize> {
+        let rest = &input.as_bytes()[p..];
+        let mut partial = false;
+        let mut check = |tag: &str| {
+            let m = match_tag(rest, tag);
+            partial |= m == Match::Partial;
+            m == Match::Full
+        };
+        if check(THINK_OPEN) {
+            self.s.mode = Mode::Think;
+            return Some(self.consume(p, THINK_OPEN.len()));
+        }
+        if check(THINK_CLOSE) {
+            // A stray `</think>` (the prompt opened the block but the config said closed).
+            return Some(self.consume(p, THINK_CLOSE.len()));
+        }
+        if self.calls {
+            if check(CALL_OPEN) {
+                return Some(self.open_block(
+                    BlockKind::ToolCall,
+                    CALL_CLOSE,
+                    input,
+                    p,
+                    p + CALL_OPEN.len(),
+                ));
+            }
+            if check(CALL_CLOSE) {
+                return Some(self.consume(p, CALL_CLOSE.len()));
+            }
+            if CUT.iter().any(|t| check(t)) {
+                self.s.mode = Mode::Cut;
+                return Some(self.consume(p, input.len() - p));
+            }
+            for (open, close) in ALT {
+                if check(open) {
+                    return Some(self.open_block(BlockKind::Alt, close, input, p, p + open.len()));
+                }
+            }
+            if check(FUNCTION_OPEN) {
+                match self.function_name(input, p + FUNCTION_OPEN.len(), eof) {
+                    NameCheck::Declared => {
+                        let end = p + FUNCTION_OPEN.len();
+                        return Some(self.open_block(BlockKind::BareFunction, "", input, p, end));
+                    }
+                    NameCheck::Hold => partial = true,
+                    NameCheck::No => {}
+                }
+            }
+        }
+        if partial && !eof {
+            return None;
+        }
+        self.emit_text("<");
+        Some(p + 1)
+    }
+
+    /// At a backtick: a fence whose body starts like a call opens a candidate block.
+    fn content_fence(&mut self, input: &str, p: usize, eof: bool) -> Option<usize> {
+        let b = input.as_bytes();
+        match match_tag(&b[p..], FENCE) {
+            Match::Full => {}
+            Match::Partial if !eof => return None,
+            _ => {
+                self.emit_text("`");
+                return Some(p + 1);
+            }
+        }
+        let lang_start = p + FENCE.len();
+        let mut j = lang_start;
+        while j < b.len()
+            && (b[j].is_ascii_alphanumeric() || b[j] == b'_')
+            && j - lang_start <= MAX_LANG
+        {
+            j += 1;
+        }
+        let verdict = if j - lang_start > MAX_LANG {
+            Some(false)
+        } else if j == b.len() {
+            None
+        } else if b[j] != b'\n' {
+            Some(false)
+        } else {
+            self.starts_like_call(input, j + 1)
+        };
+        match verdict {
+            None if !eof => None,
+            Some(true) => Some(self.open_block(BlockKind::Fence, FENCE, input, p, j + 1)),
+            _ => {
+                self.emit_text(FENCE);
+                Some(p + FENCE.len())
+            }
+        }
+    }
+
+    /// Whether the text at `k` (after optional whitespace) starts a JSON value or `<function=`;
+    /// None while undecided.
+    fn starts_like_call(&self, input: &str, mut k: usize) -> Option<bool> {
+        let b = input.as_bytes();
+        let start = k;
+        while k < b.len() && b[k].is_ascii_whitespace() && k - start <= MAX_GAP {
+            k += 1;
+        }
+        if k - start > MAX_GAP {
+            return Some(false);
+        }
+        match b.get(k)? {
+            b'{' | b'[' => Some(true),
+            b'<' => match match_tag(&b[k..], FUNCTION_OPEN) {
+                Match::Full => Some(true),
+                Match::Partial => None,
+                Match::No => Some(false),
+            },
+            _ => Some(false),
+        }
+    }
+
+    /// At `{` or `[` with nothing visible before it: JSON that may be a bare call.
+    fn content_bare(&mut self, input: &str, p: usize, eof: bool) -> Option<usize> {
+        let b = input.as_bytes();
+        let mut k = p + 1;
+        while k < b.len() && b[k].is_ascii_whitespace() && k - p <= MAX_GAP {
+            k += 1;
+        }
+        let verdict = match b.get(k) {
+            _ if self.s.visible || k - p > MAX_GAP => Some(false),
+            None => None,
+            Some(c) if b[p] == b'{' => Some(matches!(c, b'"' | b'\'')),
+            Some(c) => Some(*c == b'{'),
+        };
+        match verdict {
+            None if !eof => None,
+            Some(true) => Some(self.open_block(BlockKind::BareJson, "", input, p, p)),
+            _ => {
+                self.emit_text(&input[p..p + 1]);
+                Some(p + 1)
+            }
+        }
+    }
+}
