@@ -25,4 +25,6 @@ pub enum Command {
     Models,
     /// Run prompts headless: one prompt (-p or stdin) or a batch file.
     Run(crate::batch::RunArgs),
+    /// Parse raw model output from stdin into text, reasoning and tool calls (JSON lines).
+    Parse(crate::parse::ParseArgs),
 }

@@ -40,6 +40,11 @@ fn main() -> ExitCode {
         match cli.command.unwrap_or(Command::Acp) {
             Command::Acp => serve(config).await.map(|()| ExitCode::SUCCESS),
             Command::Models => list_models(config).await.map(|()| ExitCode::SUCCESS),
+            Command::Parse(args) => {
+                let (mut input, mut out) = (std::io::stdin().lock(), std::io::stdout().lock());
+                hearth::parse::command::run(&args, &mut input, &mut out)?;
+                Ok(ExitCode::SUCCESS)
+            }
             Command::Run(args) => {
                 let core = build_core(config)?;
                 Ok(ExitCode::from(hearth::batch::run(core, args).await.code()))

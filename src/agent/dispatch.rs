@@ -5,7 +5,6 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use futures::future::join_all;
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::client_ops::{ClientOps, PermissionAnswer};
@@ -273,16 +272,4 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// Parses native-call arguments; the parse module's repair replaces this when it lands.
-pub fn parse_arguments(raw: &str) -> Result<Value, String> {
-    if raw.trim().is_empty() {
-        return Ok(Value::Object(serde_json::Map::new()));
-    }
-    match serde_json::from_str::<Value>(raw) {
-        Ok(value @ Value::Object(_)) => Ok(value),
-        Ok(other) => Err(format!("arguments must be a JSON object, got {other}")),
-        Err(err) => Err(format!("arguments are not valid JSON: {err}")),
-    }
 }

@@ -1,14 +1,17 @@
-//! One model round: stream the answer to the client and collect what it asked for.
+//! One model round: stream the answer through the parser to the client, and collect the tool
+//! calls it made (in-band Hermes/XML or native), repaired and validated.
 
 use futures::StreamExt;
-use hearth_backend::{BackendError, BackendEvent, FinishReason, Progress, Usage};
+use hearth_backend::{BackendError, BackendEvent, FinishReason, Progress, ToolSpec, Usage};
+use tokio_util::sync::CancellationToken;
 
 use super::client_ops::ClientOps;
-use super::dispatch::parse_arguments;
 use super::event::AgentEvent;
 use super::history::{HistoryEntry, ToolCallRecord};
 use super::ids::ToolCallId;
-use tokio_util::sync::CancellationToken;
+use crate::parse::{
+    Malformed, MalformedReason, ParseEvent, ParsedCall, StreamEnd, StreamParser, repair_native_call,
+};
 
 /// What one model round produced.
 #[derive(Debug, Default)]
@@ -19,8 +22,8 @@ pub struct Round {
     pub usage: Option<Usage>,
     pub cancelled: bool,
     pub calls: Vec<ToolCallRecord>,
-    /// Calls that could not be parsed, with what was wrong.
-    pub malformed: Vec<(ToolCallRecord, String)>,
+    /// Calls that could not be repaired, each with the record that keeps history paired.
+    pub malformed: Vec<(ToolCallRecord, Malformed)>,
 }
 
 impl Round {
@@ -44,74 +47,135 @@ impl Round {
     }
 }
 
+/// Where a round's output goes.
+pub struct RoundSink<'a> {
+    pub client: &'a dyn ClientOps,
+    pub cancel: &'a CancellationToken,
+    pub tools: &'a [ToolSpec],
+    pub parser: StreamParser,
+}
+
 /// Streams one round to the client. Returns what arrived, plus the error that ended it early.
 pub async fn stream_round(
-    client: &dyn ClientOps,
-    cancel: &CancellationToken,
+    mut sink: RoundSink<'_>,
     mut stream: hearth_backend::EventStream,
 ) -> (Round, Option<BackendError>) {
     let mut round = Round::default();
     loop {
         let next = tokio::select! {
             biased;
-            () = cancel.cancelled() => {
+            () = sink.cancel.cancelled() => {
                 round.cancelled = true;
-                // Dropping the stream closes the upstream request.
+                // Dropping the stream closes the upstream request; calls are never run.
+                let events = sink.parser.finish(StreamEnd::Length);
+                apply_parsed(&sink, &mut round, events, false);
                 return (round, None);
             }
             next = stream.next() => next,
         };
         match next {
-            None => return (round, None),
-            Some(Err(err)) => {
-                if cancel.is_cancelled() {
-                    round.cancelled = true;
-                    return (round, None);
-                }
-                return (round, Some(err));
+            None => {
+                let end = if round.finish == Some(FinishReason::Length) {
+                    StreamEnd::Length
+                } else {
+                    StreamEnd::Stop
+                };
+                let events = sink.parser.finish(end);
+                apply_parsed(&sink, &mut round, events, true);
+                return (round, None);
             }
-            Some(Ok(event)) => apply_event(client, &mut round, event),
+            Some(Err(err)) => {
+                // A broken stream's unfinished calls are never executed.
+                let events = sink.parser.finish(StreamEnd::Length);
+                apply_parsed(&sink, &mut round, events, false);
+                round.cancelled = sink.cancel.is_cancelled();
+                let error = (!round.cancelled).then_some(err);
+                return (round, error);
+            }
+            Some(Ok(event)) => apply_event(&mut sink, &mut round, event),
         }
     }
 }
 
-fn apply_event(client: &dyn ClientOps, round: &mut Round, event: BackendEvent) {
+fn apply_event(sink: &mut RoundSink<'_>, round: &mut Round, event: BackendEvent) {
     match event {
         BackendEvent::Text { text } => {
-            round.text.push_str(&text);
-            client.send(AgentEvent::AgentText { text });
+            let events = sink.parser.feed(&text);
+            apply_parsed(sink, round, events, true);
         }
         BackendEvent::Reasoning { text } => {
-            round.reasoning.push_str(&text);
-            client.send(AgentEvent::AgentThought { text });
+            let events = sink.parser.feed_reasoning(&text);
+            apply_parsed(sink, round, events, true);
         }
-        BackendEvent::ToolCall { call } => {
-            // hearth's own ids: unique in the session whatever the server generated.
-            let id = ToolCallId::generate();
-            match parse_arguments(&call.arguments) {
-                Ok(arguments) => round.calls.push(ToolCallRecord {
-                    id,
-                    name: call.name,
-                    arguments,
-                }),
-                Err(problem) => {
-                    let arguments = serde_json::Value::String(call.arguments);
-                    round.malformed.push((
-                        ToolCallRecord {
-                            id,
-                            name: call.name,
-                            arguments,
-                        },
-                        problem,
-                    ));
-                }
-            }
-        }
+        BackendEvent::ToolCall { call } => match repair_native_call(&call, sink.tools) {
+            Ok(parsed) => round.calls.push(record(parsed)),
+            Err(malformed) => round
+                .malformed
+                .push((malformed_record(&malformed), malformed)),
+        },
         BackendEvent::Usage { usage } => round.usage = Some(usage),
-        BackendEvent::Progress { progress } => client.send(AgentEvent::Notice {
+        BackendEvent::Progress { progress } => sink.client.send(AgentEvent::Notice {
             text: describe(&progress),
         }),
         BackendEvent::Finished { reason } => round.finish = Some(reason),
+    }
+}
+
+fn apply_parsed(
+    sink: &RoundSink<'_>,
+    round: &mut Round,
+    events: Vec<ParseEvent>,
+    keep_calls: bool,
+) {
+    for event in events {
+        match event {
+            ParseEvent::Text(text) => {
+                round.text.push_str(&text);
+                sink.client.send(AgentEvent::AgentText { text });
+            }
+            ParseEvent::Reasoning(text) => {
+                round.reasoning.push_str(&text);
+                sink.client.send(AgentEvent::AgentThought { text });
+            }
+            ParseEvent::ToolCall(parsed) if keep_calls => round.calls.push(record(parsed)),
+            ParseEvent::Malformed(malformed) if keep_calls => {
+                round
+                    .malformed
+                    .push((malformed_record(&malformed), malformed));
+            }
+            ParseEvent::ToolCall(_) | ParseEvent::Malformed(_) => {}
+            ParseEvent::ReasoningCut => sink.client.send(AgentEvent::Notice {
+                text: "The token limit cut the model off while it was still reasoning.".into(),
+            }),
+        }
+    }
+}
+
+/// hearth's own ids: unique in the session whatever the server generated.
+fn record(parsed: ParsedCall) -> ToolCallRecord {
+    if !parsed.repairs.is_empty() {
+        tracing::debug!(tool = %parsed.name, repairs = ?parsed.repairs, "repaired a tool call");
+    }
+    ToolCallRecord {
+        id: ToolCallId::generate(),
+        name: parsed.name,
+        arguments: parsed.arguments,
+    }
+}
+
+fn malformed_record(m: &Malformed) -> ToolCallRecord {
+    let name = match &m.reason {
+        MalformedReason::UnknownTool { name, .. } => name.clone(),
+        MalformedReason::WrongKeys { tool, .. }
+        | MalformedReason::ArgumentsNotObject { tool, .. }
+        | MalformedReason::MissingRequired { tool, .. }
+        | MalformedReason::WrongType { tool, .. } => tool.clone(),
+        _ => "invalid_tool_call".to_string(),
+    };
+    ToolCallRecord {
+        id: ToolCallId::generate(),
+        name,
+        arguments: serde_json::Value::String(m.raw.clone()),
     }
 }
 

@@ -15,8 +15,12 @@ use super::mode::Mode;
 use super::paths::Resolved;
 use super::policy::AlwaysRules;
 use super::request::build_request;
-use super::round::stream_round;
+use super::round::{RoundSink, stream_round};
 use crate::config::AgentSettings;
+use crate::parse::{
+    MAX_MALFORMED_ROUNDS, Malformed, ParserConfig, ResolvedFormat, StreamParser,
+    corrective_message, give_up_message, resolve_format, think_start_for,
+};
 use crate::tools::{ToolLimits, ToolRegistry};
 
 /// How a prompt turn ended. Exactly one per prompt.
@@ -96,6 +100,8 @@ pub async fn run_turn(
         .endpoint(&model.endpoint)
         .ok_or_else(|| TurnError::UnknownEndpoint(model.endpoint.clone()))?;
     let specs = ctx.tools.specs_for_mode(ctx.mode);
+    let format = resolve_format(endpoint.config.tool_format, &model.model);
+    let mut malformed_rounds = 0;
 
     for _ in 0..ctx.settings.max_turn_requests {
         if ctx.cancel.is_cancelled() {
@@ -104,12 +110,24 @@ pub async fn run_turn(
         let request = build_request(
             &endpoint.config,
             &model.model,
+            format,
             ctx.system_prompt,
             &specs,
             history,
         );
         let stream = endpoint.backend.stream(request, ctx.cancel.child_token());
-        let (round, error) = stream_round(ctx.client, ctx.cancel, stream).await;
+        let parser = StreamParser::new(ParserConfig {
+            format: endpoint.config.tool_format,
+            tools: specs.clone(),
+            think: think_start_for(&model.model),
+        });
+        let sink = RoundSink {
+            client: ctx.client,
+            cancel: ctx.cancel,
+            tools: &specs,
+            parser,
+        };
+        let (round, error) = stream_round(sink, stream).await;
         round.record(history);
         if let Some(usage) = round.usage {
             report_usage(ctx, endpoint.config.context_window, usage);
@@ -127,8 +145,22 @@ pub async fn run_turn(
                 _ => StopReason::EndTurn,
             });
         }
-        for (call, problem) in &round.malformed {
-            answer_malformed(ctx, history, call, problem);
+        for (call, malformed) in &round.malformed {
+            answer_malformed(ctx, history, call, malformed, format);
+        }
+        // A model that only writes broken calls is stopped rather than corrected forever.
+        malformed_rounds = if round.calls.is_empty() {
+            malformed_rounds + 1
+        } else {
+            0
+        };
+        if malformed_rounds >= MAX_MALFORMED_ROUNDS
+            && let Some((_, last)) = round.malformed.last()
+        {
+            ctx.client.send(AgentEvent::AgentText {
+                text: format!("\n\n{}", give_up_message(last)),
+            });
+            return Ok(StopReason::EndTurn);
         }
         let (results, stop) = run_calls(&ctx.dispatch(), &round.calls).await;
         history.extend(results);
@@ -152,12 +184,10 @@ fn answer_malformed(
     ctx: &TurnContext<'_>,
     history: &mut Vec<HistoryEntry>,
     call: &ToolCallRecord,
-    problem: &str,
+    malformed: &Malformed,
+    format: ResolvedFormat,
 ) {
-    let message = format!(
-        "Your call to `{}` was not run: {problem}. Call the tool again with a JSON object of arguments.",
-        call.name
-    );
+    let message = corrective_message(malformed, format);
     ctx.client.send(AgentEvent::ToolCallStarted {
         card: ToolCard {
             id: call.id.clone(),
