@@ -74,15 +74,16 @@ impl ClientOps for AcpClientOps {
         limit: Option<u32>,
     ) -> Result<String, ClientOpsError> {
         if !self.caps.fs.read_text_file {
-            return Err(ClientOpsError::Unsupported("fs/read_text_file"));
+            return self.local.read_text_file(path, line, limit).await;
         }
         let request = ReadTextFileRequest::new(self.sid(), path)
             .line(line)
             .limit(limit);
         match self.cx().send_request(request).block_task().await {
             Ok(response) => Ok(response.content),
+            // The editor refuses paths outside the project: read those here.
             Err(err) if err.code == ErrorCode::RESOURCE_NOT_FOUND => {
-                Err(ClientOpsError::NotFound(path.to_path_buf()))
+                self.local.read_text_file(path, line, limit).await
             }
             Err(err) => Err(failed(err)),
         }

@@ -1,4 +1,5 @@
 mod acp_binary;
 mod acp_session;
 mod hostile_input;
+mod qwen_inband;
 mod sessions;
