@@ -2,11 +2,20 @@
 //! candle ops, a per-sequence KV cache with prefix reuse, an engine thread that owns the model,
 //! fault classification with poisoning and reload, and the `Backend` implementation.
 
+pub mod chat;
 pub mod device;
+pub mod engine;
 pub mod error;
 pub mod fault;
+pub mod inject;
 pub mod model;
+pub mod sampler;
+pub mod stop;
+pub mod tokenizer;
 
 pub use device::DeviceChoice;
+pub use engine::{Engine, EngineConfig, EngineEvent, GenerateRequest, Health, Prompt};
 pub use error::{EngineError, FaultClass};
 pub use model::{Arch, GgufFile, KvCache, LoadStage, Model, ModelConfig};
+pub use sampler::SamplingParams;
+pub use tokenizer::TextTokenizer;

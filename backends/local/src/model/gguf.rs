@@ -205,7 +205,7 @@ fn load_block<R: Read + Seek>(
 }
 
 /// `general.file_type` as llama.cpp names it, else the dtype of the first query weight.
-fn quantization_label(content: &Content) -> String {
+pub(crate) fn quantization_label(content: &Content) -> String {
     let from_ftype = match content.metadata.get("general.file_type") {
         Some(Value::U32(n)) => ftype_name(*n),
         Some(Value::I32(n)) if *n >= 0 => ftype_name(*n as u32),
@@ -222,7 +222,7 @@ fn quantization_label(content: &Content) -> String {
 }
 
 /// llama.cpp's `llama_ftype` values.
-pub(crate) fn ftype_name(n: u32) -> Option<&'static str> {
+fn ftype_name(n: u32) -> Option<&'static str> {
     Some(match n {
         0 => "F32",
         1 => "F16",

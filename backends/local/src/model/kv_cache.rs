@@ -83,6 +83,36 @@ impl KvCache {
         self.layers.clear();
     }
 
+    /// A new cache holding a copy of this cache's first `n` tokens (for a new sequence that
+    /// shares a prefix with this one, e.g. the system prompt).
+    pub fn fork_prefix(&self, n: usize) -> Result<Self, EngineError> {
+        if n > self.len {
+            return Err(EngineError::BadPosition {
+                position: n,
+                len: self.len,
+            });
+        }
+        let mut fork = Self {
+            layers: Vec::new(),
+            len: 0,
+            capacity: 0,
+            device: self.device.clone(),
+            ..*self
+        };
+        if n == 0 {
+            return Ok(fork);
+        }
+        fork.reserve(n)?;
+        for (dst, src) in fork.layers.iter().zip(&self.layers) {
+            dst.k
+                .slice_set(&src.k.narrow(2, 0, n)?.contiguous()?, 2, 0)?;
+            dst.v
+                .slice_set(&src.v.narrow(2, 0, n)?.contiguous()?, 2, 0)?;
+        }
+        fork.len = n;
+        Ok(fork)
+    }
+
     /// Makes room for `extra` more tokens, growing the buffers if needed.
     pub(crate) fn reserve(&mut self, extra: usize) -> Result<(), EngineError> {
         let needed = self.len + extra;

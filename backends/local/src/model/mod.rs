@@ -8,7 +8,7 @@ mod rope;
 mod transformer;
 
 pub use config::{Arch, ModelConfig};
-pub(crate) use gguf::ftype_name;
+pub(crate) use gguf::quantization_label;
 pub use gguf::{GgufFile, LoadStage};
 pub use kv_cache::KvCache;
 pub use rope::Rope;
