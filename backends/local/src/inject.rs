@@ -102,7 +102,9 @@ mod plan {
 
     /// No faults in production builds.
     #[derive(Debug, Clone, Default)]
-    pub struct FaultPlan;
+    pub struct FaultPlan {
+        _private: (),
+    }
 
     impl FaultPlan {
         #[inline(always)]

@@ -51,6 +51,11 @@ impl GgufFile {
         })
     }
 
+    /// Reads one tensor as stored.
+    pub fn tensor(&mut self, name: &str) -> Result<QTensor, EngineError> {
+        Ok(self.content.tensor(&mut self.reader, name, &Device::Cpu)?)
+    }
+
     /// Reads the weights onto `device`, calling `hook` after each stage.
     pub fn load_model(
         &mut self,
