@@ -3,6 +3,7 @@
 //! fault classification with poisoning and reload, and the `Backend` implementation.
 
 pub mod backend;
+pub mod bench;
 pub mod chat;
 pub mod device;
 pub mod engine;
