@@ -170,6 +170,38 @@ fn eviction_and_failures_are_reported_on_the_next_cold_prefill() {
 }
 
 #[test]
+fn memory_budget_evicts_idle_caches() {
+    // A budget smaller than one cache: nothing stays cached between requests.
+    let fx = fixture_with(|c| c.cache_budget_bytes = 1);
+    let a = prompt(12, 12);
+    collect(&fx.engine, request(&a, 2));
+    let mut next = a.clone();
+    next.extend(prompt(3, 13));
+    let again = collect(&fx.engine, request(&next, 2));
+    assert_eq!(cold_causes(&again), vec!["evicted"]);
+    assert_eq!(usage(&again).cached_tokens, Some(0));
+}
+
+#[test]
+fn a_shared_prefix_is_forked_not_stolen() {
+    let fx = fixture();
+    let system = prompt(10, 14);
+    let mut a = system.clone();
+    a.extend(prompt(100, 15));
+    collect(&fx.engine, request(&a, 2));
+    // Another conversation sharing only the first 10 tokens reuses them from a copy...
+    let mut b = system.clone();
+    b.extend(prompt(20, 16));
+    let eb = collect(&fx.engine, request(&b, 2));
+    assert_eq!(usage(&eb).cached_tokens, Some(10));
+    // ...so the first conversation's cache is still whole.
+    let mut a2 = a.clone();
+    a2.extend(prompt(5, 17));
+    let ea = collect(&fx.engine, request(&a2, 2));
+    assert_eq!(usage(&ea).cached_tokens, Some(110));
+}
+
+#[test]
 fn cancel_before_and_during_generation_ends_once() {
     let fx = fixture();
     let req = request(&prompt(9, 9), 50);
