@@ -1,1 +1,26 @@
-//! The in-process inference engine.
+//! The in-process inference engine: Qwen2/Qwen3/Llama GGUF models as hearth's own code on
+//! candle ops, a per-sequence KV cache with prefix reuse, an engine thread that owns the model,
+//! fault classification with poisoning and reload, and the `Backend` implementation.
+
+pub mod backend;
+pub mod bench;
+pub mod chat;
+pub mod device;
+pub mod engine;
+pub mod error;
+pub mod fault;
+pub mod fetch;
+pub mod inject;
+pub mod model;
+pub mod requant;
+pub mod sampler;
+pub mod stop;
+pub mod tokenizer;
+
+pub use backend::LocalBackend;
+pub use device::DeviceChoice;
+pub use engine::{Engine, EngineConfig, EngineEvent, GenerateRequest, Health, Prompt};
+pub use error::{EngineError, FaultClass};
+pub use model::{Arch, GgufFile, KvCache, LoadStage, Model, ModelConfig};
+pub use sampler::SamplingParams;
+pub use tokenizer::TextTokenizer;

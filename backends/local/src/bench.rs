@@ -1,0 +1,252 @@
+//! `hearth bench`: prefill and decode speed at several context depths, cold versus warm time to
+//! first token for a long conversation, peak RSS and the memory-bandwidth bound. Prints
+//! figures; asserts nothing.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crate::engine::{Engine, EngineConfig, EngineEvent, GenerateRequest, Health, Prompt};
+use crate::error::EngineError;
+use crate::model::{GgufFile, KvCache, Model};
+use crate::sampler::{SamplingParams, argmax};
+use crate::tokenizer::TextTokenizer;
+
+/// What to measure.
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    pub model_path: PathBuf,
+    /// Context depths to measure at.
+    pub depths: Vec<usize>,
+    /// Prompt tokens timed per prefill measurement.
+    pub prefill_tokens: usize,
+    /// Tokens timed per decode measurement.
+    pub decode_tokens: usize,
+    /// Conversation length for the cold/warm time-to-first-token comparison.
+    pub conversation_tokens: usize,
+    /// New tokens the warm turn adds.
+    pub turn_tokens: usize,
+}
+
+impl BenchConfig {
+    pub fn new(model_path: impl Into<PathBuf>) -> Self {
+        Self {
+            model_path: model_path.into(),
+            depths: vec![0, 1024, 4096],
+            prefill_tokens: 256,
+            decode_tokens: 32,
+            conversation_tokens: 4096,
+            turn_tokens: 100,
+        }
+    }
+}
+
+/// Speeds at one depth.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DepthRow {
+    pub depth: usize,
+    pub prefill_tok_s: f64,
+    pub decode_tok_s: f64,
+}
+
+/// The figures.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BenchReport {
+    pub model: PathBuf,
+    pub quantization: String,
+    pub device: String,
+    pub threads: usize,
+    pub load: Duration,
+    pub rows: Vec<DepthRow>,
+    pub cold_ttft: Duration,
+    pub warm_ttft: Duration,
+    pub peak_rss_bytes: Option<u64>,
+    pub bandwidth_bytes_s: f64,
+    pub weight_bytes_per_token: usize,
+}
+
+impl BenchReport {
+    /// Decode tokens/s the memory bandwidth allows for the weights alone.
+    pub fn bound_tok_s(&self) -> f64 {
+        self.bandwidth_bytes_s / self.weight_bytes_per_token.max(1) as f64
+    }
+}
+
+impl fmt::Display for BenchReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "model      {}", self.model.display())?;
+        writeln!(f, "quant      {}", self.quantization)?;
+        writeln!(f, "device     {} (threads {})", self.device, self.threads)?;
+        writeln!(f, "load       {:.2} s", self.load.as_secs_f64())?;
+        writeln!(f, "depth  prefill tok/s  decode tok/s")?;
+        for r in &self.rows {
+            writeln!(
+                f,
+                "{:>5}  {:>13.1}  {:>12.1}",
+                r.depth, r.prefill_tok_s, r.decode_tok_s
+            )?;
+        }
+        let (cold, warm) = (self.cold_ttft.as_secs_f64(), self.warm_ttft.as_secs_f64());
+        writeln!(
+            f,
+            "ttft       cold {cold:.2} s, warm {warm:.3} s ({:.0}x)",
+            cold / warm.max(1e-9)
+        )?;
+        match self.peak_rss_bytes {
+            Some(b) => writeln!(f, "peak rss   {:.0} MiB", b as f64 / (1 << 20) as f64)?,
+            None => writeln!(f, "peak rss   unknown")?,
+        }
+        writeln!(
+            f,
+            "bound      {:.1} GB/s / {:.0} MB per token = {:.1} tok/s",
+            self.bandwidth_bytes_s / 1e9,
+            self.weight_bytes_per_token as f64 / 1e6,
+            self.bound_tok_s()
+        )
+    }
+}
+
+/// Runs the benchmark. Takes minutes on a small CPU at the default depths.
+pub fn run_bench(config: &BenchConfig) -> Result<BenchReport, EngineError> {
+    let device = crate::device::open(crate::device::DeviceChoice::Auto)?;
+    let start = Instant::now();
+    let mut file = GgufFile::open(&config.model_path)?;
+    let model = file.load_model(&device, &mut |_| Ok(()))?;
+    let load = start.elapsed();
+    let tokenizer = TextTokenizer::from_gguf(&file.content)?;
+    let max_depth = config.depths.iter().copied().max().unwrap_or(0);
+    let need = max_depth + config.prefill_tokens + config.decode_tokens + 1;
+    let text = filler_tokens(
+        &tokenizer,
+        need.max(config.conversation_tokens + config.turn_tokens),
+    )?;
+    let mut rows = Vec::new();
+    for &depth in &config.depths {
+        rows.push(measure_depth(&model, &text, depth, config)?);
+    }
+    let quantization = model.quantization().to_string();
+    let weight_bytes_per_token = model.weight_bytes_per_token();
+    drop(model);
+    let (cold_ttft, warm_ttft) = measure_ttft(config, &text)?;
+    Ok(BenchReport {
+        model: config.model_path.clone(),
+        quantization,
+        device: crate::device::describe(&device),
+        threads: candle_core::utils::get_num_threads(),
+        load,
+        rows,
+        cold_ttft,
+        warm_ttft,
+        peak_rss_bytes: peak_rss(),
+        bandwidth_bytes_s: measure_bandwidth(),
+        weight_bytes_per_token,
+    })
+}
+
+/// Realistic token ids: a code snippet tokenized and repeated to `n` tokens.
+fn filler_tokens(tokenizer: &TextTokenizer, n: usize) -> Result<Vec<u32>, EngineError> {
+    const SNIPPET: &str = "fn parse_line(line: &str) -> Option<(String, i64)> {\n    \
+        let (key, value) = line.split_once('=')?;\n    let value = value.trim().parse().ok()?;\n    \
+        Some((key.trim().to_string(), value))\n}\n// Reads a config file and sums the values.\n";
+    let unit = tokenizer.encode(SNIPPET)?;
+    Ok(unit.iter().copied().cycle().take(n).collect())
+}
+
+fn prefill(model: &Model, cache: &mut KvCache, tokens: &[u32]) -> Result<Vec<f32>, EngineError> {
+    let mut logits = None;
+    for chunk in tokens.chunks(256) {
+        logits = Some(model.forward(chunk, cache)?);
+    }
+    match logits {
+        Some(l) => Ok(l.to_vec1::<f32>()?),
+        None => Ok(Vec::new()),
+    }
+}
+
+fn measure_depth(
+    model: &Model,
+    text: &[u32],
+    depth: usize,
+    config: &BenchConfig,
+) -> Result<DepthRow, EngineError> {
+    let mut cache = model.new_cache();
+    prefill(model, &mut cache, &text[..depth])?;
+    let t = Instant::now();
+    let timed = &text[depth..depth + config.prefill_tokens];
+    let mut logits = prefill(model, &mut cache, timed)?;
+    let prefill_tok_s = timed.len() as f64 / t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    for _ in 0..config.decode_tokens {
+        let token = argmax(&logits);
+        logits = model.forward(&[token], &mut cache)?.to_vec1::<f32>()?;
+    }
+    let decode_tok_s = config.decode_tokens as f64 / t.elapsed().as_secs_f64();
+    Ok(DepthRow {
+        depth,
+        prefill_tok_s,
+        decode_tok_s,
+    })
+}
+
+/// Cold and warm time to first token through the engine: a conversation read from scratch,
+/// then the same conversation plus a new turn continuing from the cached prefix.
+fn measure_ttft(config: &BenchConfig, text: &[u32]) -> Result<(Duration, Duration), EngineError> {
+    let mut engine_config = EngineConfig::new(&config.model_path);
+    engine_config.cache_budget_bytes = usize::MAX;
+    let engine = Engine::spawn(engine_config)?;
+    if let Health::Failed { reason } = engine.wait_ready(Duration::from_secs(600)) {
+        return Err(EngineError::Failed(reason));
+    }
+    let conv = &text[..config.conversation_tokens];
+    let cold = first_token_time(&engine, conv)?;
+    let turn = &text[..config.conversation_tokens + config.turn_tokens];
+    let warm = first_token_time(&engine, turn)?;
+    Ok((cold, warm))
+}
+
+fn first_token_time(engine: &Engine, prompt: &[u32]) -> Result<Duration, EngineError> {
+    let mut req = GenerateRequest::new(Prompt::Tokens(prompt.to_vec()), SamplingParams::greedy());
+    req.max_tokens = Some(1);
+    let t = Instant::now();
+    let mut rx = engine.submit(req);
+    let mut ttft = None;
+    while let Some(ev) = rx.blocking_recv() {
+        match ev {
+            EngineEvent::Usage(_) | EngineEvent::Text(_) => {
+                ttft.get_or_insert_with(|| t.elapsed());
+            }
+            EngineEvent::Failed { error, .. } => return Err(error),
+            _ => {}
+        }
+    }
+    Ok(ttft.unwrap_or_else(|| t.elapsed()))
+}
+
+/// Peak resident set size (VmHWM) of this process, on Linux.
+pub fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Read bandwidth in bytes/s: the best of a few sums over a 256 MiB buffer, one thread.
+pub fn measure_bandwidth() -> f64 {
+    let words = (256usize << 20) / 8;
+    let buf: Vec<u64> = (0..words as u64).collect();
+    let mut best = f64::MAX;
+    let mut sink = 0u64;
+    for _ in 0..3 {
+        let t = Instant::now();
+        let mut acc = [0u64; 8];
+        for chunk in buf.chunks_exact(8) {
+            for (a, v) in acc.iter_mut().zip(chunk) {
+                *a = a.wrapping_add(*v);
+            }
+        }
+        sink = sink.wrapping_add(acc.iter().fold(0u64, |x, y| x.wrapping_add(*y)));
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    std::hint::black_box(sink);
+    (words * 8) as f64 / best
+}

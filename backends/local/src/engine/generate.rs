@@ -1,0 +1,132 @@
+//! One request's generation on one sequence: chunked prefill, then sample/decode steps, with
+//! cancellation checked between every chunk and step.
+
+use hearth_backend::{FinishReason, Progress};
+use tracing::{debug, instrument};
+
+use crate::engine::EngineEvent;
+use crate::engine::pool::Sequence;
+use crate::engine::sink::Sink;
+use crate::error::EngineError;
+use crate::inject::{FaultPlan, Seam};
+use crate::model::Model;
+use crate::sampler::{Sampler, SamplingParams};
+use crate::stop::StopMatcher;
+use crate::tokenizer::TextTokenizer;
+
+/// What a generation needs besides the sequence.
+pub(crate) struct GenerateCtx<'a> {
+    pub model: &'a Model,
+    pub tokenizer: &'a TextTokenizer,
+    pub sink: &'a Sink,
+    pub faults: &'a FaultPlan,
+    pub cancel: &'a tokio_util::sync::CancellationToken,
+    pub chunk: usize,
+}
+
+/// Progress of one generation, kept outside the call so an error can still report it.
+#[derive(Default)]
+pub(crate) struct GenState {
+    /// Text streamed so far.
+    pub emitted: String,
+    pub completion_tokens: usize,
+    /// True once the first forward pass started: errors after it touch the cache.
+    pub device_work_started: bool,
+}
+
+/// The request's parameters, already validated.
+pub(crate) struct Plan<'a> {
+    pub prompt: &'a [u32],
+    pub reused: usize,
+    pub max_tokens: usize,
+    pub sampling: &'a SamplingParams,
+    pub stop: &'a [String],
+}
+
+impl GenerateCtx<'_> {
+    fn cancelled(&self) -> bool {
+        self.cancel.is_cancelled() || self.sink.is_closed()
+    }
+
+    /// Runs the prefill of `plan.prompt[plan.reused..]` and the decode loop.
+    #[instrument(skip_all, fields(prompt = plan.prompt.len(), reused = plan.reused))]
+    pub fn run(
+        &self,
+        seq: &mut Sequence,
+        plan: &Plan<'_>,
+        state: &mut GenState,
+    ) -> Result<FinishReason, EngineError> {
+        let mut logits = self.prefill(seq, plan, state)?;
+        let mut sampler = Sampler::new(plan.sampling.clone());
+        let mut decoder = self.tokenizer.stream_decoder();
+        let mut stop = StopMatcher::new(plan.stop);
+        let eos = self.tokenizer.eos_ids();
+        let mut step = 0usize;
+        loop {
+            let mut values = logits.to_vec1::<f32>()?;
+            let token = sampler.sample(&mut values, &seq.tokens)?;
+            self.faults.check(Seam::DecodeStep(step))?;
+            step += 1;
+            if eos.contains(&token) {
+                self.emit(state, stop.finish());
+                return Ok(FinishReason::Stop);
+            }
+            state.completion_tokens += 1;
+            if let Some(text) = decoder.step(token)? {
+                let out = stop.push(&text);
+                self.emit(state, out.emit);
+                if out.stopped {
+                    return Ok(FinishReason::Stop);
+                }
+            }
+            if state.completion_tokens >= plan.max_tokens || seq.tokens.len() >= seq.cache.max_len()
+            {
+                self.emit(state, stop.finish());
+                return Ok(FinishReason::Length);
+            }
+            if self.cancelled() {
+                return Err(EngineError::Cancelled);
+            }
+            logits = self.model.forward(&[token], &mut seq.cache)?;
+            seq.tokens.push(token);
+        }
+    }
+
+    fn prefill(
+        &self,
+        seq: &mut Sequence,
+        plan: &Plan<'_>,
+        state: &mut GenState,
+    ) -> Result<candle_core::Tensor, EngineError> {
+        let todo = &plan.prompt[plan.reused..];
+        let total = todo.len();
+        let chunks = total.div_ceil(self.chunk);
+        let mut done = 0usize;
+        let mut logits = None;
+        for (k, chunk) in todo.chunks(self.chunk).enumerate() {
+            if self.cancelled() {
+                return Err(EngineError::Cancelled);
+            }
+            state.device_work_started = true;
+            logits = Some(self.model.forward(chunk, &mut seq.cache)?);
+            seq.tokens.extend_from_slice(chunk);
+            done += chunk.len();
+            self.faults.check(Seam::PrefillChunk(k))?;
+            if chunks > 1 {
+                debug!(chunk = k, done, total, "prefill chunk");
+                self.sink.send(EngineEvent::Progress(Progress::Prefill {
+                    done: done as u32,
+                    total: total as u32,
+                }));
+            }
+        }
+        logits.ok_or_else(|| EngineError::InvalidRequest("nothing to prefill".into()))
+    }
+
+    fn emit(&self, state: &mut GenState, text: String) {
+        if !text.is_empty() {
+            state.emitted.push_str(&text);
+            self.sink.send(EngineEvent::Text(text));
+        }
+    }
+}

@@ -1,0 +1,145 @@
+//! [`Engine`]: starts the engine thread and hands it requests.
+
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::thread;
+
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+use tracing::info;
+
+use crate::engine::health::{Health, HealthCell};
+use crate::engine::sink::{Sink, Terminal};
+use crate::engine::worker::Worker;
+use crate::engine::{EngineConfig, EngineEvent, GenerateRequest};
+use crate::error::EngineError;
+use crate::model::{Arch, GgufFile, quantization_label};
+use crate::tokenizer::TextTokenizer;
+
+/// What is known about the served model before its weights finish loading.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelSummary {
+    pub id: String,
+    pub path: std::path::PathBuf,
+    pub arch: Arch,
+    /// The context the engine serves (the model's, capped by the config).
+    pub context_length: usize,
+    pub quantization: String,
+    pub device: String,
+}
+
+enum Command {
+    Generate(Box<GenerateRequest>, Sink),
+}
+
+/// The running engine: a dedicated OS thread owns the model; requests go over a channel and
+/// events stream back. Dropping the engine lets the thread finish its current request and exit.
+pub struct Engine {
+    tx: mpsc::Sender<Command>,
+    pub(crate) health: HealthCell,
+    summary: ModelSummary,
+    tokenizer: Arc<TextTokenizer>,
+}
+
+impl Engine {
+    /// Reads the model's header and tokenizer (fast), then loads the weights on the engine
+    /// thread. Returns before the weights are in; [`Engine::health`] tells when they are.
+    /// Blocks for the header read: call from a blocking context.
+    pub fn spawn(config: EngineConfig) -> Result<Self, EngineError> {
+        let device = crate::device::open(config.device)?;
+        let header = GgufFile::open(&config.model_path)?;
+        let tokenizer = Arc::new(TextTokenizer::from_gguf(&header.content)?);
+        let vocab = header
+            .content
+            .tensor_infos
+            .get("token_embd.weight")
+            .and_then(|t| t.shape.dims2().ok())
+            .map(|(v, _)| v)
+            .unwrap_or(0);
+        let model_config = crate::model::ModelConfig::from_gguf(&header.content, vocab)?;
+        let context_length = config.max_context.map_or(model_config.context_length, |m| {
+            m.min(model_config.context_length)
+        });
+        let id = config.model_id.clone().unwrap_or_else(|| {
+            config
+                .model_path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "local".into())
+        });
+        let summary = ModelSummary {
+            id,
+            path: config.model_path.clone(),
+            arch: model_config.arch,
+            context_length,
+            quantization: quantization_label(&header.content),
+            device: crate::device::describe(&device),
+        };
+        drop(header);
+        let health = HealthCell::new(Health::Loading { fraction: 0.0 });
+        let (tx, rx) = mpsc::channel::<Command>();
+        let mut worker = Worker::new(
+            config,
+            device,
+            tokenizer.clone(),
+            health.clone(),
+            context_length,
+        );
+        thread::Builder::new()
+            .name("hearth-engine".into())
+            .spawn(move || {
+                worker.start();
+                while let Ok(Command::Generate(req, sink)) = rx.recv() {
+                    worker.handle(*req, sink);
+                }
+                info!("engine thread exits");
+            })?;
+        Ok(Self {
+            tx,
+            health,
+            summary,
+            tokenizer,
+        })
+    }
+
+    /// Queues a request; its events arrive on the returned receiver, ending with exactly one
+    /// terminal event. A poisoned or failed model answers at once with an error.
+    pub fn submit(&self, request: GenerateRequest) -> UnboundedReceiver<EngineEvent> {
+        let (tx, rx) = unbounded_channel();
+        let sink = Sink::new(tx);
+        if let Some(error) = self.health.refusal() {
+            sink.finish(Terminal::Failed {
+                error,
+                partial: String::new(),
+            });
+            return rx;
+        }
+        // If the thread is gone the command comes back and dropping its sink ends the
+        // stream with an error.
+        let _ = self.tx.send(Command::Generate(Box::new(request), sink));
+        rx
+    }
+
+    pub fn health(&self) -> Health {
+        self.health.get()
+    }
+
+    pub fn summary(&self) -> &ModelSummary {
+        &self.summary
+    }
+
+    pub fn tokenizer(&self) -> &TextTokenizer {
+        &self.tokenizer
+    }
+
+    /// Blocks until the model is loaded (or failed to load), polling its health.
+    pub fn wait_ready(&self, timeout: std::time::Duration) -> Health {
+        let start = std::time::Instant::now();
+        loop {
+            let h = self.health.get();
+            if !matches!(h, Health::Loading { .. }) || start.elapsed() > timeout {
+                return h;
+            }
+            thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+}

@@ -1,0 +1,57 @@
+//! The model's health, shared between the engine thread and the callers so that requests to a
+//! poisoned or failed model are refused at once instead of queueing.
+
+use std::sync::{Arc, Mutex};
+
+use crate::error::EngineError;
+
+/// Where the model stands.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Health {
+    /// Weights are loading; `fraction` in 0..=1.
+    Loading {
+        fraction: f32,
+    },
+    Healthy,
+    /// A device fault poisoned the model; a reload is under way.
+    Poisoned {
+        cause: String,
+    },
+    /// Loading failed or reloads are exhausted; the model refuses all work.
+    Failed {
+        reason: String,
+    },
+}
+
+/// Shared, cheaply cloned handle on the health state.
+#[derive(Debug, Clone)]
+pub struct HealthCell(Arc<Mutex<Health>>);
+
+impl HealthCell {
+    pub fn new(initial: Health) -> Self {
+        Self(Arc::new(Mutex::new(initial)))
+    }
+
+    pub fn get(&self) -> Health {
+        match self.0.lock() {
+            Ok(h) => h.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    pub fn set(&self, health: Health) {
+        match self.0.lock() {
+            Ok(mut h) => *h = health,
+            Err(poisoned) => *poisoned.into_inner() = health,
+        }
+    }
+
+    /// The error a new request gets now, if it must be refused.
+    pub fn refusal(&self) -> Option<EngineError> {
+        match self.get() {
+            Health::Poisoned { cause } => Some(EngineError::Poisoned { cause }),
+            Health::Failed { reason } => Some(EngineError::Failed(reason)),
+            Health::Loading { .. } | Health::Healthy => None,
+        }
+    }
+}

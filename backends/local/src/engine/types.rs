@@ -1,0 +1,106 @@
+//! What goes into the engine and what comes out.
+
+use std::path::PathBuf;
+
+use hearth_backend::{FinishReason, Message, Progress, Usage};
+use tokio_util::sync::CancellationToken;
+
+use crate::device::DeviceChoice;
+use crate::error::EngineError;
+use crate::inject::FaultPlan;
+use crate::sampler::SamplingParams;
+
+/// The prompt of a request.
+#[derive(Debug, Clone)]
+pub enum Prompt {
+    /// Rendered as ChatML with the generation prompt.
+    Messages(Vec<Message>),
+    /// Raw text, tokenized as is (special tokens recognised).
+    Text(String),
+    /// Token ids, used as is.
+    Tokens(Vec<u32>),
+}
+
+/// One generation request.
+#[derive(Debug, Clone)]
+pub struct GenerateRequest {
+    pub prompt: Prompt,
+    pub sampling: SamplingParams,
+    /// Most tokens to generate; `None` means up to the context's end.
+    pub max_tokens: Option<usize>,
+    pub stop: Vec<String>,
+    pub cancel: CancellationToken,
+}
+
+impl GenerateRequest {
+    pub fn new(prompt: Prompt, sampling: SamplingParams) -> Self {
+        Self {
+            prompt,
+            sampling,
+            max_tokens: None,
+            stop: Vec::new(),
+            cancel: CancellationToken::new(),
+        }
+    }
+}
+
+/// What the engine streams back, in order. Exactly one terminal event
+/// ([`EngineEvent::Done`], [`EngineEvent::Failed`] or [`EngineEvent::Cancelled`]) ends every
+/// request, and nothing follows it.
+#[derive(Debug)]
+pub enum EngineEvent {
+    Progress(Progress),
+    Text(String),
+    Usage(Usage),
+    Done(FinishReason),
+    /// The request failed; `partial` is the text already streamed.
+    Failed {
+        error: EngineError,
+        partial: String,
+    },
+    Cancelled,
+}
+
+impl EngineEvent {
+    pub fn is_terminal(&self) -> bool {
+        matches!(self, Self::Done(_) | Self::Failed { .. } | Self::Cancelled)
+    }
+}
+
+/// How to run the engine.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// The GGUF file.
+    pub model_path: PathBuf,
+    /// The id the model is listed under; defaults to the file stem.
+    pub model_id: Option<String>,
+    pub device: DeviceChoice,
+    /// Prompt tokens per prefill step; `None` picks the device default (256 on CPU).
+    pub prefill_chunk: Option<usize>,
+    /// Cap on the context (tokens), below the model's trained length, to bound memory.
+    pub max_context: Option<usize>,
+    /// Memory for all sessions' KV caches together; idle ones are evicted past it.
+    pub cache_budget_bytes: usize,
+    /// Most cached sequences kept at once.
+    pub max_cached_sequences: usize,
+    /// Reloads allowed within ten minutes before the model stays failed.
+    pub max_reloads: usize,
+    /// Fault injection (empty outside tests).
+    pub faults: FaultPlan,
+}
+
+impl EngineConfig {
+    pub fn new(model_path: impl Into<PathBuf>) -> Self {
+        Self {
+            model_path: model_path.into(),
+            model_id: None,
+            device: DeviceChoice::Auto,
+            prefill_chunk: None,
+            max_context: None,
+            cache_budget_bytes: 1 << 30,
+            max_cached_sequences: 8,
+            max_reloads: 3,
+            faults: FaultPlan::default(),
+        }
+    }
+}

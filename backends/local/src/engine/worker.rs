@@ -1,0 +1,349 @@
+//! The engine thread's state: the loaded model, the prefix pool and the model's health. It
+//! serves one request at a time, classifies every failure, poisons and reloads on device
+//! faults, and checks each reload with a canary.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use candle_core::Device;
+use hearth_backend::{Progress, Usage};
+use tracing::{error, info, warn};
+
+use crate::chat::render_chatml;
+use crate::engine::generate::{GenState, GenerateCtx, Plan};
+use crate::engine::health::{Health, HealthCell};
+use crate::engine::pool::{ColdCause, PrefixPool, Sequence};
+use crate::engine::sink::{Sink, Terminal};
+use crate::engine::{EngineConfig, EngineEvent, GenerateRequest, Prompt};
+use crate::error::{EngineError, FaultClass};
+use crate::fault::{DeviceFaultKind, device_fault_kind};
+use crate::inject::Seam;
+use crate::model::{GgufFile, KvCache, LoadStage, Model};
+use crate::sampler::{Sampler, SamplingParams};
+use crate::tokenizer::TextTokenizer;
+
+/// The fixed prompt whose greedy continuation proves a reloaded model computes what the first
+/// load computed.
+const CANARY_PROMPT: &str = "def add(a, b):\n    return";
+const CANARY_TOKENS: usize = 4;
+const RELOAD_WINDOW: Duration = Duration::from_secs(600);
+
+pub(crate) struct Worker {
+    config: EngineConfig,
+    device: Device,
+    tokenizer: Arc<TextTokenizer>,
+    health: HealthCell,
+    model: Option<Model>,
+    pool: PrefixPool,
+    canary: Option<Vec<u32>>,
+    reloads: Vec<Instant>,
+    chunk: usize,
+    max_context: usize,
+}
+
+impl Worker {
+    pub fn new(
+        config: EngineConfig,
+        device: Device,
+        tokenizer: Arc<TextTokenizer>,
+        health: HealthCell,
+        max_context: usize,
+    ) -> Self {
+        let chunk = config
+            .prefill_chunk
+            .unwrap_or_else(|| crate::device::default_prefill_chunk(&device))
+            .max(1);
+        let pool = PrefixPool::new(config.cache_budget_bytes, config.max_cached_sequences);
+        Self {
+            config,
+            device,
+            tokenizer,
+            health,
+            model: None,
+            pool,
+            canary: None,
+            reloads: Vec::new(),
+            chunk,
+            max_context,
+        }
+    }
+
+    /// The first load; on failure the model stays failed (nothing is left allocated).
+    pub fn start(&mut self) {
+        match self.load_checked() {
+            Ok(model) => {
+                self.model = Some(model);
+                self.health.set(Health::Healthy);
+                info!(path = %self.config.model_path.display(), "model loaded");
+            }
+            Err(err) => {
+                error!(%err, "model load failed");
+                self.health.set(Health::Failed {
+                    reason: err.to_string(),
+                });
+            }
+        }
+    }
+
+    /// Loads the weights (transactionally: a failure drops everything read) and runs the
+    /// canary: the first load records its output, later loads must reproduce it.
+    fn load_checked(&mut self) -> Result<Model, EngineError> {
+        let health = self.health.clone();
+        let faults = self.config.faults.clone();
+        let mut hook = |stage: LoadStage| {
+            if let LoadStage::Block { n, total } = stage {
+                let fraction = n as f32 / total.max(1) as f32;
+                if matches!(health.get(), Health::Loading { .. }) {
+                    health.set(Health::Loading { fraction });
+                }
+            }
+            faults.check(Seam::Load(stage))
+        };
+        let mut file = GgufFile::open(&self.config.model_path)?;
+        let model = file.load_model(&self.device, &mut hook)?;
+        let output = self.run_canary(&model)?;
+        match &self.canary {
+            None => self.canary = Some(output),
+            Some(expected) if *expected == output => {}
+            Some(expected) => {
+                return Err(EngineError::Load {
+                    path: self.config.model_path.display().to_string(),
+                    message: format!("canary mismatch: {output:?} != {expected:?}"),
+                });
+            }
+        }
+        Ok(model)
+    }
+
+    fn run_canary(&self, model: &Model) -> Result<Vec<u32>, EngineError> {
+        let prompt = self.tokenizer.encode(CANARY_PROMPT)?;
+        let mut cache = KvCache::new(model.config(), self.max_context, model.device());
+        let mut sampler = Sampler::new(SamplingParams::greedy());
+        let mut logits = model.forward(&prompt, &mut cache)?;
+        let mut out = Vec::with_capacity(CANARY_TOKENS);
+        for _ in 0..CANARY_TOKENS {
+            self.config.faults.check(Seam::Canary)?;
+            let token = sampler.sample(&mut logits.to_vec1::<f32>()?, &out)?;
+            out.push(token);
+            logits = model.forward(&[token], &mut cache)?;
+        }
+        Ok(out)
+    }
+
+    /// Serves one request to its single terminal event.
+    pub fn handle(&mut self, req: GenerateRequest, sink: Sink) {
+        if let Some(error) = self.health.refusal() {
+            return sink.finish(Terminal::Failed {
+                error,
+                partial: String::new(),
+            });
+        }
+        if req.cancel.is_cancelled() || sink.is_closed() {
+            return sink.finish(Terminal::Cancelled);
+        }
+        let prompt = match self.tokenize(&req.prompt) {
+            Ok(p) => p,
+            Err(error) => {
+                return sink.finish(Terminal::Failed {
+                    error,
+                    partial: String::new(),
+                });
+            }
+        };
+        if let Err(error) = self.validate(&prompt) {
+            return sink.finish(Terminal::Failed {
+                error,
+                partial: String::new(),
+            });
+        }
+        self.generate(req, prompt, sink);
+    }
+
+    fn tokenize(&self, prompt: &Prompt) -> Result<Vec<u32>, EngineError> {
+        let tokenizer = &self.tokenizer;
+        let run = || match prompt {
+            Prompt::Messages(messages) => {
+                tokenizer.encode(&render_chatml(messages, tokenizer.default_system()))
+            }
+            Prompt::Text(text) => tokenizer.encode(text),
+            Prompt::Tokens(tokens) => Ok(tokens.clone()),
+        };
+        catch_unwind(AssertUnwindSafe(run)).unwrap_or_else(|p| Err(panic_error(p)))
+    }
+
+    fn validate(&self, prompt: &[u32]) -> Result<(), EngineError> {
+        if prompt.is_empty() {
+            return Err(EngineError::InvalidRequest("empty prompt".into()));
+        }
+        if let Some(model) = &self.model {
+            let vocab = model.config().vocab_size;
+            if let Some(&id) = prompt.iter().find(|&&t| t as usize >= vocab) {
+                return Err(EngineError::TokenOutOfRange { id, vocab });
+            }
+        }
+        if prompt.len() >= self.max_context {
+            return Err(EngineError::ContextOverflow {
+                needed: prompt.len() + 1,
+                limit: self.max_context,
+            });
+        }
+        Ok(())
+    }
+
+    fn generate(&mut self, req: GenerateRequest, prompt: Vec<u32>, sink: Sink) {
+        let Some(model) = self.model.as_ref() else {
+            let error = EngineError::Failed("no model loaded".into());
+            return sink.finish(Terminal::Failed {
+                error,
+                partial: String::new(),
+            });
+        };
+        let max_context = self.max_context;
+        let fresh = || KvCache::new(model.config(), max_context, model.device());
+        let taken = match self.pool.take(&prompt, fresh) {
+            Ok(t) => t,
+            Err(error) => {
+                return sink.finish(Terminal::Failed {
+                    error,
+                    partial: String::new(),
+                });
+            }
+        };
+        if let Some(cause) = taken.cold {
+            info!("cold_prefill cause={}", cause.as_str());
+            sink.send(EngineEvent::Progress(Progress::ColdPrefill {
+                reason: cause.as_str().to_string(),
+            }));
+        }
+        let mut seq = taken.seq;
+        let plan = Plan {
+            prompt: &prompt,
+            reused: taken.reused,
+            max_tokens: req
+                .max_tokens
+                .unwrap_or(usize::MAX)
+                .min(max_context - prompt.len()),
+            sampling: &req.sampling,
+            stop: &req.stop,
+        };
+        let ctx = GenerateCtx {
+            model,
+            tokenizer: &self.tokenizer,
+            sink: &sink,
+            faults: &self.config.faults,
+            cancel: &req.cancel,
+            chunk: self.chunk,
+        };
+        let mut state = GenState::default();
+        let result = catch_unwind(AssertUnwindSafe(|| ctx.run(&mut seq, &plan, &mut state)))
+            .unwrap_or_else(|p| Err(panic_error(p)));
+        let usage = Usage {
+            prompt_tokens: prompt.len() as u32,
+            completion_tokens: state.completion_tokens as u32,
+            cached_tokens: Some(taken.reused as u32),
+        };
+        self.finish(result, seq, state, usage, sink);
+    }
+
+    fn finish(
+        &mut self,
+        result: Result<hearth_backend::FinishReason, EngineError>,
+        seq: Sequence,
+        state: GenState,
+        usage: Usage,
+        sink: Sink,
+    ) {
+        let error = match result {
+            Ok(reason) => {
+                self.pool.put(seq);
+                sink.send(EngineEvent::Usage(usage));
+                return sink.finish(Terminal::Done(reason));
+            }
+            Err(EngineError::Cancelled) => {
+                // The cache holds only fully computed tokens: keep it for the next round.
+                self.pool.put(seq);
+                return sink.finish(Terminal::Cancelled);
+            }
+            Err(error) => error,
+        };
+        let class = error.class();
+        warn!(%error, ?class, "generation failed");
+        // Any failure after device work began resets the sequence; after a device fault the
+        // whole model reloads, which is the cause the next round reports.
+        if state.device_work_started {
+            let cause = if class == FaultClass::Device {
+                ColdCause::Reload
+            } else {
+                ColdCause::FailedGeneration
+            };
+            self.pool.record(seq.tokens, cause);
+        }
+        let sticky = match &error {
+            EngineError::Tensor(e) => device_fault_kind(e) == Some(DeviceFaultKind::StickyCuda),
+            _ => false,
+        };
+        let cause = error.to_string();
+        if class == FaultClass::Device {
+            // Refuse new work before the caller learns of the failure.
+            self.health.set(Health::Poisoned {
+                cause: cause.clone(),
+            });
+        }
+        sink.finish(Terminal::Failed {
+            error,
+            partial: state.emitted,
+        });
+        if class == FaultClass::Device {
+            self.recover(cause, sticky);
+        }
+    }
+
+    /// Poisoned: drop the model and every cache, then reload (or give up on a sticky CUDA
+    /// fault, which no in-process reload can fix).
+    fn recover(&mut self, cause: String, sticky: bool) {
+        error!(%cause, "model poisoned");
+        self.model = None;
+        self.pool.clear(ColdCause::Reload);
+        if sticky && self.device.is_cuda() {
+            self.health.set(Health::Failed {
+                reason: format!("{cause}; the CUDA context is lost, restart hearth"),
+            });
+            return;
+        }
+        loop {
+            let now = Instant::now();
+            self.reloads
+                .retain(|t| now.duration_since(*t) < RELOAD_WINDOW);
+            if self.reloads.len() >= self.config.max_reloads {
+                self.health.set(Health::Failed {
+                    reason: format!(
+                        "{cause}; reload limit reached ({} reloads in {} s)",
+                        self.reloads.len(),
+                        RELOAD_WINDOW.as_secs()
+                    ),
+                });
+                return;
+            }
+            self.reloads.push(now);
+            match self.load_checked() {
+                Ok(model) => {
+                    info!("model reloaded after a device fault");
+                    self.model = Some(model);
+                    self.health.set(Health::Healthy);
+                    return;
+                }
+                Err(err) => warn!(%err, "reload failed"),
+            }
+        }
+    }
+}
+
+fn panic_error(payload: Box<dyn std::any::Any + Send>) -> EngineError {
+    let msg = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    EngineError::Panic(msg)
+}

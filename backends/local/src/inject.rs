@@ -1,0 +1,117 @@
+//! Fault injection for tests: faults armed at named seams (load stages, prefill chunks, decode
+//! steps, the canary). Compiled in only for this crate's tests and behind the
+//! `fault-injection` feature; in every other build [`FaultPlan`] is empty and `check` is a
+//! no-op the optimizer removes.
+
+use crate::error::EngineError;
+use crate::model::LoadStage;
+
+/// Where a fault can be injected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seam {
+    Load(LoadStage),
+    /// After prefill chunk `k` (0-based) ran.
+    PrefillChunk(usize),
+    /// After decode step `k` (0-based) sampled its token.
+    DecodeStep(usize),
+    /// Inside the canary check after a reload.
+    Canary,
+}
+
+/// What an injected fault looks like.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InjectedFault {
+    /// An ordinary tensor error (e.g. a shape mismatch).
+    Tensor,
+    /// `CUDA_ERROR_OUT_OF_MEMORY`.
+    OutOfMemory,
+    /// `CUDA_ERROR_ILLEGAL_ADDRESS`, a sticky code.
+    StickyCuda,
+    /// A CUDA code the classifier does not know.
+    UnknownCuda,
+    /// A panic in the engine's code.
+    Panic,
+}
+
+impl InjectedFault {
+    /// The synthetic error (panics for [`InjectedFault::Panic`]).
+    pub fn raise(self) -> EngineError {
+        let cuda = |code: &str| {
+            candle_core::Error::Cuda(Box::new(std::io::Error::other(format!(
+                "DriverError({code}, \"injected\")"
+            ))))
+        };
+        let err = match self {
+            Self::Tensor => candle_core::Error::Msg("injected shape mismatch".into()),
+            Self::OutOfMemory => cuda("CUDA_ERROR_OUT_OF_MEMORY"),
+            Self::StickyCuda => cuda("CUDA_ERROR_ILLEGAL_ADDRESS"),
+            Self::UnknownCuda => cuda("CUDA_ERROR_NEVER_SEEN_BEFORE"),
+            Self::Panic => panic!("injected panic"),
+        };
+        EngineError::Tensor(err)
+    }
+}
+
+#[cfg(any(test, feature = "fault-injection"))]
+mod plan {
+    use std::sync::{Arc, Mutex};
+
+    use super::{InjectedFault, Seam};
+    use crate::error::EngineError;
+
+    /// Armed faults, shared with the engine thread so a test can arm them at any time.
+    #[derive(Debug, Clone, Default)]
+    pub struct FaultPlan {
+        armed: Arc<Mutex<Vec<(Seam, InjectedFault, usize)>>>,
+    }
+
+    impl FaultPlan {
+        /// Fires `fault` the next `times` times `seam` is reached.
+        pub fn arm(&self, seam: Seam, fault: InjectedFault, times: usize) {
+            if let Ok(mut armed) = self.armed.lock() {
+                armed.push((seam, fault, times));
+            }
+        }
+
+        pub fn check(&self, seam: Seam) -> Result<(), EngineError> {
+            let fault = {
+                let Ok(mut armed) = self.armed.lock() else {
+                    return Ok(());
+                };
+                let hit = armed.iter_mut().find(|(s, _, n)| *s == seam && *n > 0);
+                match hit {
+                    Some((_, fault, n)) => {
+                        *n -= 1;
+                        Some(*fault)
+                    }
+                    None => None,
+                }
+            };
+            match fault {
+                Some(fault) => Err(fault.raise()),
+                None => Ok(()),
+            }
+        }
+    }
+}
+
+#[cfg(not(any(test, feature = "fault-injection")))]
+mod plan {
+    use super::Seam;
+    use crate::error::EngineError;
+
+    /// No faults in production builds.
+    #[derive(Debug, Clone, Default)]
+    pub struct FaultPlan {
+        _private: (),
+    }
+
+    impl FaultPlan {
+        #[inline(always)]
+        pub fn check(&self, _seam: Seam) -> Result<(), EngineError> {
+            Ok(())
+        }
+    }
+}
+
+pub use plan::FaultPlan;

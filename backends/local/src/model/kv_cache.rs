@@ -1,0 +1,178 @@
+//! The per-sequence KV cache: one preallocated K and V buffer per layer, owned by the engine.
+//!
+//! Buffers have shape `(1, kv_heads, capacity, head_dim)`. Appending writes in place
+//! (`slice_set`) at `len`; capacity doubles when full (amortised O(1) append), capped at the
+//! model's context length. `len` advances only after a forward pass has written every layer,
+//! so a forward that fails part-way leaves the cache at its previous, consistent length.
+
+use candle_core::{DType, Device, Tensor};
+
+use crate::error::EngineError;
+use crate::model::ModelConfig;
+
+/// Smallest allocation, in tokens, so short chats do not reallocate every step.
+const MIN_CAPACITY: usize = 256;
+
+struct LayerKv {
+    k: Tensor,
+    v: Tensor,
+}
+
+/// K/V for one sequence, all layers.
+pub struct KvCache {
+    layers: Vec<LayerKv>,
+    num_layers: usize,
+    kv_heads: usize,
+    head_dim: usize,
+    len: usize,
+    capacity: usize,
+    max_len: usize,
+    device: Device,
+}
+
+impl KvCache {
+    /// An empty cache for `config` that may grow to `max_len` tokens. Allocates nothing yet.
+    pub fn new(config: &ModelConfig, max_len: usize, device: &Device) -> Self {
+        Self {
+            layers: Vec::new(),
+            num_layers: config.num_layers,
+            kv_heads: config.num_kv_heads,
+            head_dim: config.head_dim,
+            len: 0,
+            capacity: 0,
+            max_len,
+            device: device.clone(),
+        }
+    }
+
+    /// Tokens held.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Most tokens this cache can ever hold.
+    pub fn max_len(&self) -> usize {
+        self.max_len
+    }
+
+    /// Bytes allocated now (what the memory budget counts).
+    pub fn allocated_bytes(&self) -> usize {
+        2 * self.num_layers * self.kv_heads * self.head_dim * self.capacity * 4
+    }
+
+    /// Keeps the first `n` tokens. `n` beyond the current length is an error.
+    pub fn truncate(&mut self, n: usize) -> Result<(), EngineError> {
+        if n > self.len {
+            return Err(EngineError::BadPosition {
+                position: n,
+                len: self.len,
+            });
+        }
+        self.len = n;
+        Ok(())
+    }
+
+    /// Forgets every token and frees the buffers.
+    pub fn reset(&mut self) {
+        self.len = 0;
+        self.capacity = 0;
+        self.layers.clear();
+    }
+
+    /// A new cache holding a copy of this cache's first `n` tokens (for a new sequence that
+    /// shares a prefix with this one, e.g. the system prompt).
+    pub fn fork_prefix(&self, n: usize) -> Result<Self, EngineError> {
+        if n > self.len {
+            return Err(EngineError::BadPosition {
+                position: n,
+                len: self.len,
+            });
+        }
+        let mut fork = Self {
+            layers: Vec::new(),
+            len: 0,
+            capacity: 0,
+            device: self.device.clone(),
+            ..*self
+        };
+        if n == 0 {
+            return Ok(fork);
+        }
+        fork.reserve(n)?;
+        for (dst, src) in fork.layers.iter().zip(&self.layers) {
+            dst.k
+                .slice_set(&src.k.narrow(2, 0, n)?.contiguous()?, 2, 0)?;
+            dst.v
+                .slice_set(&src.v.narrow(2, 0, n)?.contiguous()?, 2, 0)?;
+        }
+        fork.len = n;
+        Ok(fork)
+    }
+
+    /// Makes room for `extra` more tokens, growing the buffers if needed.
+    pub(crate) fn reserve(&mut self, extra: usize) -> Result<(), EngineError> {
+        let needed = self.len + extra;
+        if needed > self.max_len {
+            return Err(EngineError::ContextOverflow {
+                needed,
+                limit: self.max_len,
+            });
+        }
+        if needed <= self.capacity && !self.layers.is_empty() {
+            return Ok(());
+        }
+        let new_cap = needed
+            .max(self.capacity * 2)
+            .max(MIN_CAPACITY)
+            .min(self.max_len);
+        let shape = (1, self.kv_heads, new_cap, self.head_dim);
+        let mut layers = Vec::with_capacity(self.num_layers);
+        for i in 0..self.num_layers {
+            let k = Tensor::zeros(shape, DType::F32, &self.device)?;
+            let v = Tensor::zeros(shape, DType::F32, &self.device)?;
+            if self.len > 0 {
+                let old = &self.layers[i];
+                k.slice_set(&old.k.narrow(2, 0, self.len)?.contiguous()?, 2, 0)?;
+                v.slice_set(&old.v.narrow(2, 0, self.len)?.contiguous()?, 2, 0)?;
+            }
+            layers.push(LayerKv { k, v });
+        }
+        self.layers = layers;
+        self.capacity = new_cap;
+        Ok(())
+    }
+
+    /// Writes `k`/`v` of shape `(1, kv_heads, L, head_dim)` for `layer` at position `len` and
+    /// returns views of positions `0..len+L`. Does not advance `len`; see [`Self::commit`].
+    pub(crate) fn write(
+        &mut self,
+        layer: usize,
+        k: &Tensor,
+        v: &Tensor,
+    ) -> Result<(Tensor, Tensor), EngineError> {
+        let l = k.dim(2)?;
+        let slot = self.layers.get(layer).ok_or(EngineError::BadPosition {
+            position: layer,
+            len: self.layers.len(),
+        })?;
+        if self.len + l > self.capacity {
+            return Err(EngineError::ContextOverflow {
+                needed: self.len + l,
+                limit: self.capacity,
+            });
+        }
+        slot.k.slice_set(&k.contiguous()?, 2, self.len)?;
+        slot.v.slice_set(&v.contiguous()?, 2, self.len)?;
+        let end = self.len + l;
+        Ok((slot.k.narrow(2, 0, end)?, slot.v.narrow(2, 0, end)?))
+    }
+
+    /// Marks `n` tokens written by the last forward pass as held.
+    pub(crate) fn commit(&mut self, n: usize) {
+        self.len = (self.len + n).min(self.capacity);
+    }
+}

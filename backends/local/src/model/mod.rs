@@ -1,0 +1,21 @@
+//! Models as hearth's own code on candle ops: config, KV cache, RoPE, the decoder stack and
+//! the GGUF loader.
+
+mod config;
+mod gguf;
+mod kv_cache;
+mod rope;
+mod transformer;
+
+pub use config::{Arch, ModelConfig};
+pub(crate) use gguf::quantization_label;
+pub use gguf::{GgufFile, LoadStage};
+pub use kv_cache::KvCache;
+pub use rope::Rope;
+pub use transformer::Model;
+
+#[cfg(test)]
+#[path = "model_tests.rs"]
+mod tests;
+#[cfg(test)]
+pub(crate) mod tiny;

@@ -1,0 +1,168 @@
+use candle_core::Device;
+use candle_core::quantized::GgmlDType;
+
+use super::tiny::{self, TinySpec, VOCAB};
+use super::*;
+use crate::error::EngineError;
+
+fn load(spec: &TinySpec) -> (Model, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = tiny::write(spec, dir.path(), "m");
+    let mut file = GgufFile::open(&path).unwrap();
+    let model = file.load_model(&Device::Cpu, &mut |_| Ok(())).unwrap();
+    (model, dir)
+}
+
+fn prompt(n: usize) -> Vec<u32> {
+    (0..n).map(|i| ((i * 37 + 11) % 250) as u32).collect()
+}
+
+fn logits_vec(t: &candle_core::Tensor) -> Vec<f32> {
+    t.to_vec1::<f32>().unwrap()
+}
+
+fn max_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
+}
+
+/// Runs `tokens` in chunks of `chunk` and returns the last logits.
+fn chunked(model: &Model, cache: &mut KvCache, tokens: &[u32], chunk: usize) -> Vec<f32> {
+    let mut last = None;
+    for c in tokens.chunks(chunk) {
+        last = Some(model.forward(c, cache).unwrap());
+    }
+    logits_vec(&last.unwrap())
+}
+
+fn specs() -> Vec<TinySpec> {
+    let f32_qwen2 = TinySpec {
+        weights: GgmlDType::F32,
+        ..TinySpec::qwen2()
+    };
+    vec![
+        TinySpec::qwen2(),
+        f32_qwen2,
+        TinySpec::qwen3(),
+        TinySpec::llama(),
+    ]
+}
+
+#[test]
+fn chunked_prefill_equals_single_pass_for_every_chunk_size() {
+    for spec in specs() {
+        let (model, _dir) = load(&spec);
+        let tokens = prompt(100);
+        let mut cache = model.new_cache();
+        let reference = chunked(&model, &mut cache, &tokens, tokens.len());
+        assert_eq!(cache.len(), 100);
+        for chunk in [1, 3, 7, 64] {
+            let mut cache = model.new_cache();
+            let got = chunked(&model, &mut cache, &tokens, chunk);
+            let diff = max_diff(&reference, &got);
+            assert!(diff < 1e-3, "{:?} chunk {chunk}: diff {diff}", spec.arch);
+        }
+    }
+}
+
+#[test]
+fn prefill_after_decode_steps_matches_single_pass() {
+    // candle 0.11.1's quantized_qwen3 gets exactly this wrong (notes/inference.md §2.2).
+    for spec in specs() {
+        let (model, _dir) = load(&spec);
+        let tokens = prompt(60);
+        let mut cache = model.new_cache();
+        let reference = chunked(&model, &mut cache, &tokens, 60);
+        let mut cache = model.new_cache();
+        model.forward(&tokens[..20], &mut cache).unwrap();
+        for t in &tokens[20..23] {
+            model.forward(std::slice::from_ref(t), &mut cache).unwrap();
+        }
+        let got = chunked(&model, &mut cache, &tokens[23..], 13);
+        let diff = max_diff(&reference, &got);
+        assert!(diff < 1e-3, "{:?}: diff {diff}", spec.arch);
+    }
+}
+
+#[test]
+fn truncate_and_reprefill_equals_fresh_prefill() {
+    let (model, _dir) = load(&TinySpec::qwen3());
+    let a = prompt(80);
+    let mut b = a[..50].to_vec();
+    b.extend((0..30).map(|i| (i * 5 + 3) as u32));
+    let mut fresh = model.new_cache();
+    let reference = chunked(&model, &mut fresh, &b, 256);
+    let mut cache = model.new_cache();
+    chunked(&model, &mut cache, &a, 16);
+    cache.truncate(50).unwrap();
+    let got = chunked(&model, &mut cache, &b[50..], 16);
+    assert!(max_diff(&reference, &got) < 1e-3);
+    assert_eq!(cache.len(), 80);
+    cache.reset();
+    assert!(cache.is_empty());
+    assert_eq!(cache.allocated_bytes(), 0);
+    let again = chunked(&model, &mut cache, &b, 256);
+    assert!(max_diff(&reference, &again) < 1e-5);
+}
+
+#[test]
+fn cache_grows_past_its_first_allocation() {
+    let spec = TinySpec {
+        context: 1024,
+        ..TinySpec::qwen2()
+    };
+    let (model, _dir) = load(&spec);
+    let tokens = prompt(600); // beyond the 256-token first allocation, twice
+    let mut one = model.new_cache();
+    let reference = chunked(&model, &mut one, &tokens, 600);
+    let mut grown = model.new_cache();
+    let got = chunked(&model, &mut grown, &tokens, 100);
+    assert!(max_diff(&reference, &got) < 1e-3);
+}
+
+#[test]
+fn bad_ids_positions_and_overflow_are_errors_that_keep_the_cache() {
+    let (model, _dir) = load(&TinySpec::qwen2());
+    let mut cache = model.new_cache();
+    model.forward(&prompt(10), &mut cache).unwrap();
+    let bad_id = model.forward(&[1, VOCAB as u32], &mut cache);
+    assert!(matches!(bad_id, Err(EngineError::TokenOutOfRange { id, .. }) if id == VOCAB as u32));
+    assert!(matches!(
+        model.forward(&[], &mut cache),
+        Err(EngineError::InvalidRequest(_))
+    ));
+    assert!(matches!(
+        cache.truncate(11),
+        Err(EngineError::BadPosition {
+            position: 11,
+            len: 10
+        })
+    ));
+    let overflow = model.forward(&prompt(503), &mut cache);
+    assert!(matches!(
+        overflow,
+        Err(EngineError::ContextOverflow {
+            needed: 513,
+            limit: 512
+        })
+    ));
+    assert_eq!(cache.len(), 10);
+    // The cache still works after the errors.
+    model.forward(&[5], &mut cache).unwrap();
+    assert_eq!(cache.len(), 11);
+}
+
+#[test]
+fn config_and_labels_come_from_metadata() {
+    let (model, _dir) = load(&TinySpec::qwen3());
+    let c = model.config();
+    assert_eq!(
+        (c.arch, c.num_layers, c.head_dim, c.vocab_size),
+        (Arch::Qwen3, 2, 32, VOCAB)
+    );
+    assert_eq!(model.quantization(), "Q8_0");
+    assert!(model.weight_bytes_per_token() > 0);
+}

