@@ -11,6 +11,7 @@ pub mod error;
 pub mod fault;
 pub mod fetch;
 pub mod inject;
+pub mod lazy;
 pub mod model;
 pub mod requant;
 pub mod sampler;
@@ -19,6 +20,7 @@ pub mod tokenizer;
 
 pub use backend::LocalBackend;
 pub use device::DeviceChoice;
+pub use lazy::{LazyLocalBackend, ModelSource};
 pub use engine::{Engine, EngineConfig, EngineEvent, GenerateRequest, Health, Prompt};
 pub use error::{EngineError, FaultClass};
 pub use model::{Arch, GgufFile, KvCache, LoadStage, Model, ModelConfig};

@@ -1,0 +1,146 @@
+//! [`LazyLocalBackend`]: the local engine started on first use, fetching the default model
+//! first when it is not cached, so `hearth` starts instantly and the editor is told what is
+//! happening while the weights arrive and load.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use hearth_backend::{
+    Backend, BackendError, BackendEvent, CompletionRequest, EventStream, ModelInfo, Progress,
+};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::backend::LocalBackend;
+use crate::engine::EngineConfig;
+use crate::fetch::{DEFAULT_MODEL_ID, FetchProgress, cached_default_model, fetch_default_model};
+
+/// Which weights the lazy backend runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelSource {
+    /// The built-in default (Qwen2.5-Coder-0.5B-Instruct), fetched into the cache on first use.
+    Default,
+    /// A GGUF file the user configured.
+    File(PathBuf),
+}
+
+#[derive(Clone)]
+pub struct LazyLocalBackend {
+    source: ModelSource,
+    configure: Arc<dyn Fn(PathBuf) -> EngineConfig + Send + Sync>,
+    started: Arc<Mutex<Option<LocalBackend>>>,
+    /// Serialises first starts: two early requests must not fetch twice.
+    starting: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl LazyLocalBackend {
+    /// `configure` turns the model path into the engine's configuration.
+    pub fn new(source: ModelSource, configure: impl Fn(PathBuf) -> EngineConfig + Send + Sync + 'static) -> Self {
+        Self {
+            source,
+            configure: Arc::new(configure),
+            started: Arc::default(),
+            starting: Arc::default(),
+        }
+    }
+
+    /// The id the model is listed under before it is loaded.
+    pub fn model_id(&self) -> String {
+        match &self.source {
+            ModelSource::Default => DEFAULT_MODEL_ID.to_string(),
+            ModelSource::File(path) => path.file_stem().map_or_else(|| "local".into(), |s| s.to_string_lossy().into_owned()),
+        }
+    }
+
+    fn running(&self) -> Option<LocalBackend> {
+        self.started.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    /// Fetches (if needed) and starts the engine, reporting progress on `tx`.
+    async fn ensure(&self, tx: &mpsc::Sender<Result<BackendEvent, BackendError>>) -> Result<LocalBackend, BackendError> {
+        let _guard = self.starting.lock().await;
+        if let Some(backend) = self.running() {
+            return Ok(backend);
+        }
+        let model = self.model_id();
+        let unavailable = |reason: String| BackendError::ModelUnavailable { model: model.clone(), reason };
+        let path = match &self.source {
+            ModelSource::File(path) => path.clone(),
+            ModelSource::Default => match cached_default_model() {
+                Some(path) => path,
+                None => {
+                    let progress_tx = tx.clone();
+                    let id = model.clone();
+                    tokio::task::spawn_blocking(move || {
+                        fetch_default_model(&mut |p| {
+                            let fraction = match p {
+                                FetchProgress::Downloading { n, of } => Some(n as f32 / of.max(1) as f32 * 0.9),
+                                FetchProgress::Verifying => Some(0.95),
+                            };
+                            let event = BackendEvent::Progress { progress: Progress::LoadingModel { model: id.clone(), fraction } };
+                            let _ = progress_tx.blocking_send(Ok(event));
+                        })
+                    })
+                    .await
+                    .map_err(|e| unavailable(e.to_string()))?
+                    .map_err(|e| unavailable(e.to_string()))?
+                }
+            },
+        };
+        let config = (self.configure)(path);
+        let backend = tokio::task::spawn_blocking(move || LocalBackend::start(config))
+            .await
+            .map_err(|e| unavailable(e.to_string()))?
+            .map_err(|e| unavailable(e.to_string()))?;
+        *self.started.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(backend.clone());
+        Ok(backend)
+    }
+}
+
+#[async_trait]
+impl Backend for LazyLocalBackend {
+    fn stream(&self, request: CompletionRequest, cancel: CancellationToken) -> EventStream {
+        if let Some(backend) = self.running() {
+            return backend.stream(request, cancel);
+        }
+        let (tx, rx) = mpsc::channel(64);
+        let this = self.clone();
+        tokio::spawn(async move {
+            let started = tokio::select! {
+                started = this.ensure(&tx) => started,
+                () = cancel.cancelled() => return,
+            };
+            match started {
+                Err(err) => {
+                    let _ = tx.send(Err(err)).await;
+                }
+                Ok(backend) => {
+                    let mut inner = backend.stream(request, cancel);
+                    while let Some(event) = inner.next().await {
+                        if tx.send(event).await.is_err() {
+                            return; // The consumer went away; dropping `inner` stops the work.
+                        }
+                    }
+                }
+            }
+        });
+        Box::pin(futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) }))
+    }
+
+    async fn list_models(&self) -> Result<Vec<ModelInfo>, BackendError> {
+        if let Some(backend) = self.running() {
+            return backend.list_models().await;
+        }
+        let mut info = ModelInfo::new(self.model_id());
+        if self.source == ModelSource::Default {
+            info.quantization = Some(if cached_default_model().is_some() { "Q4_K_M".into() } else { "Q4_K_M, downloads on first use".into() });
+        }
+        Ok(vec![info])
+    }
+
+    fn count_tokens(&self, model: &str, text: &str) -> Option<usize> {
+        self.running()?.count_tokens(model, text)
+    }
+}
