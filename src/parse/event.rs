@@ -181,6 +181,24 @@ pub enum StreamEnd {
     Length,
 }
 
+impl StreamEnd {
+    /// How a backend stream ended: `length`, or as many completion tokens as `max_tokens` allowed
+    /// (vLLM reports `tool_calls` for truncated output), is [`StreamEnd::Length`].
+    pub fn from_backend(
+        reason: &hearth_backend::FinishReason,
+        completion_tokens: Option<u32>,
+        max_tokens: Option<u32>,
+    ) -> Self {
+        let at_limit =
+            matches!((completion_tokens, max_tokens), (Some(used), Some(max)) if used >= max);
+        if *reason == hearth_backend::FinishReason::Length || at_limit {
+            Self::Length
+        } else {
+            Self::Stop
+        }
+    }
+}
+
 /// The JSON type name of a value, for messages.
 pub(crate) fn type_name(v: &serde_json::Value) -> &'static str {
     match v {
@@ -190,5 +208,31 @@ pub(crate) fn type_name(v: &serde_json::Value) -> &'static str {
         serde_json::Value::String(_) => "a string",
         serde_json::Value::Array(_) => "an array",
         serde_json::Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hearth_backend::FinishReason;
+
+    #[test]
+    fn truncation_is_detected_from_reason_or_token_count() {
+        assert_eq!(
+            StreamEnd::from_backend(&FinishReason::Length, None, None),
+            StreamEnd::Length
+        );
+        assert_eq!(
+            StreamEnd::from_backend(&FinishReason::ToolCalls, Some(512), Some(512)),
+            StreamEnd::Length
+        );
+        assert_eq!(
+            StreamEnd::from_backend(&FinishReason::ToolCalls, Some(100), Some(512)),
+            StreamEnd::Stop
+        );
+        assert_eq!(
+            StreamEnd::from_backend(&FinishReason::Stop, None, Some(512)),
+            StreamEnd::Stop
+        );
     }
 }

@@ -41,6 +41,7 @@ impl StreamParser {
     fn content_tag(&mut self, input: &str, p: usize, eof: bool) -> Option<usize> {
         let rest = &input.as_bytes()[p..];
         let mut partial = false;
+        let mut undecided = false;
         let mut check = |tag: &str| {
             let m = match_tag(rest, tag);
             partial |= m == Match::Partial;
@@ -72,8 +73,17 @@ impl StreamParser {
                 return Some(self.consume(p, input.len() - p));
             }
             for (open, close) in ALT {
+                // Only a wrapper whose body starts like a call is held as a candidate, so prose
+                // about `<tool>` elements streams on.
                 if check(open) {
-                    return Some(self.open_block(BlockKind::Alt, close, input, p, p + open.len()));
+                    match self.starts_like_call(input, p + open.len()) {
+                        Some(true) => {
+                            let end = p + open.len();
+                            return Some(self.open_block(BlockKind::Alt, close, input, p, end));
+                        }
+                        None => undecided = true,
+                        Some(false) => {}
+                    }
                 }
             }
             if check(FUNCTION_OPEN) {
@@ -87,7 +97,7 @@ impl StreamParser {
                 }
             }
         }
-        if partial && !eof {
+        if (partial || undecided) && !eof {
             return None;
         }
         self.emit_text("<");

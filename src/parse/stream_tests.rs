@@ -268,6 +268,13 @@ fn wrapper_tags() {
     }
     let input = "Wrap data in <json>{\"a\": 1}</json> tags.";
     check(&case("wrapper no call", input, vec![T(input)]));
+    // Prose about such elements streams without waiting for a closer.
+    let mut p = super::StreamParser::new(config(ToolFormat::Auto, ThinkStart::Closed));
+    let events = p.feed("The <tool> element holds a name");
+    assert_eq!(
+        events,
+        vec![ParseEvent::Text("The <tool> element holds a name".into())]
+    );
 }
 
 #[test]
