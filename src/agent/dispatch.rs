@@ -198,6 +198,8 @@ async fn run_call(
                 is_error: output.failed,
             })
         }
+        // The card is already on screen: end it failed rather than showing it again.
+        Err(ToolError::Model(message)) => Ok(finish_failed(ctx, call, message)),
         Err(err) => stop_or_fail(ctx, call, err, prepared.kind),
     }
 }

@@ -22,6 +22,16 @@ pub(super) struct FileConfig {
     pub agent: FileAgent,
     #[serde(default)]
     pub endpoints: Vec<FileEndpoint>,
+    pub local: Option<FileLocal>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileLocal {
+    pub enabled: Option<bool>,
+    pub model: Option<PathBuf>,
+    pub max_context: Option<Spanned<u32>>,
+    pub prefill_chunk: Option<Spanned<u32>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

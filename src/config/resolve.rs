@@ -10,6 +10,8 @@ use crate::parse::ToolFormat;
 
 /// Name of the endpoint made from `HEARTH_BASE_URL` / `HEARTH_MODEL` / `HEARTH_API_KEY`.
 pub const ENV_ENDPOINT: &str = "env";
+/// Name of the in-process engine's endpoint.
+pub const LOCAL_ENDPOINT: &str = "local";
 const DEFAULT_MAX_TURN_REQUESTS: u32 = 50;
 
 /// Everything hearth needs to know from the user, resolved.
@@ -21,7 +23,20 @@ pub struct Config {
     pub default_mode: Mode,
     pub log: LogSettings,
     pub agent: AgentSettings,
+    /// The in-process engine, offered as the endpoint `local`; `None` leaves it out.
+    pub local: Option<LocalSettings>,
     pub source: ConfigSource,
+}
+
+/// The in-process engine's settings (`[local]`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LocalSettings {
+    /// A GGUF file; `None` runs the built-in default model (fetched on first use).
+    pub model: Option<PathBuf>,
+    /// Cap on the context in tokens (bounds memory).
+    pub max_context: Option<u32>,
+    /// Prompt tokens per prefill step.
+    pub prefill_chunk: Option<u32>,
 }
 
 /// Where the configuration came from, for messages.
@@ -165,7 +180,29 @@ pub fn parse_str(
         Some(v) => v.into_inner(),
         None => DEFAULT_MAX_TURN_REQUESTS,
     };
+    // The engine is on when asked for, and on its own when no server is configured: hearth
+    // then works with no setup at all.
+    let local = match file.local {
+        Some(l) if l.enabled == Some(false) => None,
+        Some(l) => {
+            for (key, v) in [("local.max_context", &l.max_context), ("local.prefill_chunk", &l.prefill_chunk)] {
+                if let Some(v) = v
+                    && *v.get_ref() == 0
+                {
+                    return Err(at(key, v.span(), "must be at least 1".into()));
+                }
+            }
+            Some(LocalSettings {
+                model: l.model,
+                max_context: l.max_context.map(Spanned::into_inner),
+                prefill_chunk: l.prefill_chunk.map(Spanned::into_inner),
+            })
+        }
+        None if endpoints.is_empty() => Some(LocalSettings::default()),
+        None => None,
+    };
     Ok(Config {
+        local,
         endpoints,
         default_model: file.default_model.map(Spanned::into_inner),
         default_mode: file.default_mode.unwrap_or_default(),
