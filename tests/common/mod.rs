@@ -4,3 +4,6 @@
 
 pub mod acp_client;
 pub mod fake_backend;
+pub mod editor_client;
+pub mod hearth_bin;
+pub mod golden;

@@ -1,3 +1,5 @@
 mod acp_binary;
 mod acp_session;
+mod acp_tools;
+mod batch;
 mod hostile_input;

@@ -1,0 +1,573 @@
+//! Tools over ACP, end to end: the real `hearth` binary driven by a fake editor (the SDK's
+//! client, serving fs and terminals or advertising nothing), a fake OpenAI-compatible server
+//! scripting the model's tool calls round by round.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    CancelNotification, ContentBlock, InitializeRequest, NewSessionRequest, PromptRequest,
+    SessionId, SetSessionConfigOptionRequest, StopReason,
+};
+use agent_client_protocol::Agent;
+use hearth_testkit::{DONE, FakeServer, Recorded, Reply, chunk_finish, chunk_role, chunk_tool_call};
+use serde_json::{Value, json};
+
+use crate::common::editor_client::{Editor, capabilities, editor_client};
+use crate::common::hearth_bin::{acp_agent, write_config};
+
+const DISK: &str = "pub fn greet() -> &'static str {\n    \"hello\"\n}\n";
+/// What the editor's unsaved buffer holds for src/lib.rs: not what is on disk.
+const BUFFER: &str =
+    "// unsaved change\npub fn greet() -> &'static str {\n    \"hello\"\n}\n";
+
+/// A project directory with src/lib.rs, and a separate home.
+struct Project {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    home: PathBuf,
+}
+
+fn project() -> Project {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let root = base.join("project");
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(root.join("src/lib.rs"), DISK).unwrap();
+    let home = base.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    Project {
+        _dir: dir,
+        root,
+        home,
+    }
+}
+
+/// One native tool call whose arguments arrive in two fragments.
+fn call(id: &str, name: &str, args: &Value) -> Reply {
+    let text = args.to_string();
+    let (a, b) = text.split_at(text.len() / 2);
+    Reply::tool_call(id, name, &[a, b])
+}
+
+fn read_call(id: &str) -> Reply {
+    call(id, "read_file", &json!({"path": "src/lib.rs"}))
+}
+
+fn grep_call(id: &str) -> Reply {
+    call(id, "grep", &json!({"pattern": "hel+o"}))
+}
+
+fn edit_call(id: &str) -> Reply {
+    call(
+        id,
+        "edit_file",
+        &json!({"path": "src/lib.rs", "edits": [{"old_text": "\"hello\"", "new_text": "\"hi\""}]}),
+    )
+}
+
+fn bash_call(id: &str, command: &str) -> Reply {
+    call(id, "bash", &json!({"command": command}))
+}
+
+const COMMAND: &str = "echo ran-$((40+2))";
+
+/// The model's rounds for the read → grep → edit → run → finish scenario.
+fn push_scenario(server: &FakeServer, extra_bash: bool) {
+    server.push(read_call("r"));
+    server.push(grep_call("g"));
+    server.push(edit_call("e"));
+    server.push(bash_call("b", COMMAND));
+    if extra_bash {
+        server.push(bash_call("b2", "echo again"));
+    }
+    server.push(Reply::text(&["Do", "ne."]));
+}
+
+async fn init(cx: &ConnectionTo<Agent>, full: bool) {
+    cx.send_request(InitializeRequest::new(ProtocolVersion::V1).client_capabilities(capabilities(full)))
+        .block_task()
+        .await
+        .unwrap();
+}
+
+async fn open(cx: &ConnectionTo<Agent>, full: bool, cwd: &Path) -> SessionId {
+    init(cx, full).await;
+    new_session(cx, cwd).await
+}
+
+async fn new_session(cx: &ConnectionTo<Agent>, cwd: &Path) -> SessionId {
+    cx.send_request(NewSessionRequest::new(cwd.to_path_buf()))
+        .block_task()
+        .await
+        .unwrap()
+        .session_id
+}
+
+async fn set_mode(cx: &ConnectionTo<Agent>, sid: &SessionId, mode: &str) {
+    cx.send_request(SetSessionConfigOptionRequest::new(sid.clone(), "mode", mode))
+        .block_task()
+        .await
+        .unwrap();
+}
+
+async fn prompt(cx: &ConnectionTo<Agent>, sid: &SessionId, text: &str) -> StopReason {
+    cx.send_request(PromptRequest::new(
+        sid.clone(),
+        vec![ContentBlock::from(text.to_string())],
+    ))
+    .block_task()
+    .await
+    .unwrap()
+    .stop_reason
+}
+
+/// The tool cards, permission questions and client requests, in the order the editor saw
+/// them, one line each (paths relative to `root`).
+fn timeline(editor: &Editor, root: &Path) -> Vec<String> {
+    let rel = |p: &Value| {
+        let p = PathBuf::from(p.as_str().unwrap());
+        p.strip_prefix(root).unwrap_or(&p).display().to_string()
+    };
+    let content = |u: &Value| match u["content"].as_array() {
+        Some(items) if !items.is_empty() => {
+            let kinds: Vec<&str> = items.iter().map(|c| c["type"].as_str().unwrap()).collect();
+            format!(" [{}]", kinds.join(","))
+        }
+        _ => String::new(),
+    };
+    editor
+        .log()
+        .iter()
+        .filter_map(|l| {
+            let p = &l.params;
+            match l.method {
+                "session/update" => {
+                    let u = &p["update"];
+                    let id = u["toolCallId"].as_str().unwrap_or_default();
+                    let status = u["status"].as_str().unwrap_or("-");
+                    match u["sessionUpdate"].as_str().unwrap() {
+                        "tool_call" => Some(format!(
+                            "call {id} {} {status}{}",
+                            u["kind"].as_str().unwrap_or("-"),
+                            content(u)
+                        )),
+                        "tool_call_update" => Some(format!("update {id} {status}{}", content(u))),
+                        _ => None,
+                    }
+                }
+                "session/request_permission" => Some(format!(
+                    "ask {}",
+                    p["toolCall"]["toolCallId"].as_str().unwrap()
+                )),
+                "fs/read_text_file" => Some(format!("read {}", rel(&p["path"]))),
+                "fs/write_text_file" => Some(format!("write {}", rel(&p["path"]))),
+                other => Some(other.to_string()),
+            }
+        })
+        .collect()
+}
+
+fn lines(text: &str) -> Vec<String> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+fn chat_requests(server: &FakeServer) -> Vec<Recorded> {
+    server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.ends_with("/chat/completions"))
+        .collect()
+}
+
+/// The content of the `tool` message answering `call_id` in a request body.
+fn tool_message(body: &Value, call_id: &str) -> String {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
+        .unwrap_or_else(|| panic!("no tool message for {call_id} in {body:#}"))["content"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn offered_tools(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The first `diff` content of the last update of `id`.
+fn last_diff(editor: &Editor, id: &str) -> Value {
+    editor
+        .requests("session/update")
+        .into_iter()
+        .rev()
+        .map(|n| n["update"].clone())
+        .find(|u| u["toolCallId"] == id && u["sessionUpdate"] == "tool_call_update")
+        .and_then(|u| {
+            u["content"]
+                .as_array()
+                .and_then(|c| c.iter().find(|c| c["type"] == "diff").cloned())
+        })
+        .unwrap_or_else(|| panic!("no diff on {id}"))
+}
+
+const READ_AND_GREP: &str = "
+    call r read pending
+    update r in_progress
+    read src/lib.rs
+    update r completed [content]
+    call g search pending
+    update g in_progress
+    update g completed [content]
+";
+
+/// The command's card and requests once it is allowed to run (`ask` when it asks first).
+fn run_command(id: &str, ask: bool) -> String {
+    let ask = if ask { format!("ask {id}\n") } else { String::new() };
+    format!(
+        "call {id} execute pending
+         {ask}update {id} in_progress
+         terminal/create
+         update {id} in_progress [terminal]
+         terminal/wait_for_exit
+         terminal/output
+         terminal/release
+         update {id} completed [terminal]"
+    )
+}
+
+/// Runs the scenario in `mode` in a fresh session and checks what the editor saw and what the
+/// model was told; returns the session's chat request bodies.
+async fn scenario_in_mode(
+    cx: &ConnectionTo<Agent>,
+    server: &FakeServer,
+    editor: &Editor,
+    root: &Path,
+    mode: &str,
+    answers: &[&'static str],
+    expected: &str,
+) -> Vec<Value> {
+    editor.clear();
+    editor.answer(answers);
+    let before = chat_requests(server).len();
+    let sid = new_session(cx, root).await;
+    set_mode(cx, &sid, mode).await;
+    assert_eq!(prompt(cx, &sid, "greet with hi").await, StopReason::EndTurn, "{mode}");
+    assert_eq!(timeline(editor, root), lines(expected), "mode {mode}");
+    let bodies: Vec<Value> = chat_requests(server)[before..]
+        .iter()
+        .map(|r| r.body.clone())
+        .collect();
+    let last = bodies.last().unwrap();
+    // The read went through the editor: the model saw the unsaved buffer, numbered.
+    let read = tool_message(last, "r");
+    assert!(read.contains("// unsaved change"), "{read}");
+    assert!(read.contains(&root.join("src/lib.rs").display().to_string()), "{read}");
+    let grep = tool_message(last, "g");
+    assert!(grep.contains("src/lib.rs") && grep.contains("\"hello\""), "{grep}");
+    // Whatever the mode, the editor owns the files: nothing on disk changed.
+    assert_eq!(std::fs::read_to_string(root.join("src/lib.rs")).unwrap(), DISK);
+    bodies
+}
+
+#[tokio::test]
+async fn editor_with_fs_and_terminal_sees_every_card_request_and_question_per_mode() {
+    let p = project();
+    let server = FakeServer::start().await.unwrap();
+    let config = write_config(&p.home, &[("fake", &server.base_url(), "m")]);
+    let editor = Editor::default();
+    editor.buffer(p.root.join("src/lib.rs"), BUFFER);
+    let edited = BUFFER.replace("\"hello\"", "\"hi\"");
+    let edit_allowed = "
+        read src/lib.rs
+        call e edit pending [diff]
+        update e in_progress
+        read src/lib.rs
+        write src/lib.rs
+        update e completed [diff]";
+    let (root, ed) = (p.root.clone(), editor.clone());
+    editor_client(editor.clone())
+        .connect_with(acp_agent(&config, &p.home), async |cx| {
+            // Each mode gets its own session.
+            init(&cx, true).await;
+
+            // ask: the edit asks (allowed once), the command asks (rejected).
+            push_scenario(&server, false);
+            let expected = format!(
+                "{READ_AND_GREP}
+                 read src/lib.rs
+                 call e edit pending [diff]
+                 ask e
+                 update e in_progress
+                 read src/lib.rs
+                 write src/lib.rs
+                 update e completed [diff]
+                 call b execute pending
+                 ask b
+                 update b failed [content]"
+            );
+            let bodies = scenario_in_mode(
+                &cx, &server, &ed, &root, "ask", &["allow_once", "reject_once"], &expected,
+            )
+            .await;
+            let last = bodies.last().unwrap();
+            assert_eq!(tool_message(last, "b"), "The user rejected this call.");
+            assert!(tool_message(last, "e").starts_with("Edited "));
+            assert!(offered_tools(&bodies[0]).contains(&"bash".to_string()));
+            let diff = last_diff(&ed, "e");
+            assert_eq!(diff["oldText"], BUFFER);
+            assert_eq!(diff["newText"], edited.as_str());
+            assert_eq!(diff["path"], root.join("src/lib.rs").display().to_string());
+            let writes = ed.requests("fs/write_text_file");
+            assert_eq!(writes.len(), 1);
+            assert_eq!(writes[0]["path"], root.join("src/lib.rs").display().to_string());
+            assert_eq!(writes[0]["content"], edited.as_str());
+            assert!(ed.requests("terminal/create").is_empty());
+
+            // accept-edits: only the command asks; "allow always" covers the next `echo`.
+            push_scenario(&server, true);
+            let expected = format!(
+                "{READ_AND_GREP}{edit_allowed}\n{}\n{}",
+                run_command("b", true),
+                run_command("b2", false)
+            );
+            let bodies = scenario_in_mode(
+                &cx, &server, &ed, &root, "accept-edits", &["allow_always"], &expected,
+            )
+            .await;
+            let last = bodies.last().unwrap();
+            let ran = tool_message(last, "b");
+            assert!(ran.contains("exit code: 0") && ran.contains("ran-42"), "{ran}");
+            assert!(tool_message(last, "b2").contains("again"));
+            let creates = ed.requests("terminal/create");
+            assert_eq!(creates[0]["command"], "sh");
+            assert_eq!(creates[0]["args"], json!(["-c", COMMAND]));
+            assert_eq!(creates[0]["cwd"], root.display().to_string());
+            assert_eq!(creates.len(), 2);
+            for method in ["terminal/wait_for_exit", "terminal/output", "terminal/release"] {
+                let seen: Vec<Value> =
+                    ed.requests(method).iter().map(|r| r["terminalId"].clone()).collect();
+                assert_eq!(seen, [json!("term-1"), json!("term-2")], "{method}");
+            }
+            assert!(ed.requests("terminal/kill").is_empty(), "finished commands are not killed");
+
+            // bypass: nothing asks.
+            push_scenario(&server, false);
+            let expected = format!("{READ_AND_GREP}{edit_allowed}\n{}", run_command("b", false));
+            scenario_in_mode(&cx, &server, &ed, &root, "bypass", &[], &expected).await;
+
+            // plan: the edit is refused with a reason, bash is not even offered.
+            push_scenario(&server, false);
+            let expected = format!(
+                "{READ_AND_GREP}
+                 read src/lib.rs
+                 call e edit pending [diff]
+                 update e failed [content]
+                 call b other failed [content]"
+            );
+            let bodies = scenario_in_mode(&cx, &server, &ed, &root, "plan", &[], &expected).await;
+            let tools = offered_tools(&bodies[0]);
+            assert!(tools.contains(&"read_file".to_string()), "{tools:?}");
+            assert!(!tools.contains(&"bash".to_string()), "{tools:?}");
+            let last = bodies.last().unwrap();
+            let refused = tool_message(last, "e");
+            assert!(refused.starts_with("Plan mode:") && refused.contains("plan directory"), "{refused}");
+            let unknown = tool_message(last, "b");
+            assert!(unknown.starts_with("Unknown tool `bash`"), "{unknown}");
+            assert!(ed.requests("fs/write_text_file").is_empty());
+            assert!(ed.requests("terminal/create").is_empty());
+            Ok(())
+        })
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn editor_without_capabilities_gets_local_files_and_commands_and_no_requests() {
+    let p = project();
+    let server = FakeServer::start().await.unwrap();
+    let config = write_config(&p.home, &[("fake", &server.base_url(), "m")]);
+    let editor = Editor::default();
+    server.push(read_call("r"));
+    server.push(grep_call("g"));
+    server.push(edit_call("e"));
+    server.push(bash_call("b", "echo ran-$((40+2)) > ran.txt && cat ran.txt"));
+    server.push(Reply::text(&["Done."]));
+    let (root, ed) = (p.root.clone(), editor.clone());
+    editor_client(editor.clone())
+        .connect_with(acp_agent(&config, &p.home), async |cx| {
+            let sid = open(&cx, false, &root).await;
+            set_mode(&cx, &sid, "bypass").await;
+            assert_eq!(prompt(&cx, &sid, "go").await, StopReason::EndTurn);
+            let expected = "
+                call r read pending
+                update r in_progress
+                update r completed [content]
+                call g search pending
+                update g in_progress
+                update g completed [content]
+                call e edit pending [diff]
+                update e in_progress
+                update e completed [diff]
+                call b execute pending
+                update b in_progress
+                update b completed [content]";
+            assert_eq!(timeline(&ed, &root), lines(expected));
+            Ok(())
+        })
+        .await
+        .unwrap();
+    // Nothing was asked of a client that advertised nothing.
+    assert_eq!(editor.methods(), Vec::<&str>::new());
+    // The file really changed on disk, and the command really ran here.
+    let edited = DISK.replace("\"hello\"", "\"hi\"");
+    assert_eq!(std::fs::read_to_string(p.root.join("src/lib.rs")).unwrap(), edited);
+    assert_eq!(std::fs::read_to_string(p.root.join("ran.txt")).unwrap(), "ran-42\n");
+    let bodies: Vec<Value> = chat_requests(&server).into_iter().map(|r| r.body).collect();
+    let last = bodies.last().unwrap();
+    assert!(tool_message(last, "r").contains("\"hello\""));
+    assert!(tool_message(last, "b").contains("ran-42"));
+    let diff = last_diff(&editor, "e");
+    assert_eq!(diff["oldText"], DISK);
+    assert_eq!(diff["newText"], edited.as_str());
+    // Without terminals the card shows the command's output as text.
+    let shown = editor
+        .updates()
+        .into_iter()
+        .filter_map(|n| serde_json::to_value(&n).ok())
+        .filter(|n| n["update"]["toolCallId"] == "b")
+        .last()
+        .unwrap();
+    assert!(shown.to_string().contains("ran-42"), "{shown}");
+}
+
+#[tokio::test]
+async fn cancel_while_a_command_runs_kills_and_releases_its_terminal() {
+    let p = project();
+    let server = FakeServer::start().await.unwrap();
+    let config = write_config(&p.home, &[("fake", &server.base_url(), "m")]);
+    let editor = Editor::default();
+    server.push(bash_call("b", "sleep 30"));
+    let (root, ed) = (p.root.clone(), editor.clone());
+    editor_client(editor.clone())
+        .connect_with(acp_agent(&config, &p.home), async |cx| {
+            let sid = open(&cx, true, &root).await;
+            set_mode(&cx, &sid, "bypass").await;
+            let turn = prompt(&cx, &sid, "sleep");
+            let cancel = async {
+                assert!(
+                    ed.wait_for(|log| log.iter().any(|l| l.method == "terminal/wait_for_exit"))
+                        .await,
+                    "the command never started"
+                );
+                cx.send_notification(CancelNotification::new(sid.clone())).unwrap();
+                Instant::now()
+            };
+            let (stop, cancelled_at) = tokio::join!(turn, cancel);
+            assert_eq!(stop, StopReason::Cancelled);
+            assert!(cancelled_at.elapsed() < Duration::from_secs(3), "{:?}", cancelled_at.elapsed());
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let methods = editor.methods();
+    assert_eq!(
+        methods,
+        ["terminal/create", "terminal/wait_for_exit", "terminal/kill", "terminal/release"],
+    );
+    for method in ["terminal/kill", "terminal/release"] {
+        assert_eq!(editor.requests(method)[0]["terminalId"], "term-1");
+    }
+    // Nothing is left running: the editor's process exited.
+    for _ in 0..300 {
+        if editor.all_terminals_exited() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(editor.all_terminals_exited());
+    // No further model round after the cancel.
+    assert_eq!(chat_requests(&server).len(), 1);
+}
+
+#[tokio::test]
+async fn bad_tool_input_gets_a_precise_error_and_the_turn_goes_on() {
+    let p = project();
+    let server = FakeServer::start().await.unwrap();
+    let config = write_config(&p.home, &[("fake", &server.base_url(), "m")]);
+    let editor = Editor::default();
+    // One round, three bad calls: wrong argument type, missing file, old text not found.
+    let frames = vec![
+        chunk_role(),
+        chunk_tool_call(0, Some("t"), Some("read_file"), r#"{"path": 5}"#),
+        chunk_tool_call(1, Some("m"), Some("read_file"), r#"{"path": "missing.txt"}"#),
+        chunk_tool_call(
+            2,
+            Some("x"),
+            Some("edit_file"),
+            r#"{"path": "src/lib.rs", "edits": [{"old_text": "goodbye", "new_text": "bye"}]}"#,
+        ),
+        chunk_finish("tool_calls"),
+        DONE.to_string(),
+    ];
+    server.push(Reply::frames(&frames));
+    server.push(Reply::text(&["Sorry, ", "fixed."]));
+    let (root, ed) = (p.root.clone(), editor.clone());
+    editor_client(editor.clone())
+        .connect_with(acp_agent(&config, &p.home), async |cx| {
+            let sid = open(&cx, true, &root).await;
+            set_mode(&cx, &sid, "bypass").await;
+            assert_eq!(prompt(&cx, &sid, "try").await, StopReason::EndTurn);
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let bodies: Vec<Value> = chat_requests(&server).into_iter().map(|r| r.body).collect();
+    assert_eq!(bodies.len(), 2);
+    let next = &bodies[1];
+    assert_eq!(
+        tool_message(next, "t"),
+        "read_file: invalid arguments: at `path`: invalid type: integer `5`, expected a string"
+    );
+    let missing = p.root.join("missing.txt");
+    assert_eq!(
+        tool_message(next, "m"),
+        format!("file not found: {}", missing.display())
+    );
+    let lib = p.root.join("src/lib.rs");
+    assert_eq!(
+        tool_message(next, "x"),
+        format!(
+            "the edit: old_text was not found in {}; nothing was changed",
+            lib.display()
+        )
+    );
+    // Each call's card ended failed; nothing was written.
+    let timeline = timeline(&editor, &p.root);
+    for id in ["t", "m", "x"] {
+        let last = timeline
+            .iter()
+            .rev()
+            .find(|l| l.split(' ').nth(1) == Some(id))
+            .unwrap();
+        assert!(last.contains("failed"), "{id}: {timeline:#?}");
+    }
+    assert!(editor.requests("fs/write_text_file").is_empty());
+    assert_eq!(std::fs::read_to_string(&lib).unwrap(), DISK);
+}
