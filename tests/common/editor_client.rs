@@ -34,7 +34,6 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-
 /// One request the agent sent to the editor: its method and its params as JSON.
 #[derive(Debug, Clone)]
 pub struct Logged {
@@ -149,10 +148,11 @@ impl Editor {
         let text = match buffered {
             Some(text) => text,
             None => std::fs::read_to_string(&req.path).map_err(|_| {
-                agent_client_protocol::v1::schema::Error::resource_not_found(Some(
-                    req.path.display().to_string(),
-                ))
-                .into()
+                agent_client_protocol::Error::from(
+                    agent_client_protocol::v1::schema::Error::resource_not_found(Some(
+                        req.path.display().to_string(),
+                    )),
+                )
             })?,
         };
         let start = req.line.map_or(0, |l| l.saturating_sub(1) as usize);
@@ -160,11 +160,7 @@ impl Editor {
         if start == 0 && limit == usize::MAX {
             return Ok(text);
         }
-        Ok(text
-            .split_inclusive('\n')
-            .skip(start)
-            .take(limit)
-            .collect())
+        Ok(text.split_inclusive('\n').skip(start).take(limit).collect())
     }
 
     fn create_terminal(&self, req: &CreateTerminalRequest) -> std::io::Result<String> {
@@ -175,16 +171,25 @@ impl Editor {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
+            // Its own process group, so a kill stops whatever the shell started too.
+            .process_group(0)
             .kill_on_drop(true);
         if let Some(cwd) = &req.cwd {
             command.current_dir(cwd);
         }
         let mut child = command.spawn()?;
+        let pgid = child.id().unwrap_or_default();
         let output = Arc::new(Mutex::new(String::new()));
         let mut readers = Vec::new();
         for pipe in [
-            child.stdout.take().map(|p| Box::new(p) as Box<dyn AsyncReadUnpin>),
-            child.stderr.take().map(|p| Box::new(p) as Box<dyn AsyncReadUnpin>),
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn AsyncReadUnpin>),
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn AsyncReadUnpin>),
         ]
         .into_iter()
         .flatten()
@@ -198,7 +203,7 @@ impl Editor {
             let status = tokio::select! {
                 status = child.wait() => status,
                 () = killed.cancelled() => {
-                    let _ = child.start_kill();
+                    kill_group(pgid);
                     child.wait().await
                 }
             };
@@ -208,11 +213,20 @@ impl Editor {
             let status = status.ok();
             let exit_status = TerminalExitStatus::new()
                 .exit_code(status.and_then(|s| s.code()).map(|c| c as u32))
-                .signal(status.and_then(|s| s.signal()).map(|s| format!("signal {s}")));
+                .signal(
+                    status
+                        .and_then(|s| s.signal())
+                        .map(|s| format!("signal {s}")),
+                );
             let _ = tx.send(Some(exit_status));
         });
-        let id = format!("term-{}", self.next_terminal.fetch_add(1, Ordering::SeqCst) + 1);
-        self.lock().terminals.insert(id.clone(), Term { output, exit, kill });
+        let id = format!(
+            "term-{}",
+            self.next_terminal.fetch_add(1, Ordering::SeqCst) + 1
+        );
+        self.lock()
+            .terminals
+            .insert(id.clone(), Term { output, exit, kill });
         Ok(id)
     }
 
@@ -227,6 +241,13 @@ impl Editor {
             .values()
             .all(|t| t.exit.borrow().is_some())
     }
+}
+
+/// SIGKILL to the process group `pgid` (the `kill` utility: no unsafe code in tests).
+fn kill_group(pgid: u32) {
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", "--", &format!("-{pgid}")])
+        .status();
 }
 
 trait AsyncReadUnpin: tokio::io::AsyncRead + Unpin + Send {}

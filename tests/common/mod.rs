@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 pub mod acp_client;
-pub mod fake_backend;
 pub mod editor_client;
-pub mod hearth_bin;
+pub mod fake_backend;
 pub mod golden;
+pub mod hearth_bin;

@@ -201,12 +201,18 @@ async fn mixed_batch_reports_every_prompt_and_the_right_exit_code() {
     assert_eq!(by_id("ok2")["text"], "second answer");
     let bad = by_id("line 2");
     assert!(
-        bad["error"].as_str().unwrap().starts_with("bad batch line:"),
+        bad["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("bad batch line:"),
         "{bad}"
     );
     let down = by_id("down");
     let error = down["error"].as_str().unwrap();
-    assert!(error.contains("dead") && error.contains("refused"), "{error}");
+    assert!(
+        error.contains("dead") && error.contains("refused"),
+        "{error}"
+    );
     assert!(down.get("stop_reason").is_none());
     // A usage error and an unreachable backend: mixed failures are "a prompt failed".
     assert_eq!(out.code, 1, "stderr: {}", out.stderr);
@@ -327,7 +333,11 @@ async fn headless_ask_mode_denies_writes_and_tells_the_model() {
     assert!(!ws.cwd.join("out.txt").exists());
 
     push_write(&server);
-    let out = hearth_run(&ws, &["-p", "write it", "--output", "json", "--allow-writes"]).await;
+    let out = hearth_run(
+        &ws,
+        &["-p", "write it", "--output", "json", "--allow-writes"],
+    )
+    .await;
     assert_eq!(out.code, 0, "stderr: {}", out.stderr);
     let result = &json_lines(&out.stdout)[0];
     assert_eq!(result["denied"], json!([]));
