@@ -75,9 +75,11 @@ async fn hearth_run(ws: &Workspace, args: &[&str]) -> Output {
     }
 }
 
-/// Volatile parts made stable: the workspace path, session ids.
+/// Volatile parts made stable: the workspace path, session ids, hearth's tool-call ids.
 fn normalise(text: &str, ws: &Workspace) -> String {
     let text = text.replace(&ws.cwd.display().to_string(), "<CWD>");
+    let call_ids = regex::Regex::new("call_[0-9a-f]{32}").unwrap();
+    let text = call_ids.replace_all(&text, "<CALL_ID>");
     text.lines()
         .map(|line| match serde_json::from_str::<Value>(line) {
             Ok(mut value) => {
@@ -107,13 +109,23 @@ fn chat_requests(server: &FakeServer) -> Vec<Recorded> {
         .collect()
 }
 
-fn tool_message(body: &Value, call_id: &str) -> String {
+/// The content of the `tool` message answering the (only) call of tool `name` in a request
+/// body. hearth gives calls its own ids, so the call is found by name.
+fn tool_message(body: &Value, name: &str) -> String {
+    let messages = body["messages"].as_array().unwrap();
+    let call_id = messages
+        .iter()
+        .filter_map(|m| m["tool_calls"].as_array())
+        .flatten()
+        .find(|c| c["function"]["name"] == name)
+        .unwrap_or_else(|| panic!("no call of {name} in {body:#}"))["id"]
+        .clone();
     body["messages"]
         .as_array()
         .unwrap()
         .iter()
         .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
-        .unwrap_or_else(|| panic!("no tool message for {call_id} in {body:#}"))["content"]
+        .unwrap_or_else(|| panic!("no tool message for {name} in {body:#}"))["content"]
         .as_str()
         .unwrap()
         .to_string()
@@ -137,7 +149,7 @@ async fn golden_run(format: &str) -> (Output, Workspace, FakeServer) {
     assert_eq!(out.code, 0, "stderr: {}", out.stderr);
     let bodies = chat_requests(&server);
     assert_eq!(bodies.len(), 2);
-    assert!(tool_message(&bodies[1].body, "call_1").contains("buy milk"));
+    assert!(tool_message(&bodies[1].body, "read_file").contains("buy milk"));
     (out, ws, server)
 }
 
@@ -327,7 +339,7 @@ async fn headless_ask_mode_denies_writes_and_tells_the_model() {
     let requests = chat_requests(&server);
     assert_eq!(requests.len(), 2);
     assert_eq!(
-        tool_message(&requests[1].body, "w1"),
+        tool_message(&requests[1].body, "write_file"),
         "The user rejected this call."
     );
     assert!(!ws.cwd.join("out.txt").exists());
