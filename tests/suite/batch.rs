@@ -359,3 +359,73 @@ async fn headless_ask_mode_denies_writes_and_tells_the_model() {
         "data\n"
     );
 }
+
+#[tokio::test]
+async fn headless_ask_mode_denies_commands_unless_allowed() {
+    let server = FakeServer::start().await.unwrap();
+    let ws = workspace(&server);
+    let push_bash = || {
+        server.push(Reply::tool_call(
+            "b1",
+            "bash",
+            &[r#"{"command": "touch ran.txt"}"#],
+        ));
+        server.push(Reply::text(&["ok"]));
+    };
+    push_bash();
+    let out = hearth_run(&ws, &["-p", "run it", "--output", "json", "--allow-writes"]).await;
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    let result = &json_lines(&out.stdout)[0];
+    let denial = result["denied"][0].as_str().unwrap();
+    assert!(denial.contains("--allow-commands"), "{denial}");
+    assert_eq!(
+        tool_message(&chat_requests(&server)[1].body, "bash"),
+        "The user rejected this call."
+    );
+    assert!(!ws.cwd.join("ran.txt").exists());
+
+    push_bash();
+    let out = hearth_run(
+        &ws,
+        &["-p", "run it", "--output", "json", "--allow-commands"],
+    )
+    .await;
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    assert_eq!(json_lines(&out.stdout)[0]["denied"], json!([]));
+    assert!(ws.cwd.join("ran.txt").exists());
+}
+
+#[tokio::test]
+async fn batch_text_output_heads_each_prompt_and_matches_golden() {
+    let server = FakeServer::start().await.unwrap();
+    let ws = workspace(&server);
+    server.push(Reply::text(&["first ", "answer"]));
+    server.push(Reply::text(&["second ", "answer"]));
+    let batch = write_batch(
+        &ws,
+        &[
+            r#"{"id": "a", "prompt": "one"}"#,
+            r#"{"id": "b", "prompt": "two"}"#,
+        ],
+    );
+    let out = hearth_run(&ws, &["--batch", &batch]).await;
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    assert_golden("batch/batch-text.stdout", &normalise(&out.stdout, &ws));
+}
+
+#[tokio::test]
+async fn json_result_reports_usage_against_the_context_window() {
+    let server = FakeServer::start().await.unwrap();
+    let ws = workspace(&server);
+    let config = format!(
+        "[[endpoints]]\nname = \"fake\"\nbase_url = \"{}\"\nmodel = \"m\"\ncontext_window = 8192\n",
+        server.base_url()
+    );
+    std::fs::write(&ws.config, config).unwrap();
+    // Reply::text reports 10 prompt tokens and one completion token per part.
+    server.push(Reply::text(&["a", "b"]));
+    let out = hearth_run(&ws, &["-p", "hi", "--output", "json"]).await;
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    let result = &json_lines(&out.stdout)[0];
+    assert_eq!(result["usage"], json!({"used": 12, "size": 8192}));
+}
