@@ -7,3 +7,5 @@ pub mod editor_client;
 pub mod fake_backend;
 pub mod golden;
 pub mod hearth_bin;
+pub mod model_requests;
+pub mod timeline;

@@ -12,13 +12,13 @@ use agent_client_protocol::v1::schema::{
     CancelNotification, ContentBlock, InitializeRequest, NewSessionRequest, PromptRequest,
     SessionId, SetSessionConfigOptionRequest, StopReason,
 };
-use hearth_testkit::{
-    DONE, FakeServer, Recorded, Reply, chunk_finish, chunk_role, chunk_tool_call,
-};
+use hearth_testkit::{DONE, FakeServer, Reply, chunk_finish, chunk_role, chunk_tool_call};
 use serde_json::{Value, json};
 
 use crate::common::editor_client::{Editor, capabilities, editor_client};
 use crate::common::hearth_bin::{acp_agent, write_config};
+use crate::common::model_requests::{chat_requests, offered_tools};
+use crate::common::timeline::{Calls, lines, timeline};
 
 const DISK: &str = "pub fn greet() -> &'static str {\n    \"hello\"\n}\n";
 /// What the editor's unsaved buffer holds for src/lib.rs: not what is on disk.
@@ -130,150 +130,6 @@ async fn prompt(cx: &ConnectionTo<Agent>, sid: &SessionId, text: &str) -> StopRe
     .await
     .unwrap()
     .stop_reason
-}
-
-/// The tool cards, permission questions and client requests, in the order the editor saw
-/// them, one line each (paths relative to `root`).
-fn timeline(editor: &Editor, root: &Path, calls: &Calls) -> Vec<String> {
-    let rel = |p: &Value| {
-        let p = PathBuf::from(p.as_str().unwrap());
-        p.strip_prefix(root).unwrap_or(&p).display().to_string()
-    };
-    let content = |u: &Value| match u["content"].as_array() {
-        Some(items) if !items.is_empty() => {
-            let kinds: Vec<&str> = items.iter().map(|c| c["type"].as_str().unwrap()).collect();
-            format!(" [{}]", kinds.join(","))
-        }
-        _ => String::new(),
-    };
-    editor
-        .log()
-        .iter()
-        .filter_map(|l| {
-            let p = &l.params;
-            match l.method {
-                "session/update" => {
-                    let u = &p["update"];
-                    let id = calls.label(u["toolCallId"].as_str().unwrap_or_default());
-                    // Absent fields hold the schema's defaults.
-                    let status = u["status"].as_str().unwrap_or("pending");
-                    match u["sessionUpdate"].as_str().unwrap() {
-                        "tool_call" => Some(format!(
-                            "call {id} {} {status}{}",
-                            u["kind"].as_str().unwrap_or("other"),
-                            content(u)
-                        )),
-                        "tool_call_update" => Some(format!("update {id} {status}{}", content(u))),
-                        _ => None,
-                    }
-                }
-                "session/request_permission" => Some(format!(
-                    "ask {}",
-                    calls.label(p["toolCall"]["toolCallId"].as_str().unwrap())
-                )),
-                "fs/read_text_file" => Some(format!("read {}", rel(&p["path"]))),
-                "fs/write_text_file" => Some(format!("write {}", rel(&p["path"]))),
-                other => Some(other.to_string()),
-            }
-        })
-        .collect()
-}
-
-fn lines(text: &str) -> Vec<String> {
-    text.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .map(String::from)
-        .collect()
-}
-
-fn chat_requests(server: &FakeServer) -> Vec<Recorded> {
-    server
-        .requests()
-        .into_iter()
-        .filter(|r| r.path.ends_with("/chat/completions"))
-        .collect()
-}
-
-/// hearth gives each call its own id (whatever the server sent): the scripted calls' labels,
-/// matched in order with the ids in the assistant messages of a request body.
-struct Calls(Vec<(String, &'static str)>);
-
-impl Calls {
-    fn from_body(body: &Value, labels: &[&'static str]) -> Calls {
-        let ids: Vec<String> = body["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|m| m["tool_calls"].as_array())
-            .flatten()
-            .map(|c| c["id"].as_str().unwrap().to_string())
-            .collect();
-        assert_eq!(ids.len(), labels.len(), "{ids:?} vs {labels:?}");
-        Calls(ids.into_iter().zip(labels.iter().copied()).collect())
-    }
-
-    fn label(&self, id: &str) -> String {
-        self.0
-            .iter()
-            .find(|(i, _)| i == id)
-            .map_or_else(|| format!("?{id}"), |(_, l)| (*l).to_string())
-    }
-
-    fn id(&self, label: &str) -> &str {
-        &self.0.iter().find(|(_, l)| *l == label).unwrap().0
-    }
-
-    /// The content of the `tool` message answering the call `label` in a request body.
-    fn tool_message(&self, body: &Value, label: &str) -> String {
-        tool_message(body, self.id(label))
-    }
-
-    /// The first `diff` content of the last update of the call `label`.
-    fn last_diff(&self, editor: &Editor, label: &str) -> Value {
-        last_diff(editor, self.id(label))
-    }
-}
-
-/// The content of the `tool` message answering `call_id` in a request body.
-fn tool_message(body: &Value, call_id: &str) -> String {
-    body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
-        .unwrap_or_else(|| panic!("no tool message for {call_id} in {body:#}"))["content"]
-        .as_str()
-        .unwrap()
-        .to_string()
-}
-
-fn offered_tools(body: &Value) -> Vec<String> {
-    body["tools"]
-        .as_array()
-        .map(|tools| {
-            tools
-                .iter()
-                .map(|t| t["function"]["name"].as_str().unwrap().to_string())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// The first `diff` content of the last update of `id`.
-fn last_diff(editor: &Editor, id: &str) -> Value {
-    editor
-        .requests("session/update")
-        .into_iter()
-        .rev()
-        .map(|n| n["update"].clone())
-        .find(|u| u["toolCallId"] == id && u["sessionUpdate"] == "tool_call_update")
-        .and_then(|u| {
-            u["content"]
-                .as_array()
-                .and_then(|c| c.iter().find(|c| c["type"] == "diff").cloned())
-        })
-        .unwrap_or_else(|| panic!("no diff on {id}"))
 }
 
 const READ_AND_GREP: &str = "
@@ -428,6 +284,24 @@ async fn editor_with_fs_and_terminal_sees_every_card_request_and_question_per_mo
             assert_eq!(diff["oldText"], BUFFER);
             assert_eq!(diff["newText"], edited.as_str());
             assert_eq!(diff["path"], lib.as_str());
+            // The question shows the diff before it happens, and offers all four answers.
+            let asks = ed.requests("session/request_permission");
+            assert_eq!(asks[0]["toolCall"]["content"][0]["type"], "diff");
+            assert_eq!(
+                asks[0]["toolCall"]["content"][0]["newText"],
+                edited.as_str()
+            );
+            let kinds: Vec<&str> = asks[0]["options"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|o| o["kind"].as_str().unwrap())
+                .collect();
+            assert_eq!(
+                kinds,
+                ["allow_once", "allow_always", "reject_once", "reject_always"]
+            );
+            assert_eq!(asks[1]["toolCall"]["kind"], "execute");
             let writes = ed.requests("fs/write_text_file");
             assert_eq!(writes.len(), 1);
             assert_eq!(writes[0]["path"], lib.as_str());

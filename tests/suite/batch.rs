@@ -7,11 +7,12 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use hearth_testkit::{FakeServer, Recorded, Reply, Step, chunk_content, chunk_finish, chunk_role};
+use hearth_testkit::{FakeServer, Reply, Step, chunk_content, chunk_finish, chunk_role};
 use serde_json::{Value, json};
 
 use crate::common::golden::assert_golden;
 use crate::common::hearth_bin::{dead_url, hearth_bin, write_config};
+use crate::common::model_requests::{chat_requests, tool_message_by_name};
 
 /// A working directory with notes.txt, a home, and a config for `endpoints` (`fake` first).
 struct Workspace {
@@ -101,36 +102,6 @@ fn json_lines(stdout: &str) -> Vec<Value> {
         .collect()
 }
 
-fn chat_requests(server: &FakeServer) -> Vec<Recorded> {
-    server
-        .requests()
-        .into_iter()
-        .filter(|r| r.path.ends_with("/chat/completions"))
-        .collect()
-}
-
-/// The content of the `tool` message answering the (only) call of tool `name` in a request
-/// body. hearth gives calls its own ids, so the call is found by name.
-fn tool_message(body: &Value, name: &str) -> String {
-    let messages = body["messages"].as_array().unwrap();
-    let call_id = messages
-        .iter()
-        .filter_map(|m| m["tool_calls"].as_array())
-        .flatten()
-        .find(|c| c["function"]["name"] == name)
-        .unwrap_or_else(|| panic!("no call of {name} in {body:#}"))["id"]
-        .clone();
-    body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
-        .unwrap_or_else(|| panic!("no tool message for {name} in {body:#}"))["content"]
-        .as_str()
-        .unwrap()
-        .to_string()
-}
-
 /// The golden scenario: the model reads notes.txt, then answers in three chunks.
 fn push_read_then_answer(server: &FakeServer) {
     server.push(Reply::tool_call(
@@ -149,7 +120,7 @@ async fn golden_run(format: &str) -> (Output, Workspace, FakeServer) {
     assert_eq!(out.code, 0, "stderr: {}", out.stderr);
     let bodies = chat_requests(&server);
     assert_eq!(bodies.len(), 2);
-    assert!(tool_message(&bodies[1].body, "read_file").contains("buy milk"));
+    assert!(tool_message_by_name(&bodies[1].body, "read_file").contains("buy milk"));
     (out, ws, server)
 }
 
@@ -339,7 +310,7 @@ async fn headless_ask_mode_denies_writes_and_tells_the_model() {
     let requests = chat_requests(&server);
     assert_eq!(requests.len(), 2);
     assert_eq!(
-        tool_message(&requests[1].body, "write_file"),
+        tool_message_by_name(&requests[1].body, "write_file"),
         "The user rejected this call."
     );
     assert!(!ws.cwd.join("out.txt").exists());
@@ -379,7 +350,7 @@ async fn headless_ask_mode_denies_commands_unless_allowed() {
     let denial = result["denied"][0].as_str().unwrap();
     assert!(denial.contains("--allow-commands"), "{denial}");
     assert_eq!(
-        tool_message(&chat_requests(&server)[1].body, "bash"),
+        tool_message_by_name(&chat_requests(&server)[1].body, "bash"),
         "The user rejected this call."
     );
     assert!(!ws.cwd.join("ran.txt").exists());
