@@ -214,13 +214,17 @@ async fn mixed_batch_reports_every_prompt_and_the_right_exit_code() {
     assert_eq!(out.code, 4, "stderr: {}", out.stderr);
 }
 
-/// A reply in many small chunks with pauses, so concurrent prompts overlap in time.
-fn slow_reply(n: usize) -> (Reply, String) {
+/// A reply in many small chunks with pauses, so concurrent prompts overlap in time; `stall`
+/// holds it back half-way.
+fn slow_reply(n: usize, stall: Duration) -> (Reply, String) {
     let parts: Vec<String> = (0..8).map(|i| format!("reply{n}-part{i} ")).collect();
     let mut steps = vec![Step::text(&chunk_role())];
-    for part in &parts {
+    for (i, part) in parts.iter().enumerate() {
         steps.push(Step::text(&chunk_content(part)));
         steps.push(Step::Pause(Duration::from_millis(10)));
+        if i == 3 {
+            steps.push(Step::Pause(stall));
+        }
     }
     steps.push(Step::text(&chunk_finish("stop")));
     steps.push(Step::text(hearth_testkit::DONE));
@@ -232,7 +236,11 @@ async fn four_jobs(format: &str) -> (Vec<Value>, BTreeSet<String>) {
     let ws = workspace(&server);
     let mut expected = BTreeSet::new();
     for n in 0..4 {
-        let (reply, text) = slow_reply(n);
+        // The first request to arrive gets a reply that stalls: with four jobs at once, the
+        // other three finish meanwhile and its result comes last (one at a time, it would
+        // come first).
+        let stall = Duration::from_millis(if n == 0 { 600 } else { 0 });
+        let (reply, text) = slow_reply(n, stall);
         server.push(reply);
         expected.insert(text);
     }
@@ -259,6 +267,10 @@ async fn four_jobs_keep_each_json_result_whole() {
         .map(|r| r["text"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(texts, expected);
+    assert!(
+        results[3]["text"].as_str().unwrap().starts_with("reply0-"),
+        "the prompts did not run at once: {results:#?}"
+    );
 }
 
 #[tokio::test]
