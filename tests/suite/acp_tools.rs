@@ -451,6 +451,73 @@ async fn editor_without_capabilities_gets_local_files_and_commands_and_no_reques
     assert!(shown.to_string().contains("ran-42"), "{shown}");
 }
 
+/// The part of the local fallback that works today (the ignored test above covers reads and
+/// edits): writes and commands of a client that advertised nothing happen on this machine.
+#[tokio::test]
+async fn editor_without_capabilities_gets_local_writes_and_commands() {
+    let p = project();
+    let server = FakeServer::start().await.unwrap();
+    let config = write_config(&p.home, &[("fake", &server.base_url(), "m")]);
+    let editor = Editor::default();
+    let content = "- say hi\n";
+    server.push(call(
+        "w",
+        "write_file",
+        &json!({"path": "notes/todo.txt", "content": content}),
+    ));
+    server.push(bash_call(
+        "b",
+        "cat notes/todo.txt && printf 'ran-%s' 42 > ran.txt",
+    ));
+    server.push(Reply::text(&["Done."]));
+    let (root, ed) = (p.root.clone(), editor.clone());
+    editor_client(editor.clone())
+        .connect_with(acp_agent(&config, &p.home), async |cx| {
+            let sid = open(&cx, false, &root).await;
+            set_mode(&cx, &sid, "bypass").await;
+            assert_eq!(prompt(&cx, &sid, "go").await, StopReason::EndTurn);
+            let bodies = chat_requests(&server);
+            let calls = Calls::from_body(&bodies.last().unwrap().body, &["w", "b"]);
+            let expected = "
+                call w edit pending [diff]
+                update w in_progress
+                update w completed [diff]
+                call b execute pending
+                update b in_progress
+                update b in_progress [content]
+                update b completed [content]";
+            assert_eq!(timeline(&ed, &root, &calls), lines(expected));
+            let last = &bodies.last().unwrap().body;
+            let ran = calls.tool_message(last, "b");
+            assert!(
+                ran.contains("exit code: 0") && ran.contains("- say hi"),
+                "{ran}"
+            );
+            // Without terminals, the card shows the command's output as text.
+            let shown = ed
+                .requests("session/update")
+                .into_iter()
+                .filter(|n| n["update"]["toolCallId"] == calls.id("b"))
+                .last()
+                .unwrap();
+            let text = &shown["update"]["content"][0]["content"]["text"];
+            assert!(text.as_str().unwrap().contains("- say hi"), "{shown}");
+            let diff = calls.last_diff(&ed, "w");
+            assert_eq!(diff["oldText"], Value::Null);
+            assert_eq!(diff["newText"], content);
+            Ok(())
+        })
+        .await
+        .unwrap();
+    assert_eq!(editor.methods(), Vec::<&str>::new());
+    let todo = p.root.join("notes/todo.txt");
+    assert_eq!(std::fs::read_to_string(todo).unwrap(), content);
+    assert_eq!(
+        std::fs::read_to_string(p.root.join("ran.txt")).unwrap(),
+        "ran-42"
+    );
+}
+
 #[tokio::test]
 async fn cancel_while_a_command_runs_kills_and_releases_its_terminal() {
     let p = project();
