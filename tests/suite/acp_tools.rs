@@ -442,11 +442,10 @@ async fn editor_without_capabilities_gets_local_files_and_commands_and_no_reques
     assert_eq!(diff["newText"], edited.as_str());
     // Without terminals the card shows the command's output as text.
     let shown = editor
-        .updates()
+        .requests("session/update")
         .into_iter()
-        .filter_map(|n| serde_json::to_value(&n).ok())
-        .filter(|n| n["update"]["toolCallId"] == calls.id("b"))
-        .last()
+        .rev()
+        .find(|n| n["update"]["toolCallId"] == calls.id("b"))
         .unwrap();
     assert!(shown.to_string().contains("ran-42"), "{shown}");
 }
@@ -497,8 +496,8 @@ async fn editor_without_capabilities_gets_local_writes_and_commands() {
             let shown = ed
                 .requests("session/update")
                 .into_iter()
-                .filter(|n| n["update"]["toolCallId"] == calls.id("b"))
-                .last()
+                .rev()
+                .find(|n| n["update"]["toolCallId"] == calls.id("b"))
                 .unwrap();
             let text = &shown["update"]["content"][0]["content"]["text"];
             assert!(text.as_str().unwrap().contains("- say hi"), "{shown}");
