@@ -33,15 +33,21 @@ pub fn timeline(editor: &Editor, root: &Path, calls: &Calls) -> Vec<String> {
                 "session/update" => {
                     let u = &p["update"];
                     let id = calls.label(u["toolCallId"].as_str().unwrap_or_default());
-                    // Absent fields hold the schema's defaults.
-                    let status = u["status"].as_str().unwrap_or("pending");
+                    let status = u["status"].as_str();
                     match u["sessionUpdate"].as_str().unwrap() {
+                        // A new card's absent fields hold the schema's defaults.
                         "tool_call" => Some(format!(
-                            "call {id} {} {status}{}",
+                            "call {id} {} {}{}",
                             u["kind"].as_str().unwrap_or("other"),
+                            status.unwrap_or("pending"),
                             content(u)
                         )),
-                        "tool_call_update" => Some(format!("update {id} {status}{}", content(u))),
+                        // An update's absent fields leave the card as it was.
+                        "tool_call_update" => Some(format!(
+                            "update {id} {}{}",
+                            status.unwrap_or("-"),
+                            content(u)
+                        )),
                         _ => None,
                     }
                 }
@@ -57,6 +63,7 @@ pub fn timeline(editor: &Editor, root: &Path, calls: &Calls) -> Vec<String> {
         .collect()
 }
 
+/// The non-blank lines of `text`, trimmed: expected timelines written as indented text.
 pub fn lines(text: &str) -> Vec<String> {
     text.lines()
         .map(str::trim)
