@@ -6,7 +6,11 @@
 //!   disk, so a test can tell an editor read from a local one), then the files on disk; a
 //!   missing file is `resource_not_found`.
 //! - `fs/write_text_file` is recorded, never written: the "review" is the test's to inspect.
-//! - `terminal/*` run the command for real as a child process and serve its output.
+//! - `terminal/*` run the command for real as a child process (in its own process group, so a
+//!   kill or release stops everything it started) and serve its output.
+//!
+//! Every message is logged in arrival order, `session/update` notifications included, so tests
+//! can check how cards, questions and requests interleave.
 
 use std::collections::{HashMap, VecDeque};
 use std::os::unix::process::ExitStatusExt;
@@ -34,7 +38,7 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-/// One request the agent sent to the editor: its method and its params as JSON.
+/// One message the agent sent to the editor: its method and its params as JSON.
 #[derive(Debug, Clone)]
 pub struct Logged {
     pub method: &'static str,
