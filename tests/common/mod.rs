@@ -3,4 +3,9 @@
 #![allow(dead_code)]
 
 pub mod acp_client;
+pub mod editor_client;
 pub mod fake_backend;
+pub mod golden;
+pub mod hearth_bin;
+pub mod model_requests;
+pub mod timeline;
