@@ -21,21 +21,16 @@ pub struct Round {
     pub finish: Option<FinishReason>,
     pub usage: Option<Usage>,
     pub cancelled: bool,
-    pub calls: Vec<ToolCallRecord>,
-    /// Calls that could not be repaired, each with the record that keeps history paired.
-    pub malformed: Vec<(ToolCallRecord, Malformed)>,
+    /// Every call in the order the model wrote them; `Some` for calls that could not be
+    /// repaired (their record keeps the history paired).
+    pub calls: Vec<(ToolCallRecord, Option<Malformed>)>,
 }
 
 impl Round {
     /// Appends the assistant's message (text, reasoning and every call, malformed ones too, so
     /// each result that follows answers a call).
     pub fn record(&self, history: &mut Vec<HistoryEntry>) {
-        let calls: Vec<ToolCallRecord> = self
-            .calls
-            .iter()
-            .chain(self.malformed.iter().map(|(c, _)| c))
-            .cloned()
-            .collect();
+        let calls: Vec<ToolCallRecord> = self.calls.iter().map(|(c, _)| c.clone()).collect();
         if self.text.is_empty() && self.reasoning.is_empty() && calls.is_empty() {
             return;
         }
@@ -108,10 +103,10 @@ fn apply_event(sink: &mut RoundSink<'_>, round: &mut Round, event: BackendEvent)
             apply_parsed(sink, round, events, true);
         }
         BackendEvent::ToolCall { call } => match repair_native_call(&call, sink.tools) {
-            Ok(parsed) => round.calls.push(record(parsed)),
+            Ok(parsed) => round.calls.push((record(parsed), None)),
             Err(malformed) => round
-                .malformed
-                .push((malformed_record(&malformed), malformed)),
+                .calls
+                .push((malformed_record(&malformed), Some(malformed))),
         },
         BackendEvent::Usage { usage } => round.usage = Some(usage),
         BackendEvent::Progress { progress } => sink.client.send(AgentEvent::Notice {
@@ -137,11 +132,11 @@ fn apply_parsed(
                 round.reasoning.push_str(&text);
                 sink.client.send(AgentEvent::AgentThought { text });
             }
-            ParseEvent::ToolCall(parsed) if keep_calls => round.calls.push(record(parsed)),
+            ParseEvent::ToolCall(parsed) if keep_calls => round.calls.push((record(parsed), None)),
             ParseEvent::Malformed(malformed) if keep_calls => {
                 round
-                    .malformed
-                    .push((malformed_record(&malformed), malformed));
+                    .calls
+                    .push((malformed_record(&malformed), Some(malformed)));
             }
             ParseEvent::ToolCall(_) | ParseEvent::Malformed(_) => {}
             ParseEvent::ReasoningCut => sink.client.send(AgentEvent::Notice {

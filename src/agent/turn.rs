@@ -138,36 +138,30 @@ pub async fn run_turn(
         if let Some(err) = error {
             return Err(err.into());
         }
-        if round.calls.is_empty() && round.malformed.is_empty() {
+        if round.calls.is_empty() {
             return Ok(match round.finish {
                 Some(FinishReason::Length) => StopReason::MaxTokens,
                 Some(FinishReason::ContentFilter) => StopReason::Refusal,
                 _ => StopReason::EndTurn,
             });
         }
-        for (call, malformed) in &round.malformed {
-            answer_malformed(ctx, history, call, malformed, format);
-        }
         // A model that only writes broken calls is stopped rather than corrected forever.
-        malformed_rounds = if round.calls.is_empty() {
+        let last_malformed = round.calls.iter().rev().find_map(|(_, m)| m.as_ref());
+        malformed_rounds = if round.calls.iter().all(|(_, m)| m.is_some()) {
             malformed_rounds + 1
         } else {
             0
         };
         if malformed_rounds >= MAX_MALFORMED_ROUNDS
-            && let Some((_, last)) = round.malformed.last()
+            && let Some(last) = last_malformed
         {
             ctx.client.send(AgentEvent::AgentText {
                 text: format!("\n\n{}", give_up_message(last)),
             });
             return Ok(StopReason::EndTurn);
         }
-        let (results, stop) = run_calls(&ctx.dispatch(), &round.calls).await;
-        history.extend(results);
-        match stop {
-            Some(DispatchStop::Cancelled) => return Ok(StopReason::Cancelled),
-            Some(DispatchStop::Abort(message)) => return Err(TurnError::Aborted(message)),
-            None => {}
+        if let Some(stop) = run_round_calls(ctx, history, &round.calls, format).await? {
+            return Ok(stop);
         }
     }
     ctx.client.send(AgentEvent::AgentText {
@@ -177,6 +171,38 @@ pub async fn run_turn(
         ),
     });
     Ok(StopReason::MaxTurnRequests)
+}
+
+/// Answers the round's calls in the order the model wrote them: runs of good calls go to the
+/// dispatcher, malformed ones get a corrective answer. Returns a stop reason when the turn ends.
+async fn run_round_calls(
+    ctx: &TurnContext<'_>,
+    history: &mut Vec<HistoryEntry>,
+    calls: &[(ToolCallRecord, Option<Malformed>)],
+    format: ResolvedFormat,
+) -> Result<Option<StopReason>, TurnError> {
+    let mut index = 0;
+    while index < calls.len() {
+        if let (call, Some(malformed)) = &calls[index] {
+            answer_malformed(ctx, history, call, malformed, format);
+            index += 1;
+            continue;
+        }
+        let end = calls[index..]
+            .iter()
+            .position(|(_, m)| m.is_some())
+            .map_or(calls.len(), |n| index + n);
+        let good: Vec<ToolCallRecord> = calls[index..end].iter().map(|(c, _)| c.clone()).collect();
+        let (results, stop) = run_calls(&ctx.dispatch(), &good).await;
+        history.extend(results);
+        match stop {
+            Some(DispatchStop::Cancelled) => return Ok(Some(StopReason::Cancelled)),
+            Some(DispatchStop::Abort(message)) => return Err(TurnError::Aborted(message)),
+            None => {}
+        }
+        index = end;
+    }
+    Ok(None)
 }
 
 /// A call that could not be parsed: a failed card for the user, the exact problem for the model.

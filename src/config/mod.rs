@@ -10,6 +10,6 @@ mod resolve;
 
 pub use error::ConfigError;
 pub use resolve::{
-    AgentSettings, Config, ConfigSource, EndpointConfig, LOCAL_ENDPOINT, LocalSettings, LogSettings,
-    Timeouts, load, parse_str,
+    AgentSettings, Config, ConfigSource, EndpointConfig, LOCAL_ENDPOINT, LocalSettings,
+    LogSettings, Timeouts, load, parse_str,
 };

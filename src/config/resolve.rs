@@ -185,7 +185,10 @@ pub fn parse_str(
     let local = match file.local {
         Some(l) if l.enabled == Some(false) => None,
         Some(l) => {
-            for (key, v) in [("local.max_context", &l.max_context), ("local.prefill_chunk", &l.prefill_chunk)] {
+            for (key, v) in [
+                ("local.max_context", &l.max_context),
+                ("local.prefill_chunk", &l.prefill_chunk),
+            ] {
                 if let Some(v) = v
                     && *v.get_ref() == 0
                 {

@@ -37,7 +37,10 @@ pub struct LazyLocalBackend {
 
 impl LazyLocalBackend {
     /// `configure` turns the model path into the engine's configuration.
-    pub fn new(source: ModelSource, configure: impl Fn(PathBuf) -> EngineConfig + Send + Sync + 'static) -> Self {
+    pub fn new(
+        source: ModelSource,
+        configure: impl Fn(PathBuf) -> EngineConfig + Send + Sync + 'static,
+    ) -> Self {
         Self {
             source,
             configure: Arc::new(configure),
@@ -50,22 +53,33 @@ impl LazyLocalBackend {
     pub fn model_id(&self) -> String {
         match &self.source {
             ModelSource::Default => DEFAULT_MODEL_ID.to_string(),
-            ModelSource::File(path) => path.file_stem().map_or_else(|| "local".into(), |s| s.to_string_lossy().into_owned()),
+            ModelSource::File(path) => path
+                .file_stem()
+                .map_or_else(|| "local".into(), |s| s.to_string_lossy().into_owned()),
         }
     }
 
     fn running(&self) -> Option<LocalBackend> {
-        self.started.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+        self.started
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// Fetches (if needed) and starts the engine, reporting progress on `tx`.
-    async fn ensure(&self, tx: &mpsc::Sender<Result<BackendEvent, BackendError>>) -> Result<LocalBackend, BackendError> {
+    async fn ensure(
+        &self,
+        tx: &mpsc::Sender<Result<BackendEvent, BackendError>>,
+    ) -> Result<LocalBackend, BackendError> {
         let _guard = self.starting.lock().await;
         if let Some(backend) = self.running() {
             return Ok(backend);
         }
         let model = self.model_id();
-        let unavailable = |reason: String| BackendError::ModelUnavailable { model: model.clone(), reason };
+        let unavailable = |reason: String| BackendError::ModelUnavailable {
+            model: model.clone(),
+            reason,
+        };
         let path = match &self.source {
             ModelSource::File(path) => path.clone(),
             ModelSource::Default => match cached_default_model() {
@@ -76,10 +90,17 @@ impl LazyLocalBackend {
                     tokio::task::spawn_blocking(move || {
                         fetch_default_model(&mut |p| {
                             let fraction = match p {
-                                FetchProgress::Downloading { n, of } => Some(n as f32 / of.max(1) as f32 * 0.9),
+                                FetchProgress::Downloading { n, of } => {
+                                    Some(n as f32 / of.max(1) as f32 * 0.9)
+                                }
                                 FetchProgress::Verifying => Some(0.95),
                             };
-                            let event = BackendEvent::Progress { progress: Progress::LoadingModel { model: id.clone(), fraction } };
+                            let event = BackendEvent::Progress {
+                                progress: Progress::LoadingModel {
+                                    model: id.clone(),
+                                    fraction,
+                                },
+                            };
                             let _ = progress_tx.blocking_send(Ok(event));
                         })
                     })
@@ -94,7 +115,10 @@ impl LazyLocalBackend {
             .await
             .map_err(|e| unavailable(e.to_string()))?
             .map_err(|e| unavailable(e.to_string()))?;
-        *self.started.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(backend.clone());
+        *self
+            .started
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(backend.clone());
         Ok(backend)
     }
 }
@@ -126,7 +150,9 @@ impl Backend for LazyLocalBackend {
                 }
             }
         });
-        Box::pin(futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) }))
+        Box::pin(futures::stream::unfold(rx, |mut rx| async move {
+            rx.recv().await.map(|e| (e, rx))
+        }))
     }
 
     async fn list_models(&self) -> Result<Vec<ModelInfo>, BackendError> {
@@ -135,7 +161,11 @@ impl Backend for LazyLocalBackend {
         }
         let mut info = ModelInfo::new(self.model_id());
         if self.source == ModelSource::Default {
-            info.quantization = Some(if cached_default_model().is_some() { "Q4_K_M".into() } else { "Q4_K_M, downloads on first use".into() });
+            info.quantization = Some(if cached_default_model().is_some() {
+                "Q4_K_M".into()
+            } else {
+                "Q4_K_M, downloads on first use".into()
+            });
         }
         Ok(vec![info])
     }

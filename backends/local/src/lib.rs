@@ -20,9 +20,9 @@ pub mod tokenizer;
 
 pub use backend::LocalBackend;
 pub use device::DeviceChoice;
-pub use lazy::{LazyLocalBackend, ModelSource};
 pub use engine::{Engine, EngineConfig, EngineEvent, GenerateRequest, Health, Prompt};
 pub use error::{EngineError, FaultClass};
+pub use lazy::{LazyLocalBackend, ModelSource};
 pub use model::{Arch, GgufFile, KvCache, LoadStage, Model, ModelConfig};
 pub use sampler::SamplingParams;
 pub use tokenizer::TextTokenizer;
