@@ -25,4 +25,6 @@ pub enum Command {
     Models,
     /// Run prompts headless: one prompt (-p or stdin) or a batch file.
     Run(crate::batch::RunArgs),
+    /// The agent in a terminal: a line editor, streamed answers, permission questions.
+    Repl(crate::repl::ReplArgs),
 }

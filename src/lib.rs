@@ -9,4 +9,5 @@ pub mod config;
 pub mod endpoints;
 pub mod logging;
 pub mod parse;
+pub mod repl;
 pub mod tools;

@@ -1,0 +1,80 @@
+//! The REPL as the agent's front end: events go to the screen, permission questions to the
+//! person at the terminal (or the next line of piped input).
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use async_trait::async_trait;
+use tokio_util::sync::CancellationToken;
+
+use super::commands::parse_answer;
+use super::input::{AnswerLine, Input};
+use super::screen::Screen;
+use crate::agent::{AgentEvent, LocalFrontEnd, PermissionAnswer, ToolCard};
+
+pub struct ReplFront {
+    screen: Arc<Screen>,
+    input: Arc<Input>,
+    /// The running turn's cancel token: a question stops waiting when it fires.
+    turn: Mutex<CancellationToken>,
+    /// One question at a time, even if tool calls run side by side.
+    asking: tokio::sync::Mutex<()>,
+}
+
+impl ReplFront {
+    pub fn new(screen: Arc<Screen>, input: Arc<Input>) -> Self {
+        Self {
+            screen,
+            input,
+            turn: Mutex::new(CancellationToken::new()),
+            asking: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// Ties questions to the turn that is starting.
+    pub fn start_turn(&self, cancel: CancellationToken) {
+        *self.turn.lock().unwrap_or_else(PoisonError::into_inner) = cancel;
+    }
+
+    fn cancel_token(&self) -> CancellationToken {
+        self.turn
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+#[async_trait]
+impl LocalFrontEnd for ReplFront {
+    async fn request_permission(&self, card: &ToolCard) -> PermissionAnswer {
+        let cancel = self.cancel_token();
+        let _one_at_a_time = tokio::select! {
+            guard = self.asking.lock() => guard,
+            () = cancel.cancelled() => return PermissionAnswer::Cancelled,
+        };
+        self.screen.apply(|r| r.permission_question(card));
+        // A terminal echoes what was typed; piped answers are echoed so transcripts read well.
+        let echo = !self.input.is_editor();
+        loop {
+            match self.input.read_answer(&cancel).await {
+                AnswerLine::Line(text) => {
+                    self.screen
+                        .apply(|r| r.answered(echo.then_some(text.as_str())));
+                    if let Some(answer) = parse_answer(&text) {
+                        return answer;
+                    }
+                    self.screen.apply(|r| r.permission_question(card));
+                }
+                AnswerLine::Eof => {
+                    self.screen
+                        .apply(|r| r.answered(Some("(end of input: no)")));
+                    return PermissionAnswer::RejectOnce;
+                }
+                AnswerLine::Cancelled => return PermissionAnswer::Cancelled,
+            }
+        }
+    }
+
+    fn send(&self, event: AgentEvent) {
+        self.screen.event(&event);
+    }
+}
