@@ -1,3 +1,4 @@
 mod acp_binary;
 mod acp_session;
 mod hostile_input;
+mod repl;
