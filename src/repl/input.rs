@@ -49,7 +49,7 @@ enum Source {
     /// stdin and stdout are a terminal.
     Editor {
         /// Taken out while a blocking read runs on another thread.
-        editor: Mutex<Option<DefaultEditor>>,
+        editor: Mutex<Option<Box<DefaultEditor>>>,
         history: Option<PathBuf>,
     },
     /// Anything else: lines from a reader thread.
@@ -76,7 +76,7 @@ impl Input {
         }
         Ok(Self {
             source: Source::Editor {
-                editor: Mutex::new(Some(editor)),
+                editor: Mutex::new(Some(Box::new(editor))),
                 history,
             },
         })
@@ -151,7 +151,7 @@ impl Input {
 }
 
 async fn read_editor(
-    slot: &Mutex<Option<DefaultEditor>>,
+    slot: &Mutex<Option<Box<DefaultEditor>>>,
     history: Option<&PathBuf>,
     prompt: String,
 ) -> Result<PromptLine, ReplError> {

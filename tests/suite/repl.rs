@@ -202,6 +202,51 @@ fn ctrl_c_cancels_a_running_turn_and_the_prompt_comes_back() {
 }
 
 #[test]
+fn ctrl_c_during_a_permission_question_cancels_and_the_next_line_reaches_the_prompt() {
+    let fx = Fixture::new();
+    fx.server.push(write_call("call_d", "d.txt", "delta\n"));
+    fx.server.push(Reply::text(&["still here"]));
+    let mut term = fx.terminal(&[]);
+    term.expect("ask> ").unwrap();
+    term.send_line("write d").unwrap();
+    term.expect("always [N]o").unwrap();
+    term.send(ControlCode::EndOfText).unwrap();
+    term.expect("cancelled").unwrap();
+    term.expect("ask> ").unwrap();
+    // The question's reader must have let go of the terminal: this line goes to the editor.
+    term.send_line("next").unwrap();
+    term.expect("still here").unwrap();
+    term.expect("ask> ").unwrap();
+    leave(term);
+    assert!(!fx.project().join("d.txt").exists());
+}
+
+#[test]
+fn ctrl_c_at_the_prompt_clears_the_line() {
+    let fx = Fixture::new();
+    fx.server.push(Reply::text(&["only once"]));
+    let mut term = fx.terminal(&[]);
+    term.expect("ask> ").unwrap();
+    term.send("half a thought").unwrap();
+    term.expect("half a thought").unwrap();
+    term.send(ControlCode::EndOfText).unwrap();
+    term.expect("ask> ").unwrap();
+    term.send_line("whole prompt").unwrap();
+    term.expect("only once").unwrap();
+    term.expect("ask> ").unwrap();
+    leave(term);
+    let chat: Vec<_> = fx
+        .server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == "/v1/chat/completions")
+        .collect();
+    assert_eq!(chat.len(), 1);
+    assert!(chat[0].raw_body.contains("whole prompt"));
+    assert!(!chat[0].raw_body.contains("half a thought"));
+}
+
+#[test]
 fn slash_mode_plan_changes_the_prompt_and_the_next_request() {
     let fx = Fixture::new();
     fx.server.set_models(serde_json::json!({
