@@ -48,8 +48,9 @@ impl LocalFrontEnd for ReplFront {
     async fn request_permission(&self, card: &ToolCard) -> PermissionAnswer {
         let cancel = self.cancel_token();
         let _one_at_a_time = tokio::select! {
-            guard = self.asking.lock() => guard,
+            biased;
             () = cancel.cancelled() => return PermissionAnswer::Cancelled,
+            guard = self.asking.lock() => guard,
         };
         self.screen.apply(|r| r.permission_question(card));
         // A terminal echoes what was typed; piped answers are echoed so transcripts read well.
@@ -76,5 +77,72 @@ impl LocalFrontEnd for ReplFront {
 
     fn send(&self, event: AgentEvent) {
         self.screen.event(&event);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::agent::{ToolCallId, ToolKind, ToolStatus};
+    use crate::repl::render::Renderer;
+    use crate::repl::style::Style;
+
+    fn front(answers: &'static str) -> ReplFront {
+        let screen = Arc::new(Screen::new(Renderer::new(Style::plain(), PathBuf::new())));
+        let input = Arc::new(Input::lines_from(std::io::Cursor::new(answers)));
+        ReplFront::new(screen, input)
+    }
+
+    fn card() -> ToolCard {
+        ToolCard {
+            id: ToolCallId::new("c"),
+            title: "Run make".into(),
+            kind: ToolKind::Execute,
+            status: ToolStatus::Pending,
+            locations: Vec::new(),
+            content: Vec::new(),
+            raw_input: serde_json::Value::Null,
+        }
+    }
+
+    #[tokio::test]
+    async fn answers_are_read_in_order_and_a_bad_answer_asks_again() {
+        let front = front("what\ny\nN\na\n");
+        assert_eq!(
+            front.request_permission(&card()).await,
+            PermissionAnswer::AllowOnce
+        );
+        assert_eq!(
+            front.request_permission(&card()).await,
+            PermissionAnswer::RejectAlways
+        );
+        assert_eq!(
+            front.request_permission(&card()).await,
+            PermissionAnswer::AllowAlways
+        );
+        // Input is over: refuse rather than wait forever.
+        assert_eq!(
+            front.request_permission(&card()).await,
+            PermissionAnswer::RejectOnce
+        );
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_turn_stops_the_question_and_leaves_the_next_line_unread() {
+        let front = front("y\n");
+        let cancel = CancellationToken::new();
+        front.start_turn(cancel.clone());
+        cancel.cancel();
+        assert_eq!(
+            front.request_permission(&card()).await,
+            PermissionAnswer::Cancelled
+        );
+        front.start_turn(CancellationToken::new());
+        assert_eq!(
+            front.request_permission(&card()).await,
+            PermissionAnswer::AllowOnce
+        );
     }
 }

@@ -84,11 +84,16 @@ impl Input {
 
     /// Lines from stdin, read on a thread of their own.
     pub fn lines() -> Self {
+        Self::lines_from(std::io::BufReader::new(std::io::stdin()))
+    }
+
+    /// Lines from `reader`, read on a thread of their own.
+    pub fn lines_from(reader: impl BufRead + Send + 'static) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         let spawned = std::thread::Builder::new()
             .name("repl-stdin".into())
             .spawn(move || {
-                for line in std::io::stdin().lock().lines() {
+                for line in reader.lines() {
                     let Ok(line) = line else { break };
                     if tx.send(line).is_err() {
                         break;
@@ -141,9 +146,11 @@ impl Input {
             }
             Source::Lines { lines } => {
                 let mut lines = lines.lock().await;
+                // A cancelled turn takes no line, even one that is already waiting.
                 tokio::select! {
-                    line = lines.recv() => line.map_or(AnswerLine::Eof, AnswerLine::Line),
+                    biased;
                     () = cancel.cancelled() => AnswerLine::Cancelled,
+                    line = lines.recv() => line.map_or(AnswerLine::Eof, AnswerLine::Line),
                 }
             }
         }

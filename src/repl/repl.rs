@@ -76,12 +76,8 @@ impl Repl {
                 PromptLine::Line(line) => line,
                 // Ctrl-C at the editor's prompt only clears the line.
                 PromptLine::Interrupted if self.input.is_editor() => continue,
-                PromptLine::Interrupted | PromptLine::Eof => {
-                    if self.input.is_editor() {
-                        self.screen.apply(|_| "\n".to_owned());
-                    }
-                    return Ok(());
-                }
+                // rustyline already ended the line on Ctrl-D.
+                PromptLine::Interrupted | PromptLine::Eof => return Ok(()),
             };
             let flow = match parse_line(&line) {
                 Ok(Entry::Blank) => Flow::Continue,

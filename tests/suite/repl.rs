@@ -32,7 +32,7 @@ impl Fixture {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("project")).unwrap();
         let config = format!(
-            "[[endpoints]]\nname = \"fake\"\nbase_url = \"{}\"\nmodel = \"{FAKE_MODEL}\"\n[endpoints.timeouts]\nconnect_secs = 2\nfirst_token_secs = 10\nidle_secs = 10\n",
+            "[[endpoints]]\nname = \"fake\"\nbase_url = \"{}\"\nmodel = \"{FAKE_MODEL}\"\ncontext_window = 4096\n[endpoints.timeouts]\nconnect_secs = 2\nfirst_token_secs = 10\nidle_secs = 10\n",
             server.base_url()
         );
         std::fs::write(dir.path().join("config.toml"), config).unwrap();
@@ -295,7 +295,9 @@ fn piped_stdin_is_scriptable_and_prints_no_escape_codes() {
     ));
     fx.server.push(write_call("call_c", "c.txt", "gamma\n"));
     fx.server.push(Reply::text(&["wrote c"]));
-    let out = fx.piped("hello\nwrite c\nmaybe\ny\n/diff\n/mode plan\n/bogus\n/quit\nnever sent\n");
+    let out = fx.piped(
+        "hello\nwrite c\nmaybe\ny\n/diff\n/context\n/mode plan\n/bogus\n/quit\nnever sent\n",
+    );
     assert!(
         !out.contains('\x1b'),
         "escape codes in piped output:\n{out}"
@@ -309,6 +311,7 @@ fn piped_stdin_is_scriptable_and_prints_no_escape_codes() {
         "✓ Write c.txt  +1 -0\n",
         "wrote c\n",
         "--- /dev/null\n+++ b/c.txt\n@@ -0,0 +1 @@\n+gamma\n",
+        "context: 11 of 4096 tokens (0%)\n",
         "mode: plan",
         "unknown command `/bogus`",
     ];
