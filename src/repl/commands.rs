@@ -41,12 +41,16 @@ pub enum Entry {
 /// A slash command that cannot be run. The REPL shows the message and waits for the next line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CommandError {
+    /// No command has this name; the message points to /help.
     #[error("unknown command `/{0}` (try /help)")]
     Unknown(String),
+    /// `/mode` named a mode that does not exist; the message lists the real ones.
     #[error(transparent)]
     Mode(#[from] UnknownMode),
+    /// A command that takes no argument was given one.
     #[error("/{0} takes no argument")]
     NoArgument(&'static str),
+    /// A command that takes one argument was given several.
     #[error("/{0} takes at most one argument")]
     OneArgument(&'static str),
 }

@@ -2,6 +2,7 @@
 
 use rustyline::error::ReadlineError;
 
+/// Why `hearth repl` stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum ReplError {
     /// The line editor failed (the terminal went away); the REPL ends and reports it.

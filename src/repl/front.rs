@@ -11,6 +11,7 @@ use super::input::{AnswerLine, Input};
 use super::screen::Screen;
 use crate::agent::{AgentEvent, LocalFrontEnd, PermissionAnswer, ToolCard};
 
+/// The [`LocalFrontEnd`] of the REPL.
 pub struct ReplFront {
     screen: Arc<Screen>,
     input: Arc<Input>,

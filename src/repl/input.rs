@@ -41,6 +41,7 @@ pub enum AnswerLine {
     Cancelled,
 }
 
+/// The REPL's source of lines.
 pub struct Input {
     source: Source,
 }

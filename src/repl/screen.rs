@@ -7,6 +7,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use super::render::Renderer;
 use crate::agent::AgentEvent;
 
+/// Where the REPL writes: stdout, through the renderer.
 pub struct Screen {
     renderer: Mutex<Renderer>,
 }

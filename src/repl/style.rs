@@ -36,30 +36,37 @@ impl Style {
         Self { enabled: true }
     }
 
+    /// Whether escape codes are written.
     pub fn is_enabled(self) -> bool {
         self.enabled
     }
 
+    /// Reasoning, notices, details.
     pub fn dim(self, text: &str) -> String {
         self.wrap(DIM, text)
     }
 
+    /// Titles.
     pub fn bold(self, text: &str) -> String {
         self.wrap(BOLD, text)
     }
 
+    /// Failures and removed lines.
     pub fn red(self, text: &str) -> String {
         self.wrap(RED, text)
     }
 
+    /// Success and added lines.
     pub fn green(self, text: &str) -> String {
         self.wrap(GREEN, text)
     }
 
+    /// Questions and warnings.
     pub fn yellow(self, text: &str) -> String {
         self.wrap(YELLOW, text)
     }
 
+    /// Running cards and diff hunk headers.
     pub fn cyan(self, text: &str) -> String {
         self.wrap(CYAN, text)
     }
