@@ -59,6 +59,9 @@ impl Fixture {
             .env("HOME", root)
             .env("XDG_DATA_HOME", root.join("data"))
             .env_remove("HEARTH_DATA_DIR")
+            .env_remove("HEARTH_BASE_URL")
+            .env_remove("HEARTH_MODEL")
+            .env_remove("HEARTH_LOG_FILE")
             .env_remove("NO_COLOR")
             .env("TERM", "xterm-256color")
             .env("RUST_LOG", "warn");
