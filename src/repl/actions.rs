@@ -1,6 +1,7 @@
 //! What each slash command does to the REPL.
 
 use super::commands::{COMMANDS, SlashCommand};
+use super::render::Renderer;
 use super::repl::{Flow, Repl, new_session};
 use super::sessions::{Stored, list_stored, open_stored};
 use crate::agent::Mode;
@@ -19,6 +20,7 @@ impl Repl {
             SlashCommand::Model(Some(id)) => self.switch_model(&id).await,
             SlashCommand::New => {
                 self.session = new_session(&self.cwd, self.session.settings());
+                self.screen.read(Renderer::start_session);
                 self.screen
                     .line(&format!("new session {}", self.session.id));
             }
@@ -120,6 +122,8 @@ impl Repl {
         let which = id.map_or(Stored::Latest, Stored::Id);
         match open_stored(&self.core, &self.cwd, &which).await {
             Ok(reopened) => {
+                // Forget the old session's figures first: the replay may carry the new ones.
+                self.screen.read(Renderer::start_session);
                 for event in &reopened.replay {
                     self.screen.event(event);
                 }

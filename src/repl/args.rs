@@ -23,3 +23,33 @@ pub struct ReplArgs {
     #[arg(long, value_name = "ID")]
     pub resume: Option<String>,
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+
+    fn parse(args: &[&str]) -> Result<ReplArgs, clap::Error> {
+        let cli = Cli::try_parse_from([&["hearth", "repl"], args].concat())?;
+        match cli.command {
+            Some(Command::Repl(args)) => Ok(args),
+            other => panic!("not a repl command: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn flags_parse_and_conflicts_are_refused() {
+        let args = parse(&["--model", "lan:qwen", "--mode", "plan", "--continue"]).unwrap();
+        assert_eq!(args.model.as_deref(), Some("lan:qwen"));
+        assert_eq!(args.mode, Some(Mode::Plan));
+        assert!(args.continue_last);
+        assert_eq!(
+            parse(&["--resume", "abc"]).unwrap().resume.as_deref(),
+            Some("abc")
+        );
+        assert!(parse(&["--mode", "yolo"]).is_err());
+        assert!(parse(&["--continue", "--resume", "abc"]).is_err());
+    }
+}

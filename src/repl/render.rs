@@ -101,6 +101,11 @@ impl Renderer {
         self.cards.clear();
     }
 
+    /// Another session: its context figures are not known yet.
+    pub fn start_session(&mut self) {
+        self.usage = None;
+    }
+
     /// Ends whatever is streaming, so the next output starts on a fresh line.
     pub fn finish(&mut self) -> String {
         self.stream = Stream::None;
