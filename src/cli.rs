@@ -27,4 +27,6 @@ pub enum Command {
     Run(crate::batch::RunArgs),
     /// Parse raw model output from stdin into text, reasoning and tool calls (JSON lines).
     Parse(crate::parse::ParseArgs),
+    /// The agent in a terminal: a line editor, streamed answers, permission questions.
+    Repl(crate::repl::ReplArgs),
 }

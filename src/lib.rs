@@ -10,4 +10,5 @@ pub mod endpoints;
 pub mod logging;
 pub mod parse;
 pub mod store;
+pub mod repl;
 pub mod tools;

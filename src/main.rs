@@ -49,6 +49,15 @@ fn main() -> ExitCode {
                 let core = build_core(config)?;
                 Ok(ExitCode::from(hearth::batch::run(core, args).await.code()))
             }
+            Command::Repl(args) => {
+                let core = Arc::new(AgentCore::new(
+                    config.clone(),
+                    build_catalog(&config)?,
+                    data_dir(&env),
+                ));
+                hearth::repl::run(core, args).await?;
+                Ok(ExitCode::SUCCESS)
+            }
         }
     });
     match result {

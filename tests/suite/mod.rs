@@ -5,3 +5,4 @@ mod batch;
 mod hostile_input;
 mod qwen_inband;
 mod sessions;
+mod repl;

@@ -1,0 +1,145 @@
+//! What each slash command does to the REPL.
+
+use super::commands::{COMMANDS, SlashCommand};
+use super::render::Renderer;
+use super::repl::{Flow, Repl, new_session};
+use super::sessions::{Stored, list_stored, open_stored};
+use crate::agent::Mode;
+
+impl Repl {
+    /// Runs one slash command.
+    pub(super) async fn command(&mut self, command: SlashCommand) -> Flow {
+        match command {
+            SlashCommand::Mode(None) => self.list_modes(),
+            SlashCommand::Mode(Some(mode)) => {
+                self.session.update_settings(|s| s.mode = mode);
+                self.screen
+                    .line(&format!("mode: {} — {}", mode.id(), mode.description()));
+            }
+            SlashCommand::Model(None) => self.list_models().await,
+            SlashCommand::Model(Some(id)) => self.switch_model(&id).await,
+            SlashCommand::New => {
+                self.session = new_session(&self.cwd, self.session.settings());
+                self.screen.read(Renderer::start_session);
+                self.screen
+                    .line(&format!("new session {}", self.session.id));
+            }
+            SlashCommand::Thoughts => {
+                let shown = self.screen.read(|r| r.toggle_thoughts());
+                self.screen.line(if shown {
+                    "thoughts: shown"
+                } else {
+                    "thoughts: hidden"
+                });
+            }
+            SlashCommand::Diff => match self.screen.read(|r| r.last_diff()) {
+                Some(diff) => self.screen.line(&diff),
+                None => self.screen.line("no file change yet"),
+            },
+            SlashCommand::Context => self.context(),
+            SlashCommand::Compact => self
+                .screen
+                .line("not available yet: compaction comes with the context module"),
+            SlashCommand::Sessions => self.sessions().await,
+            SlashCommand::Resume(id) => self.resume(id).await,
+            SlashCommand::Help => self.help(),
+            SlashCommand::Quit => return Flow::Quit,
+        }
+        Flow::Continue
+    }
+
+    fn list_modes(&self) {
+        let current = self.session.settings().mode;
+        for mode in Mode::ALL {
+            let mark = if mode == current { "*" } else { " " };
+            self.screen
+                .line(&format!("{mark} {:<13}{}", mode.id(), mode.description()));
+        }
+    }
+
+    async fn list_models(&self) {
+        let current = self.session.settings().model;
+        let choices = self.core.catalog.choices().await;
+        if choices.is_empty() {
+            self.screen.line(
+                "no models: configure an endpoint (HEARTH_BASE_URL or [[endpoints]] in the config)",
+            );
+        }
+        for choice in choices {
+            let mark = if current.as_ref() == Some(&choice.model) {
+                "*"
+            } else {
+                " "
+            };
+            let window = choice
+                .info
+                .context_window
+                .map(|w| format!("  [context {w}]"))
+                .unwrap_or_default();
+            self.screen
+                .line(&format!("{mark} {}{window}", choice.value_id));
+        }
+    }
+
+    async fn switch_model(&self, id: &str) {
+        let Some(model) = self.core.catalog.parse_value_id(id) else {
+            self.error(&format!("model `{id}`: no endpoint is configured"));
+            return;
+        };
+        let choices = self.core.catalog.choices().await;
+        if !choices.is_empty() && !choices.iter().any(|c| c.model == model) {
+            let style = self.style();
+            self.screen.line(&style.yellow(&format!(
+                "note: `{id}` is not among the models its endpoint lists (/model shows them)"
+            )));
+        }
+        let shown = self.core.catalog.value_id(&model);
+        self.session.update_settings(|s| s.model = Some(model));
+        self.screen.line(&format!("model: {shown}"));
+    }
+
+    fn context(&self) {
+        match self.screen.read(|r| r.usage()) {
+            Some((used, size)) if size > 0 => {
+                let percent = used.saturating_mul(100) / size;
+                self.screen
+                    .line(&format!("context: {used} of {size} tokens ({percent}%)"));
+            }
+            Some((used, _)) => self.screen.line(&format!("context: {used} tokens")),
+            None => self.screen.line("context: no usage reported yet"),
+        }
+    }
+
+    async fn sessions(&self) {
+        match list_stored(&self.core, &self.cwd).await {
+            Ok(lines) if lines.is_empty() => self.screen.line("no stored sessions"),
+            Ok(lines) => lines.iter().for_each(|l| self.screen.line(l)),
+            Err(err) => self.screen.line(&err.to_string()),
+        }
+    }
+
+    async fn resume(&mut self, id: Option<String>) {
+        let which = id.map_or(Stored::Latest, Stored::Id);
+        match open_stored(&self.core, &self.cwd, &which).await {
+            Ok(reopened) => {
+                // Forget the old session's figures first: the replay may carry the new ones.
+                self.screen.read(Renderer::start_session);
+                for event in &reopened.replay {
+                    self.screen.event(event);
+                }
+                self.session = reopened.session;
+                self.screen
+                    .line(&format!("resumed session {}", self.session.id));
+            }
+            Err(err) => self.screen.line(&err.to_string()),
+        }
+    }
+
+    fn help(&self) {
+        for (usage, what) in COMMANDS {
+            self.screen.line(&format!("  {usage:<14}{what}"));
+        }
+        self.screen
+            .line("  Ctrl-C cancels a running answer; //text sends a prompt starting with `/`.");
+    }
+}
