@@ -9,6 +9,6 @@ pub mod config;
 pub mod endpoints;
 pub mod logging;
 pub mod parse;
-pub mod store;
 pub mod repl;
+pub mod store;
 pub mod tools;

@@ -50,11 +50,7 @@ fn main() -> ExitCode {
                 Ok(ExitCode::from(hearth::batch::run(core, args).await.code()))
             }
             Command::Repl(args) => {
-                let core = Arc::new(AgentCore::new(
-                    config.clone(),
-                    build_catalog(&config)?,
-                    data_dir(&env),
-                ));
+                let core = build_core(config)?;
                 hearth::repl::run(core, args).await?;
                 Ok(ExitCode::SUCCESS)
             }

@@ -29,6 +29,8 @@ pub struct Persistence {
     next_round: AtomicU64,
     /// The rules as last written, to write them again only when they change.
     saved_rules: Mutex<AlwaysRules>,
+    /// Settings waiting for the first round: a session nobody prompts leaves no file behind.
+    pending_settings: Mutex<Option<SessionSettings>>,
 }
 
 impl Persistence {
@@ -37,6 +39,7 @@ impl Persistence {
             writer,
             next_round: AtomicU64::new(next_round),
             saved_rules: Mutex::new(rules),
+            pending_settings: Mutex::new(None),
         }
     }
 
@@ -46,6 +49,14 @@ impl Persistence {
     }
 
     pub fn save_settings(&self, settings: &SessionSettings) {
+        if self.rounds() == 0 {
+            *lock(&self.pending_settings) = Some(settings.clone());
+            return;
+        }
+        self.write_settings(settings);
+    }
+
+    fn write_settings(&self, settings: &SessionSettings) {
         self.writer.append(Record::Settings(SettingsRecord {
             mode: settings.mode,
             model: settings.model.clone().map(Into::into),
@@ -76,6 +87,9 @@ impl Persistence {
                 message: err.to_string(),
             },
         };
+        if let Some(settings) = lock(&self.pending_settings).take() {
+            self.write_settings(&settings);
+        }
         let number = self.next_round.fetch_add(1, Ordering::SeqCst);
         // `user` is what the replay shows; `history` (which starts with the same prompt) is
         // what the model sees again.
@@ -186,4 +200,10 @@ impl ClientOps for Recorder<'_> {
             .push(event.clone().with_terminals_as_text());
         self.inner.send(event);
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

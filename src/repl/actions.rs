@@ -2,7 +2,7 @@
 
 use super::commands::{COMMANDS, SlashCommand};
 use super::render::Renderer;
-use super::repl::{Flow, Repl, new_session};
+use super::repl::{Flow, Repl};
 use super::sessions::{Stored, list_stored, open_stored};
 use crate::agent::Mode;
 
@@ -19,7 +19,9 @@ impl Repl {
             SlashCommand::Model(None) => self.list_models().await,
             SlashCommand::Model(Some(id)) => self.switch_model(&id).await,
             SlashCommand::New => {
-                self.session = new_session(&self.cwd, self.session.settings());
+                self.session = self
+                    .core
+                    .new_session(self.cwd.clone(), self.session.settings());
                 self.screen.read(Renderer::start_session);
                 self.screen
                     .line(&format!("new session {}", self.session.id));

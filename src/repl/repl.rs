@@ -15,9 +15,7 @@ use super::render::Renderer;
 use super::screen::Screen;
 use super::sessions::{Stored, open_stored};
 use super::style::Style;
-use crate::agent::{
-    AgentCore, LocalClientOps, Session, SessionId, SessionSettings, StopReason, TurnError,
-};
+use crate::agent::{AgentCore, LocalClientOps, Session, SessionSettings, StopReason, TurnError};
 
 /// The history file, under hearth's data directory.
 const HISTORY_FILE: &str = "repl_history";
@@ -170,7 +168,7 @@ fn closing_line(style: Style, outcome: &Result<StopReason, TurnError>) -> Option
 /// The session the REPL starts with: a stored one for `--continue`/`--resume` (when the store
 /// can open it), else a new one. `--model` and `--mode` apply either way.
 async fn first_session(
-    core: &AgentCore,
+    core: &Arc<AgentCore>,
     args: &ReplArgs,
     cwd: &Path,
     screen: &Screen,
@@ -212,16 +210,7 @@ async fn first_session(
                 .default_model(core.config.default_model.as_deref(), &[])
         }),
     };
-    Ok(new_session(cwd, settings))
-}
-
-pub(super) fn new_session(cwd: &Path, settings: SessionSettings) -> Session {
-    Session::new(
-        SessionId::generate(),
-        cwd.to_path_buf(),
-        settings,
-        Vec::new(),
-    )
+    Ok(core.new_session(cwd.to_path_buf(), settings))
 }
 
 /// `<data dir>/repl_history`, creating the directory; `None` (no saved history) if it cannot be.

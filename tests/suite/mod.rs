@@ -4,5 +4,5 @@ mod acp_tools;
 mod batch;
 mod hostile_input;
 mod qwen_inband;
-mod sessions;
 mod repl;
+mod sessions;

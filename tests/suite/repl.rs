@@ -342,16 +342,41 @@ fn piped_stdin_is_scriptable_and_prints_no_escape_codes() {
 }
 
 #[test]
-fn continue_and_resume_say_the_store_is_not_there_yet_and_the_repl_goes_on() {
+fn continue_and_resume_bring_back_a_stored_session_with_its_history() {
     let fx = Fixture::new();
-    fx.server.push(Reply::text(&["fresh session"]));
+    // Nothing stored yet: --continue says so and starts fresh.
+    fx.server.push(Reply::text(&["first answer"]));
     let mut command = fx.command(&["--continue"]);
     let out = command.stdin(Stdio::null()).output().unwrap();
     assert!(out.status.success(), "{out:?}");
     let stdout = String::from_utf8(out.stdout).unwrap();
-    assert!(stdout.contains("not available yet"), "{stdout}");
+    assert!(stdout.contains("no saved session"), "{stdout}");
 
-    let out = fx.piped("/sessions\n/resume abc\nhi\n");
-    assert_eq!(out.matches("not available yet").count(), 2, "{out}");
-    assert!(out.contains("fresh session"), "{out}");
+    let out = fx.piped("remember the word kumquat\n/quit\n");
+    assert!(out.contains("first answer"), "{out}");
+
+    // A later REPL lists it, resumes it, shows its history, and the model sees it again.
+    fx.server.push(Reply::text(&["second answer"]));
+    let out = fx.piped("/sessions\n/resume\nwhat was the word?\n/resume no-such-id\n/quit\n");
+    assert!(
+        out.contains("remember the word kumquat"),
+        "the replay shows the old prompt: {out}"
+    );
+    assert!(out.matches("first answer").count() >= 1, "{out}");
+    assert!(out.contains("second answer"), "{out}");
+    assert!(
+        out.contains("no stored session with id no-such-id"),
+        "{out}"
+    );
+    let last = fx
+        .server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == "/v1/chat/completions")
+        .last()
+        .unwrap();
+    assert!(
+        last.raw_body.contains("kumquat"),
+        "the resumed history goes to the model"
+    );
 }
