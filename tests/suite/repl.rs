@@ -372,8 +372,7 @@ fn continue_and_resume_bring_back_a_stored_session_with_its_history() {
         .server
         .requests()
         .into_iter()
-        .filter(|r| r.path == "/v1/chat/completions")
-        .last()
+        .rfind(|r| r.path == "/v1/chat/completions")
         .unwrap();
     assert!(
         last.raw_body.contains("kumquat"),
