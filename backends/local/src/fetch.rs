@@ -50,6 +50,23 @@ pub fn cached_default_model() -> Option<PathBuf> {
     (len == DEFAULT_MODEL_BYTES).then_some(path)
 }
 
+/// GGUF files in the models directory with their sizes, sorted by name (`hearth model list`).
+pub fn list_cached_models() -> Result<Vec<(PathBuf, u64)>, EngineError> {
+    let dir = models_dir()?;
+    if !dir.exists() {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(&dir)? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "gguf") {
+            out.push((path.clone(), std::fs::metadata(&path)?.len()));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
 /// The lowercase hex sha256 of a file.
 pub fn sha256_file(path: &Path) -> Result<String, EngineError> {
     let mut reader = BufReader::with_capacity(1 << 20, File::open(path)?);

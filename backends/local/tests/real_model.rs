@@ -60,7 +60,7 @@ fn answers_a_coding_question_deterministically() {
 #[test]
 fn calls_a_tool_in_hermes_format() {
     let Some(path) = model_path() else { return };
-    let system = "You are a coding assistant.\n\n# Tools\n\nYou may call one or more functions \
+    let system = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.\n\n# Tools\n\nYou may call one or more functions \
         to assist with the user query.\n\nYou are provided with function signatures within \
         <tools></tools> XML tags:\n<tools>\n{\"type\": \"function\", \"function\": {\"name\": \
         \"read_file\", \"description\": \"Read a text file\", \"parameters\": {\"type\": \
@@ -72,17 +72,23 @@ fn calls_a_tool_in_hermes_format() {
         &path,
         vec![
             Message::system(system),
-            Message::user("Show me what is in src/main.rs."),
+            Message::user("Use the read_file tool to read src/main.rs."),
         ],
         80,
     );
     eprintln!("{text}");
-    let start = text.find("<tool_call>").expect("a tool call") + "<tool_call>".len();
-    let end = text[start..]
-        .find("</tool_call>")
-        .expect("a closed tool call")
-        + start;
-    let call: serde_json::Value = serde_json::from_str(text[start..end].trim()).unwrap();
+    // Qwen2.5-Coder-0.5B often writes the call as a fenced JSON block instead of inside
+    // <tool_call> tags; the agent's parser repairs both, so both count here.
+    let body = between(&text, "<tool_call>", "</tool_call>")
+        .or_else(|| between(&text, "```json", "```"))
+        .expect("a tool call");
+    let call: serde_json::Value = serde_json::from_str(body.trim()).unwrap();
     assert_eq!(call["name"], "read_file");
     assert_eq!(call["arguments"]["path"], "src/main.rs");
+}
+
+fn between<'a>(text: &'a str, open: &str, close: &str) -> Option<&'a str> {
+    let start = text.find(open)? + open.len();
+    let end = text[start..].find(close)? + start;
+    Some(&text[start..end])
 }

@@ -20,33 +20,25 @@ fn logits_match_candle_reference_on_the_real_model() {
     let mut reader = std::fs::File::open(&path).unwrap();
     let content = candle_core::quantized::gguf_file::Content::read(&mut reader).unwrap();
     let mut reference = ModelWeights::from_gguf(content, &mut reader, &Device::Cpu).unwrap();
-    let tokens: Vec<u32> = (0..40).map(|i| 1000 + i * 37).collect();
-    let want = reference
-        .forward(
-            &Tensor::new(tokens.as_slice(), &Device::Cpu)
-                .unwrap()
-                .unsqueeze(0)
-                .unwrap(),
-            0,
-        )
-        .unwrap()
-        .flatten_all()
-        .unwrap()
-        .to_vec1::<f32>()
-        .unwrap();
-    let got = ours
-        .forward(&tokens, &mut ours.new_cache())
-        .unwrap()
-        .to_vec1::<f32>()
-        .unwrap();
-    let diff = want
-        .iter()
-        .zip(&got)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0, f32::max);
-    let scale = want.iter().map(|a| a.abs()).fold(0.0, f32::max);
-    eprintln!("max abs diff {diff} (logits up to {scale})");
-    assert!(diff < 1e-2 * scale, "diff {diff}");
     let argmax = |v: &[f32]| hearth_local::sampler::argmax(v);
-    assert_eq!(argmax(&want), argmax(&got));
+    for n in [1usize, 2, 7, 40] {
+        let tokens: Vec<u32> = (0..n as u32).map(|i| 1000 + i * 37).collect();
+        let input = Tensor::new(tokens.as_slice(), &Device::Cpu)
+            .unwrap()
+            .unsqueeze(0)
+            .unwrap();
+        let want = reference.forward(&input, 0).unwrap().flatten_all().unwrap();
+        let want = want.to_vec1::<f32>().unwrap();
+        let got = ours.forward(&tokens, &mut ours.new_cache()).unwrap();
+        let got = got.to_vec1::<f32>().unwrap();
+        let diff = want
+            .iter()
+            .zip(&got)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f32::max);
+        let scale = want.iter().map(|a| a.abs()).fold(0.0, f32::max);
+        eprintln!("{n} tokens: max abs diff {diff} (logits up to {scale})");
+        assert_eq!(argmax(&want), argmax(&got), "{n} tokens");
+        assert!(diff < 0.05 * scale, "{n} tokens: diff {diff}");
+    }
 }
