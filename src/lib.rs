@@ -5,6 +5,7 @@ pub mod acp;
 pub mod agent;
 pub mod cli;
 pub mod config;
+pub mod context;
 pub mod endpoints;
 pub mod logging;
 pub mod parse;
