@@ -6,10 +6,10 @@
 //! and it still does not fit does phase 2 start on reasoning, then phase 3 on prose.
 //!
 //! Cuts are not taken at any entry but only at *checkpoints*: the entries where the running
-//! token total of the history crosses a multiple of 1/8 of the room. The running total of an
+//! token total of the history crosses a multiple of 1/4 of the room. The running total of an
 //! append-only history never changes for entries already there, so the checkpoints stay put as
 //! the history grows, the cut stays on the same checkpoint for several rounds (the prefix is
-//! byte-stable, prefix caches hit), and when it moves it frees an eighth of the room at once.
+//! byte-stable, prefix caches hit), and when it moves it frees a quarter of the room at once.
 //! Phase 1's cut only moves forward as the history grows, so an elided output stays elided.
 
 use super::markers::{CallTargets, output_marker, prose_marker, shrink_arguments};
@@ -21,7 +21,7 @@ use crate::agent::HistoryEntry;
 const TAIL_SHARE: usize = 4;
 
 /// Checkpoints every 1/CHECKPOINTS of the room.
-const CHECKPOINTS: usize = 8;
+const CHECKPOINTS: usize = 4;
 
 /// The deepest level (prose elided).
 const MAX_LEVEL: usize = 3;

@@ -117,7 +117,7 @@ fn budget_strategy() -> impl Strategy<Value = (Budget, usize)> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(48))]
+    #![proptest_config(ProptestConfig::with_cases(32))]
 
     #[test]
     fn projection_invariants_hold(
@@ -136,9 +136,14 @@ proptest! {
         check(&history, system_tokens, &budget, counter, summary.as_ref());
     }
 
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
     #[test]
     fn successive_rounds_keep_the_prefix(
-        rounds in prop::collection::vec(round_spec(), 2..40),
+        rounds in prop::collection::vec(round_spec(), 2..24),
         (budget, system_tokens) in budget_strategy(),
     ) {
         let counter = CalibratedEstimator::default();

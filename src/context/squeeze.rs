@@ -6,9 +6,9 @@
 
 use hearth_backend::ContentPart;
 
-use super::markers::{CallTargets, truncate_to_tokens};
+use super::markers::{CallTargets, SUMMARY_PREFIX, truncate_to_tokens};
 use super::plan::at_level;
-use super::projection::{Elision, ElisionKind, Slot, total};
+use super::projection::{Elision, ElisionKind, Origin, Slot, total};
 use super::tokens::{TokenCounter, entry_tokens};
 use crate::agent::HistoryEntry;
 
@@ -137,7 +137,12 @@ fn truncate_users(
             continue;
         };
         let overhead = slots[i].tokens - super::tokens::content_tokens(content, counter);
-        let content = cut_content(content, target.saturating_sub(overhead), counter);
+        let target = target.saturating_sub(overhead);
+        let content = if slots[i].origin == Origin::Summary {
+            cut_summary(content, target, counter)
+        } else {
+            cut_content(content, target, counter)
+        };
         let entry = HistoryEntry::User { content };
         replace(
             &mut slots[i],
@@ -147,6 +152,27 @@ fn truncate_users(
             elided,
         );
     }
+}
+
+/// The summary cut to `target` tokens behind its prefix, which stays recognisable.
+fn cut_summary(
+    content: &[ContentPart],
+    target: usize,
+    counter: &dyn TokenCounter,
+) -> Vec<ContentPart> {
+    let text: String = content
+        .iter()
+        .filter_map(|p| match p {
+            ContentPart::Text { text } => Some(text.as_str()),
+            ContentPart::Image { .. } => None,
+        })
+        .collect();
+    let body = text.strip_prefix(SUMMARY_PREFIX).unwrap_or(&text);
+    let room = target.saturating_sub(counter.count(SUMMARY_PREFIX));
+    vec![ContentPart::text(format!(
+        "{SUMMARY_PREFIX}{}",
+        truncate_to_tokens(body, room, counter)
+    ))]
 }
 
 /// A user message's parts cut to `target` tokens: images first, then the longest texts.

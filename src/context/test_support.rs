@@ -84,7 +84,7 @@ pub fn round_spec() -> impl Strategy<Value = RoundSpec> {
         0usize..20,
         prop::option::weighted(0.5, 1usize..60),
         prop::collection::vec(
-            prop_oneof![4 => 0usize..80, 1 => 200usize..1500, 1 => 3000usize..6000],
+            prop_oneof![4 => 0usize..80, 1 => 200usize..800, 1 => 1000usize..2000],
             0..3,
         ),
     )
