@@ -9,7 +9,7 @@
 use hearth_backend::{ContentPart, Message};
 use serde::{Deserialize, Serialize};
 
-use super::projection::{Projection, project};
+use super::projection::{ElisionKind, Projection, project};
 use super::tokens::{Budget, MESSAGE_OVERHEAD, TokenCounter};
 use crate::agent::HistoryEntry;
 
@@ -35,7 +35,8 @@ pub fn should_compact(tokens: usize, window: u32, threshold: f64) -> bool {
 
 /// How many entries a new summary should cover, or `None` when compaction would not help.
 ///
-/// The span ends after the last entry the projection had to elide, moved forward past tool
+/// The span ends after the last entry the projection had to elide (truncation of the recent
+/// tail aside), moved forward past tool
 /// results so no call loses its result. `None` when nothing new was elided beyond what the
 /// `current` summary covers: compacting again would only summarise the summary, which is how
 /// peers' compaction loops.
@@ -44,9 +45,12 @@ pub fn compaction_span(
     projection: &Projection,
     current: Option<&Summary>,
 ) -> Option<usize> {
+    // Truncation of the recent tail is not a reason to summarise it: the span stays on the
+    // old part that elision reached.
     let last = projection
         .elided
         .iter()
+        .filter(|e| e.kind != ElisionKind::Truncated)
         .map(|e| e.index)
         .max()
         .map(|i| i + 1)?;

@@ -394,3 +394,20 @@ fn a_steady_session_breaks_its_prefix_rarely() {
         "{breaks} prefix breaks in {rounds} rounds"
     );
 }
+
+#[test]
+fn a_squeezed_summary_keeps_its_prefix() {
+    let mut history = vec![user("first")];
+    history.extend(tool_round(0, "a", None, &[10]));
+    history.push(user("second"));
+    let summary = Summary {
+        covers: 3,
+        text: code(400, 3),
+    };
+    let p = check(&history, 0, &Budget::new(4096, 1024), &CharCounter, Some(&summary));
+    let text = first_text(&p.entries[1]);
+    assert!(text.starts_with(SUMMARY_PREFIX));
+    assert!(text.contains("truncated to fit"));
+    assert_eq!(p.entries[0], history[0]);
+    assert_eq!(p.entries.last(), history.last());
+}
