@@ -35,3 +35,5 @@ pub use tokens::{
 mod figures_tests;
 #[cfg(test)]
 mod test_support;
+#[cfg(test)]
+mod test_tokenizer;
