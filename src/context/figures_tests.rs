@@ -8,6 +8,7 @@ use super::compaction::{build_summary_request, compaction_span};
 use super::estimator::CalibratedEstimator;
 use super::projection::project;
 use super::test_support::{tool_round, user};
+use super::test_tokenizer::qwen_counter;
 use super::tokens::{Budget, MESSAGE_OVERHEAD, TokenCounter, history_tokens};
 
 const SYSTEM_TOKENS: usize = 2500;
@@ -18,8 +19,16 @@ const OUTPUT_LINES: [usize; 7] = [120, 40, 300, 60, 15, 200, 80];
 #[test]
 #[ignore = "prints figures"]
 fn figures_prompt_tokens_per_round() {
+    println!("== counted by the calibrated estimate (3 chars/token, uncalibrated)");
+    session(&CalibratedEstimator::default());
+    if let Some(qwen) = qwen_counter() {
+        println!("== counted by the Qwen2.5 tokenizer");
+        session(&qwen);
+    }
+}
+
+fn session(counter: &dyn TokenCounter) {
     let budget = Budget::new(32_768, 4096);
-    let counter = CalibratedEstimator::default();
     let mut history = vec![user(
         "Add streaming support to the HTTP client and fix the tests.",
     )];
@@ -38,8 +47,8 @@ fn figures_prompt_tokens_per_round() {
             Some("Plan the step."),
             &outputs,
         ));
-        let raw = SYSTEM_TOKENS + history_tokens(&history, &counter);
-        let p = project(&history, SYSTEM_TOKENS, &budget, &counter, None);
+        let raw = SYSTEM_TOKENS + history_tokens(&history, counter);
+        let p = project(&history, SYSTEM_TOKENS, &budget, counter, None);
         assert!(p.fits);
         let common = match &previous {
             Some(prev) => {
@@ -51,7 +60,7 @@ fn figures_prompt_tokens_per_round() {
                 if n < prev.len() {
                     breaks += 1;
                 }
-                SYSTEM_TOKENS + history_tokens(&p.entries[..n], &counter)
+                SYSTEM_TOKENS + history_tokens(&p.entries[..n], counter)
             }
             None => SYSTEM_TOKENS,
         };
@@ -78,10 +87,10 @@ fn figures_prompt_tokens_per_round() {
     println!("rounds that break the previous prompt's prefix: {breaks} of 49");
     println!("prompt tokens a prefix cache could reuse: {reused} of {sent_projected}");
 
-    let p = project(&history, SYSTEM_TOKENS, &budget, &counter, None);
+    let p = project(&history, SYSTEM_TOKENS, &budget, counter, None);
     let covers = compaction_span(&history, &p, None).unwrap_or(0);
     let summary_budget = Budget::new(32_768, 2048);
-    let messages = build_summary_request(&history[..covers], None, None, &summary_budget, &counter);
+    let messages = build_summary_request(&history[..covers], None, None, &summary_budget, counter);
     let cost: usize = messages
         .iter()
         .map(|m: &Message| counter.count(&m.plain_text()) + MESSAGE_OVERHEAD)

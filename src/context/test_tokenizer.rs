@@ -167,3 +167,30 @@ fn the_rebuilt_tokenizer_counts_like_qwen() {
     assert_eq!(counter.count("Hello world"), 2);
     assert!(counter.count("fn main() {}") <= 5);
 }
+
+#[test]
+fn the_uncalibrated_estimate_is_not_below_qwen() {
+    let Some(qwen) = qwen_counter() else {
+        return;
+    };
+    use super::estimator::CalibratedEstimator;
+    use super::tokens::TokenCounter;
+    let estimate = CalibratedEstimator::default();
+    let samples = [
+        super::test_support::code(200, 7),
+        "The quick brown fox jumps over the lazy dog. ".repeat(50),
+        r#"{"id": 12345, "items": [1, 2, 3], "name": "widget-2000"}"#.repeat(40),
+        "fn parse(input: &str) -> Result<Vec<Token>, Error> {\n    todo!()\n}\n".repeat(60),
+        "上下文窗口必须适合。".repeat(30),
+        "error[E0599]: no method named `foo` found for struct `Bar` in src/lib.rs:42:7\n"
+            .repeat(40),
+    ];
+    for text in &samples {
+        let (e, q) = (estimate.count(text), qwen.count(text));
+        assert!(
+            e >= q,
+            "estimate {e} below Qwen's {q} for {:?}",
+            &text[..40]
+        );
+    }
+}
