@@ -33,33 +33,58 @@ pub fn should_compact(tokens: usize, window: u32, threshold: f64) -> bool {
     window > 0 && tokens as f64 >= f64::from(window) * threshold.clamp(0.0, 1.0)
 }
 
-/// How many entries a new summary should cover, or `None` when compaction would not help.
+/// Elision beyond the current summary must save at least 1/MIN_GAIN_SHARE of the prompt
+/// before automatic compaction runs (again). Elision moves a quarter of the room at a time,
+/// so this lets the first step or so go by on elision alone (masking is as good as a summary
+/// for a while, and free) and summarises once half a prompt's worth of detail is gone; it also
+/// keeps compaction from running every round.
+const MIN_GAIN_SHARE: usize = 2;
+
+/// How many entries a new automatic summary should cover, or `None` when compaction would
+/// not help. Call it when [`should_compact`] says so for `projection.unelided_tokens`.
 ///
 /// The span ends after the last entry the projection had to elide (truncation of the recent
-/// tail aside), moved forward past tool
-/// results so no call loses its result. `None` when nothing new was elided beyond what the
-/// `current` summary covers: compacting again would only summarise the summary, which is how
-/// peers' compaction loops.
+/// tail aside), moved forward past tool results so no call loses its result. `None` when
+/// elision beyond what the `current` summary covers saves less than half the prompt:
+/// compacting then would mostly summarise the summary again, which is how peers' compaction
+/// loops.
 pub fn compaction_span(
     history: &[HistoryEntry],
     projection: &Projection,
     current: Option<&Summary>,
 ) -> Option<usize> {
-    // Truncation of the recent tail is not a reason to summarise it: the span stays on the
-    // old part that elision reached.
-    let last = projection
+    let covered = current.map_or(0, |s| s.covers);
+    let beyond = projection
         .elided
         .iter()
-        .filter(|e| e.kind != ElisionKind::Truncated)
-        .map(|e| e.index)
-        .max()
-        .map(|i| i + 1)?;
-    let mut end = last.min(history.len());
+        .filter(|e| e.kind != ElisionKind::Truncated && e.index >= covered);
+    let saved: usize = beyond.clone().map(|e| e.tokens_saved).sum();
+    if saved == 0 || saved < projection.tokens / MIN_GAIN_SHARE {
+        return None;
+    }
+    let last = beyond.map(|e| e.index).max()? + 1;
+    let end = past_results(history, last);
+    (end > covered).then_some(end)
+}
+
+/// The span for `/compact`: everything before the last round (the last assistant message and
+/// its results stay verbatim), or `None` when that is no more than the `current` summary
+/// covers.
+pub fn on_demand_span(history: &[HistoryEntry], current: Option<&Summary>) -> Option<usize> {
+    let last_round = history
+        .iter()
+        .rposition(|e| matches!(e, HistoryEntry::Assistant { .. }))?;
+    let end = past_results(history, last_round);
+    (end > current.map_or(0, |s| s.covers)).then_some(end)
+}
+
+/// `at` moved forward past tool results.
+fn past_results(history: &[HistoryEntry], at: usize) -> usize {
+    let mut end = at.min(history.len());
     while matches!(history.get(end), Some(HistoryEntry::ToolResult { .. })) {
         end += 1;
     }
-    let covered = current.map_or(0, |s| s.covers);
-    (end > covered).then_some(end)
+    end
 }
 
 /// The messages of a summary request for `history[..covers]`, fitted to `budget` by `counter`

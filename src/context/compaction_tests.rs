@@ -56,6 +56,52 @@ fn span_ends_after_the_elided_part_and_never_loops() {
 }
 
 #[test]
+fn automatic_compaction_waits_for_a_worthwhile_gain() {
+    let budget = Budget::new(32_768, 4096);
+    let counter = CalibratedEstimator::default();
+    // Grow the session until elision starts: the first elisions save little, so no span yet.
+    let mut history = long_session(0, 0);
+    let mut first_elision = None;
+    for n in 0..200 {
+        history.extend(tool_round(n, "More.", None, &[40]));
+        let p = project(&history, 1000, &budget, &counter, None);
+        if !p.elided.is_empty() && first_elision.is_none() {
+            first_elision = Some(n);
+            assert!(should_compact(
+                p.unelided_tokens,
+                budget.window,
+                DEFAULT_COMPACT_THRESHOLD
+            ));
+            assert_eq!(compaction_span(&history, &p, None), None);
+        }
+        if let Some(covers) = compaction_span(&history, &p, None) {
+            assert!(n > first_elision.unwrap());
+            let saved: usize = p.elided.iter().map(|e| e.tokens_saved).sum();
+            assert!(saved * 2 >= p.tokens);
+            assert!(covers <= history.len());
+            return;
+        }
+    }
+    panic!("compaction never became worthwhile");
+}
+
+#[test]
+fn on_demand_span_keeps_the_last_round() {
+    let history = long_session(5, 10);
+    let last_assistant = history
+        .iter()
+        .rposition(|e| matches!(e, HistoryEntry::Assistant { .. }))
+        .unwrap();
+    assert_eq!(on_demand_span(&history, None), Some(last_assistant));
+    let done = Summary {
+        covers: last_assistant,
+        text: String::new(),
+    };
+    assert_eq!(on_demand_span(&history, Some(&done)), None);
+    assert_eq!(on_demand_span(&[user("hi")], None), None);
+}
+
+#[test]
 fn the_summary_request_fits_its_budget_for_a_huge_span() {
     let history = long_session(120, 1500);
     for counter in [

@@ -15,7 +15,7 @@ mod tokens;
 
 pub use compaction::{
     COMPACT_PROMPT, DEFAULT_COMPACT_THRESHOLD, Summary, build_summary_request, compaction_span,
-    should_compact,
+    on_demand_span, should_compact,
 };
 pub use discovery::{
     DEFAULT_WINDOW, ServerKind, WindowInfo, WindowSource, discover_window, ollama_num_ctx,

@@ -54,6 +54,9 @@ pub struct Projection {
     pub tokens: usize,
     /// The system prompt's share of `tokens`.
     pub system_tokens: usize,
+    /// What the prompt would cost with nothing elided or truncated (the summary applied): the
+    /// pressure on the window, for [`super::should_compact`].
+    pub unelided_tokens: usize,
     /// How many history entries a compaction summary stands in for.
     pub summary_covers: Option<usize>,
     /// Whether `tokens` is within the budget. False only when the system prompt and the user
@@ -121,6 +124,7 @@ pub fn project(
             tokens: entry_tokens(entry, counter),
         });
     }
+    let unelided_tokens = system_tokens + total(&slots);
     let plan = plan::elide(&mut slots, first_slot, room, counter, &targets);
     let mut elided = plan.elided;
     if total(&slots) > room {
@@ -140,6 +144,7 @@ pub fn project(
         elided,
         tokens: system_tokens + entries_tokens,
         system_tokens,
+        unelided_tokens,
         summary_covers: covers,
         fits: system_tokens + entries_tokens <= budget.available(),
     }

@@ -25,6 +25,8 @@ pub struct ContextReport {
     pub max_tokens: u32,
     pub margin: u32,
     pub system_tokens: usize,
+    /// What the prompt would cost with nothing elided.
+    pub unelided: usize,
     pub user_messages: usize,
     pub assistant_messages: usize,
     pub tool_results: usize,
@@ -47,6 +49,7 @@ pub fn describe(projection: &Projection, budget: &Budget) -> ContextReport {
         max_tokens: budget.max_tokens,
         margin: budget.margin,
         system_tokens: projection.system_tokens,
+        unelided: projection.unelided_tokens,
         user_messages: 0,
         assistant_messages: 0,
         tool_results: 0,
@@ -158,6 +161,11 @@ impl fmt::Display for ContextReport {
                 "Nothing elided: the whole conversation is in the window."
             );
         }
+        writeln!(
+            f,
+            "Elided to fit (the whole conversation would take {} tokens):",
+            self.unelided
+        )?;
         for (what, count) in lines.iter().filter(|(_, c)| c.entries > 0) {
             writeln!(
                 f,
@@ -196,6 +204,7 @@ mod tests {
             elided,
             tokens: 16_384,
             system_tokens: 1000,
+            unelided_tokens: 40_000,
             summary_covers: Some(7),
             fits: true,
         }
@@ -231,6 +240,7 @@ mod tests {
         assert!(text.contains("16384 of 32768 tokens (50%)"), "{text}");
         assert!(text.contains("1 tool outputs elided (saving 500 tokens)"));
         assert!(text.contains("first 7 entries"));
+        assert!(text.contains("would take 40000 tokens"));
         assert!(text.contains("(1 images)"));
     }
 
