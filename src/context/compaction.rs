@@ -33,37 +33,36 @@ pub fn should_compact(tokens: usize, window: u32, threshold: f64) -> bool {
     window > 0 && tokens as f64 >= f64::from(window) * threshold.clamp(0.0, 1.0)
 }
 
-/// Elision beyond the current summary must save at least 1/MIN_GAIN_SHARE of the prompt
-/// before automatic compaction runs (again). Elision moves a quarter of the room at a time,
-/// so this lets the first step or so go by on elision alone (masking is as good as a summary
-/// for a while, and free) and summarises once half a prompt's worth of detail is gone; it also
-/// keeps compaction from running every round.
-const MIN_GAIN_SHARE: usize = 2;
+/// Automatic compaction waits until elision beyond the current summary saves at least one
+/// whole prompt's worth of tokens. Until then masking old outputs alone carries the session
+/// (JetBrains measured it as good as summarising, and it is free); after that enough detail is
+/// gone that a summary earns its cost. It also keeps compaction from running every few rounds
+/// in a tool-heavy session, the loop peers fall into.
+const MIN_GAIN_PROMPTS: usize = 1;
 
 /// How many entries a new automatic summary should cover, or `None` when compaction would
-/// not help. Call it when [`should_compact`] says so for `projection.unelided_tokens`.
+/// not help yet. Call it when [`should_compact`] says so for `projection.unelided_tokens`.
 ///
-/// The span ends after the last entry the projection had to elide (truncation of the recent
-/// tail aside), moved forward past tool results so no call loses its result. `None` when
-/// elision beyond what the `current` summary covers saves less than half the prompt:
-/// compacting then would mostly summarise the summary again, which is how peers' compaction
-/// loops.
+/// The span reaches up to the recent tail (and at least past the last elided entry), moved
+/// forward past tool results so no call loses its result: after compaction the prompt is the
+/// summary, the user messages and the tail, with room to grow for several rounds.
 pub fn compaction_span(
     history: &[HistoryEntry],
     projection: &Projection,
     current: Option<&Summary>,
 ) -> Option<usize> {
     let covered = current.map_or(0, |s| s.covers);
+    // Truncation of the recent tail is not a reason to summarise it.
     let beyond = projection
         .elided
         .iter()
         .filter(|e| e.kind != ElisionKind::Truncated && e.index >= covered);
     let saved: usize = beyond.clone().map(|e| e.tokens_saved).sum();
-    if saved == 0 || saved < projection.tokens / MIN_GAIN_SHARE {
+    if saved == 0 || saved < projection.tokens * MIN_GAIN_PROMPTS {
         return None;
     }
-    let last = beyond.map(|e| e.index).max()? + 1;
-    let end = past_results(history, last);
+    let last_elided = beyond.map(|e| e.index).max()? + 1;
+    let end = past_results(history, last_elided.max(projection.tail_start));
     (end > covered).then_some(end)
 }
 

@@ -59,6 +59,8 @@ pub struct Projection {
     pub unelided_tokens: usize,
     /// How many history entries a compaction summary stands in for.
     pub summary_covers: Option<usize>,
+    /// History index where the recent tail, kept verbatim while elision suffices, begins.
+    pub tail_start: usize,
     /// Whether `tokens` is within the budget. False only when the system prompt and the user
     /// messages cut to their markers do not fit on their own.
     pub fits: bool,
@@ -126,6 +128,10 @@ pub fn project(
     }
     let unelided_tokens = system_tokens + total(&slots);
     let plan = plan::elide(&mut slots, first_slot, room, counter, &targets);
+    let tail_start = slots
+        .get(first_slot + plan.tail)
+        .and_then(Slot::index)
+        .unwrap_or(history.len());
     let mut elided = plan.elided;
     if total(&slots) > room {
         tracing::debug!(room, "elision alone does not fit; truncating");
@@ -146,6 +152,7 @@ pub fn project(
         system_tokens,
         unelided_tokens,
         summary_covers: covers,
+        tail_start,
         fits: system_tokens + entries_tokens <= budget.available(),
     }
 }

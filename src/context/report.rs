@@ -206,6 +206,7 @@ mod tests {
             system_tokens: 1000,
             unelided_tokens: 40_000,
             summary_covers: Some(7),
+            tail_start: 1,
             fits: true,
         }
     }
