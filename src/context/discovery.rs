@@ -24,7 +24,8 @@ pub enum WindowSource {
     Vllm,
     /// LM Studio `/api/v0/models/{model}` loaded (or maximum) context length.
     LmStudio,
-    /// Ollama `/api/show`: the model's `num_ctx`, else its trained length capped at 32k.
+    /// Ollama: the loaded model's context (`/api/ps`), else its `num_ctx` (`/api/show`), else
+    /// its trained length capped at 32k.
     Ollama,
     /// What the backend listed for the model (the local engine's own window).
     Backend,
@@ -61,6 +62,11 @@ impl WindowInfo {
 }
 
 /// The `options.num_ctx` to send with every request, when the server is Ollama.
+///
+/// Ollama honours `options.num_ctx` on its native `/api/chat`; its OpenAI-compatible
+/// `/v1/chat/completions` ignores it (ollama/ollama#2722, #7063), so the backend has to send
+/// Ollama requests natively for the window to take effect, or the window must already be
+/// what the loaded model runs with (which `/api/ps` reports and discovery prefers).
 pub fn ollama_num_ctx(info: &WindowInfo) -> Option<u32> {
     (info.server == ServerKind::Ollama).then_some(info.tokens)
 }

@@ -221,6 +221,30 @@ async fn ollama_show_num_ctx_and_detection() {
 }
 
 #[tokio::test]
+async fn ollama_loaded_context_wins() {
+    let server = fake(vec![
+        (
+            "POST",
+            "/api/show",
+            json!({"parameters": "num_ctx 8192",
+                   "model_info": {"qwen3.context_length": 40960}}),
+        ),
+        (
+            "GET",
+            "/api/ps",
+            json!({"models": [
+                {"name": "other:1b", "model": "other:1b", "context_length": 2048},
+                {"name": "qwen3:8b", "model": "qwen3:8b", "context_length": 16384}
+            ]}),
+        ),
+    ])
+    .await;
+    let info = discover(&server, "qwen3:8b", None).await;
+    assert_eq!((info.tokens, info.source), (16384, WindowSource::Ollama));
+    assert_eq!(ollama_num_ctx(&info), Some(16384));
+}
+
+#[tokio::test]
 async fn ollama_trained_length_is_capped() {
     let server = fake(vec![(
         "POST",

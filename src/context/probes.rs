@@ -85,9 +85,11 @@ pub(super) async fn lm_studio(
     as_u32(body.get("loaded_context_length")).or_else(|| as_u32(body.get("max_context_length")))
 }
 
-/// What Ollama's `POST /api/show` says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What Ollama's `POST /api/show` and `GET /api/ps` say.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(super) struct OllamaShow {
+    /// `context_length` of the model as loaded now (`/api/ps`), if it is loaded.
+    pub loaded: Option<u32>,
     /// `num_ctx` from the model's parameters (its Modelfile), if set.
     pub num_ctx: Option<u32>,
     /// `model_info.<arch>.context_length`: the length the model was trained for.
@@ -95,9 +97,11 @@ pub(super) struct OllamaShow {
 }
 
 impl OllamaShow {
-    /// The window to use and to send as `options.num_ctx`.
+    /// The window to use and to send as `options.num_ctx`: what the loaded model runs with,
+    /// else its Modelfile's `num_ctx`, else its trained length capped.
     pub fn window(&self) -> Option<u32> {
-        self.num_ctx
+        self.loaded
+            .or(self.num_ctx)
             .or_else(|| self.trained.map(|t| t.min(OLLAMA_AUTO_CAP)))
     }
 }
@@ -120,7 +124,29 @@ pub(super) async fn ollama(
         .get("parameters")
         .and_then(Value::as_str)
         .and_then(parse_num_ctx);
-    Some(OllamaShow { num_ctx, trained })
+    let loaded = ollama_loaded(http, endpoint, model).await;
+    Some(OllamaShow {
+        loaded,
+        num_ctx,
+        trained,
+    })
+}
+
+/// Ollama `GET /api/ps`: the context length the model is loaded with, when it is loaded.
+async fn ollama_loaded(
+    http: &reqwest::Client,
+    endpoint: &EndpointConfig,
+    model: &str,
+) -> Option<u32> {
+    let url = format!("{}/api/ps", root(&endpoint.base_url));
+    let body = send(endpoint, http.get(url)).await?;
+    let models = body.get("models")?.as_array()?;
+    let entry = models.iter().find(|m| {
+        ["name", "model"]
+            .iter()
+            .any(|k| m.get(*k).and_then(Value::as_str) == Some(model))
+    })?;
+    as_u32(entry.get("context_length"))
 }
 
 /// `num_ctx` from Ollama's parameters text (`num_ctx    8192` on a line of its own).
@@ -158,10 +184,19 @@ mod tests {
 
     #[test]
     fn ollama_window_prefers_num_ctx_and_caps_the_trained_length() {
-        let show = |num_ctx, trained| OllamaShow { num_ctx, trained };
+        let show = |num_ctx, trained| OllamaShow {
+            loaded: None,
+            num_ctx,
+            trained,
+        };
         assert_eq!(show(Some(8192), Some(131_072)).window(), Some(8192));
         assert_eq!(show(None, Some(131_072)).window(), Some(OLLAMA_AUTO_CAP));
         assert_eq!(show(None, Some(4096)).window(), Some(4096));
         assert_eq!(show(None, None).window(), None);
+        let loaded = OllamaShow {
+            loaded: Some(4096),
+            ..show(Some(8192), Some(131_072))
+        };
+        assert_eq!(loaded.window(), Some(4096));
     }
 }
