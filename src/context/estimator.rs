@@ -30,7 +30,7 @@ const OVERFLOW_FACTOR: f64 = 1.15;
 /// digits, and symbols and CJK rarely merge much).
 /// The sum is multiplied by a scale that starts at 1 and
 /// follows the server's counts: up at once when the estimate was short, down slowly when it
-/// was long, and always with [`HEADROOM`] above the last count, so it never turns optimistic.
+/// was long, and always 5% above the last count, so it never turns optimistic.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CalibratedEstimator {
     chars_per_token: f64,
