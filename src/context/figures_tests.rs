@@ -26,8 +26,8 @@ fn figures_prompt_tokens_per_round() {
     with_compaction(&CalibratedEstimator::default());
     if let Some(qwen) = qwen_counter() {
         println!("== counted by the Qwen2.5 tokenizer");
-        session(&qwen);
-        with_compaction(&qwen);
+        session(qwen);
+        with_compaction(qwen);
     }
 }
 

@@ -206,7 +206,7 @@ fn invariants_hold_by_the_real_tokenizer() {
                     .for_each(|lines| *lines = (*lines).min(250));
             }
             let history = build(&rounds);
-            let p = check(&history, system_tokens, &budget, &counter, None);
+            let p = check(&history, system_tokens, &budget, counter, None);
             // Counted whole as ChatML, the prompt is no larger than counted by pieces.
             let whole = counter.count(&chatml(&p.entries));
             prop_assert!(whole + system_tokens <= budget.available());

@@ -16,8 +16,14 @@ const MODELS: &str = "/work/.models";
 /// Qwen2's pre-tokenizer split, as its `tokenizer.json` states it.
 const QWEN2_SPLIT: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 
-/// The Qwen tokenizer found on this machine, or `None` with a note on stdout.
-pub fn qwen_counter() -> Option<TokenizerCounter> {
+/// The Qwen tokenizer found on this machine, or `None` with a note on stdout. Loaded once
+/// per test binary (rebuilding it from a GGUF takes seconds in a debug build).
+pub fn qwen_counter() -> Option<&'static TokenizerCounter> {
+    static QWEN: std::sync::OnceLock<Option<TokenizerCounter>> = std::sync::OnceLock::new();
+    QWEN.get_or_init(load).as_ref()
+}
+
+fn load() -> Option<TokenizerCounter> {
     let json = Path::new(MODELS).join("tokenizer.json");
     if json.exists() {
         return TokenizerCounter::from_file(&json).ok();
