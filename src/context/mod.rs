@@ -6,8 +6,9 @@
 //! 1. Once per model: `info = discover_window(&http, &endpoint, model, listed).await`, and
 //!    `budget = Budget::new(info.tokens, max_tokens)`. Every request for the model carries
 //!    `request.context_window = info.request_context_window()` (Ollama's `num_ctx`).
-//! 2. A counter: [`TokenizerCounter`] where a `tokenizer.json` is configured or the local
-//!    engine has one, else one [`CalibratedEstimator`] per endpoint and model.
+//! 2. A counter: [`TokenizerCounter`] where a `tokenizer.json` is configured,
+//!    [`BackendCounter`] over the local engine, else one [`CalibratedEstimator`] per endpoint
+//!    and model.
 //! 3. Each round: `p = project(&history, counter.count(system_prompt_with_tools), &budget,
 //!    &counter, summary.as_ref())`; render `p.entries` instead of the history. The stored
 //!    history is never changed.
@@ -49,8 +50,8 @@ pub use markers::{SUMMARY_ACK, SUMMARY_PREFIX};
 pub use projection::{Elision, ElisionKind, Projection, project};
 pub use report::{ContextReport, ElidedCount, describe};
 pub use tokens::{
-    Budget, DEFAULT_IMAGE_TOKENS, MESSAGE_OVERHEAD, TokenCounter, TokenizerCounter, content_tokens,
-    entry_tokens, history_tokens,
+    BackendCounter, Budget, DEFAULT_IMAGE_TOKENS, MESSAGE_OVERHEAD, TokenCounter, TokenizerCounter,
+    content_tokens, entry_tokens, history_tokens,
 };
 
 #[cfg(test)]

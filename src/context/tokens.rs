@@ -88,6 +88,40 @@ impl TokenCounter for TokenizerCounter {
     }
 }
 
+/// The exact count from a backend that has the model's tokenizer (the local engine), with a
+/// fallback for when it answers `None`.
+pub struct BackendCounter<'a> {
+    backend: &'a dyn hearth_backend::Backend,
+    model: String,
+    fallback: &'a dyn TokenCounter,
+}
+
+impl<'a> BackendCounter<'a> {
+    pub fn new(
+        backend: &'a dyn hearth_backend::Backend,
+        model: impl Into<String>,
+        fallback: &'a dyn TokenCounter,
+    ) -> Self {
+        Self {
+            backend,
+            model: model.into(),
+            fallback,
+        }
+    }
+}
+
+impl TokenCounter for BackendCounter<'_> {
+    fn count(&self, text: &str) -> usize {
+        self.backend
+            .count_tokens(&self.model, text)
+            .unwrap_or_else(|| self.fallback.count(text))
+    }
+
+    fn image_tokens(&self) -> usize {
+        self.fallback.image_tokens()
+    }
+}
+
 /// The token budget of one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Budget {
@@ -180,6 +214,38 @@ mod tests {
         fn count(&self, text: &str) -> usize {
             text.chars().count()
         }
+    }
+
+    /// A backend whose tokenizer knows only the word "known" (3 tokens).
+    struct Engine;
+
+    #[async_trait::async_trait]
+    impl hearth_backend::Backend for Engine {
+        fn stream(
+            &self,
+            _request: hearth_backend::CompletionRequest,
+            _cancel: tokio_util::sync::CancellationToken,
+        ) -> hearth_backend::EventStream {
+            Box::pin(futures::stream::empty())
+        }
+
+        async fn list_models(
+            &self,
+        ) -> Result<Vec<hearth_backend::ModelInfo>, hearth_backend::BackendError> {
+            Ok(Vec::new())
+        }
+
+        fn count_tokens(&self, model: &str, text: &str) -> Option<usize> {
+            (model == "m" && text == "known").then_some(3)
+        }
+    }
+
+    #[test]
+    fn backend_counter_asks_the_backend_then_falls_back() {
+        let counter = BackendCounter::new(&Engine, "m", &CharCounter);
+        assert_eq!(counter.count("known"), 3);
+        assert_eq!(counter.count("other"), 5);
+        assert_eq!(counter.image_tokens(), DEFAULT_IMAGE_TOKENS);
     }
 
     #[test]
