@@ -29,4 +29,28 @@ pub enum Command {
     Parse(crate::parse::ParseArgs),
     /// The agent in a terminal: a line editor, streamed answers, permission questions.
     Repl(crate::repl::ReplArgs),
+    /// Stored sessions: list, show, delete.
+    Sessions {
+        #[command(subcommand)]
+        action: crate::sessions_command::SessionsAction,
+    },
+    /// The local engine's model files.
+    Model {
+        #[command(subcommand)]
+        action: ModelAction,
+    },
+    /// Measure the local engine: prefill and decode speed at several depths, cold vs warm turns.
+    Bench {
+        /// A GGUF file (default: the cached default model).
+        #[arg(long, value_name = "PATH")]
+        model: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ModelAction {
+    /// Fetch the default model into the cache (verified by sha256).
+    Pull,
+    /// List cached model files.
+    List,
 }

@@ -19,7 +19,10 @@ pub fn build_catalog(config: &Config) -> Result<Catalog, BackendError> {
     let mut endpoints = Vec::new();
     for endpoint in &config.endpoints {
         let backend = OpenAiBackend::new(openai_endpoint(endpoint))?;
-        endpoints.push(Endpoint { config: endpoint.clone(), backend: Arc::new(backend) });
+        endpoints.push(Endpoint {
+            config: endpoint.clone(),
+            backend: Arc::new(backend),
+        });
     }
     if let Some(local) = &config.local {
         endpoints.push(local_endpoint(local));
@@ -39,7 +42,10 @@ fn openai_endpoint(config: &EndpointConfig) -> OpenAiEndpoint {
 
 /// The engine starts (and the default model downloads) on the first prompt, not here.
 fn local_endpoint(local: &LocalSettings) -> Endpoint {
-    let source = local.model.clone().map_or(ModelSource::Default, ModelSource::File);
+    let source = local
+        .model
+        .clone()
+        .map_or(ModelSource::Default, ModelSource::File);
     let (max_context, prefill_chunk) = (local.max_context, local.prefill_chunk);
     let backend = LazyLocalBackend::new(source, move |path| {
         let mut engine = EngineConfig::new(path);
@@ -53,11 +59,14 @@ fn local_endpoint(local: &LocalSettings) -> Endpoint {
         api_key: None,
         model: Some(backend.model_id()),
         context_window: local.max_context,
-        max_tokens: Some(LOCAL_MAX_TOKENS),
+        max_tokens: Some(local.max_tokens.unwrap_or(LOCAL_MAX_TOKENS)),
         // The engine renders ChatML itself; tools travel in-band, the Qwen way.
         tool_format: ToolFormat::Hermes,
         headers: Vec::new(),
         timeouts: Timeouts::default(),
     };
-    Endpoint { config, backend: Arc::new(backend) }
+    Endpoint {
+        config,
+        backend: Arc::new(backend),
+    }
 }

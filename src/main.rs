@@ -7,7 +7,7 @@ use std::sync::Arc;
 use clap::Parser;
 use hearth::acp::{AcpState, serve_stdio};
 use hearth::agent::AgentCore;
-use hearth::cli::{Cli, Command};
+use hearth::cli::{Cli, Command, ModelAction};
 use hearth::config::{self, Config};
 use hearth::endpoints::build_catalog;
 use hearth::store::{Store, data_root};
@@ -49,6 +49,14 @@ fn main() -> ExitCode {
                 let core = build_core(config)?;
                 Ok(ExitCode::from(hearth::batch::run(core, args).await.code()))
             }
+            Command::Sessions { action } => {
+                let store = Store::new(data_root(&env)?);
+                let cwd = std::env::current_dir()?;
+                hearth::sessions_command::run(&store, action, cwd)?;
+                Ok(ExitCode::SUCCESS)
+            }
+            Command::Model { action } => model_command(action).await.map(|()| ExitCode::SUCCESS),
+            Command::Bench { model } => bench(model).await.map(|()| ExitCode::SUCCESS),
             Command::Repl(args) => {
                 let core = build_core(config)?;
                 hearth::repl::run(core, args).await?;
@@ -138,5 +146,44 @@ async fn list_models(config: Config) -> anyhow::Result<()> {
             )?,
         }
     }
+    Ok(())
+}
+
+async fn model_command(action: ModelAction) -> anyhow::Result<()> {
+    match action {
+        ModelAction::Pull => {
+            let path = tokio::task::spawn_blocking(|| {
+                hearth_local::fetch::fetch_default_model(&mut |p| eprintln!("{p:?}"))
+            })
+            .await??;
+            println!("{}", path.display());
+        }
+        ModelAction::List => {
+            let models =
+                tokio::task::spawn_blocking(hearth_local::fetch::list_cached_models).await??;
+            if models.is_empty() {
+                println!("No cached models. `hearth model pull` fetches the default one.");
+            }
+            for (path, bytes) in models {
+                println!(
+                    "{}  {:.0} MiB",
+                    path.display(),
+                    bytes as f64 / (1 << 20) as f64
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn bench(model: Option<std::path::PathBuf>) -> anyhow::Result<()> {
+    let path = match model.or_else(hearth_local::fetch::cached_default_model) {
+        Some(path) => path,
+        None => anyhow::bail!("no model: pass --model PATH or run `hearth model pull` first"),
+    };
+    let config = hearth_local::bench::BenchConfig::new(path);
+    let report =
+        tokio::task::spawn_blocking(move || hearth_local::bench::run_bench(&config)).await??;
+    println!("{report}");
     Ok(())
 }

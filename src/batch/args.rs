@@ -48,6 +48,14 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
 
+    /// Continue the most recent session of the working directory.
+    #[arg(long = "continue", conflicts_with_all = ["resume", "batch"])]
+    pub continue_last: bool,
+
+    /// Continue the session with this id.
+    #[arg(long, value_name = "ID", conflicts_with = "batch")]
+    pub resume: Option<String>,
+
     /// Give up on a prompt after this many seconds (exit code 3).
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<u64>,

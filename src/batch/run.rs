@@ -15,6 +15,7 @@ use super::exit::RunExit;
 use super::jobs::{Job, job_cwd, parse_batch};
 use super::report::{PromptReport, stop_reason_id};
 use crate::agent::{AgentCore, LocalClientOps, Session, SessionSettings, StopReason};
+use crate::store::validate_session_id;
 
 /// Everything one run shares.
 struct RunContext {
@@ -192,7 +193,43 @@ async fn run_job(ctx: Arc<RunContext>, job: Job) -> (PromptReport, RunExit) {
     (report, exit)
 }
 
+/// The stored session `--continue` / `--resume` names, if any.
+fn stored_session(ctx: &RunContext, cwd: &Path) -> Result<Option<Session>, String> {
+    let id = match (&ctx.args.resume, ctx.args.continue_last) {
+        (Some(raw), _) => validate_session_id(raw).map_err(|e| e.to_string())?,
+        (None, true) => {
+            let store = ctx
+                .core
+                .store
+                .as_ref()
+                .ok_or("sessions are not saved here (no data directory)")?;
+            let page = store.list(Some(cwd), None, 1).map_err(|e| e.to_string())?;
+            match page.sessions.into_iter().next() {
+                Some(s) => s.id,
+                None => return Err(format!("no saved session in {}", cwd.display())),
+            }
+        }
+        (None, false) => return Ok(None),
+    };
+    let (session, _) = ctx.core.restore_session(&id).map_err(|e| e.to_string())?;
+    Ok(Some(session))
+}
+
 fn open_session(ctx: &RunContext, job: &Job) -> Result<Session, String> {
+    if let Some(session) = stored_session(ctx, &canonical(&job_cwd(job, &ctx.cwd)))? {
+        if let Some(mode) = job.mode.or(ctx.args.mode) {
+            session.update_settings(|s| s.mode = mode);
+        }
+        if let Some(id) = job.model.as_deref().or(ctx.args.model.as_deref()) {
+            let model = ctx
+                .core
+                .catalog
+                .parse_value_id(id)
+                .ok_or_else(|| format!("model `{id}`: no endpoint is configured"))?;
+            session.update_settings(|s| s.model = Some(model));
+        }
+        return Ok(session);
+    }
     let cwd = job_cwd(job, &ctx.cwd);
     if !cwd.is_dir() {
         return Err(format!(

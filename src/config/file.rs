@@ -32,6 +32,7 @@ pub(super) struct FileLocal {
     pub model: Option<PathBuf>,
     pub max_context: Option<Spanned<u32>>,
     pub prefill_chunk: Option<Spanned<u32>>,
+    pub max_tokens: Option<Spanned<u32>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -37,6 +37,8 @@ pub struct LocalSettings {
     pub max_context: Option<u32>,
     /// Prompt tokens per prefill step.
     pub prefill_chunk: Option<u32>,
+    /// The most tokens one answer may have.
+    pub max_tokens: Option<u32>,
 }
 
 /// Where the configuration came from, for messages.
@@ -199,6 +201,7 @@ pub fn parse_str(
                 model: l.model,
                 max_context: l.max_context.map(Spanned::into_inner),
                 prefill_chunk: l.prefill_chunk.map(Spanned::into_inner),
+                max_tokens: l.max_tokens.map(Spanned::into_inner),
             })
         }
         None if endpoints.is_empty() => Some(LocalSettings::default()),

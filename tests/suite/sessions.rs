@@ -214,3 +214,78 @@ fn block(content: &ContentBlock) -> String {
         other => format!("{other:?}"),
     }
 }
+
+#[tokio::test]
+async fn hearth_run_continue_and_sessions_cli_share_the_store() {
+    let server = FakeServer::start().await.unwrap();
+    server.push(Reply::text(&["noted: kumquat"]));
+    server.push(Reply::text(&["it was kumquat"]));
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[endpoints]]\nname = \"lan\"\nbase_url = \"{}\"\nmodel = \"qwen\"\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let hearth = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_hearth"))
+            .args(["--config", &config.display().to_string()])
+            .args(args)
+            .current_dir(home.path())
+            .env("HOME", home.path())
+            .env("XDG_DATA_HOME", home.path().join("data"))
+            .env_remove("HEARTH_DATA_DIR")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let first: Value = serde_json::from_str(&hearth(&[
+        "run",
+        "--output",
+        "json",
+        "-p",
+        "remember kumquat",
+    ]))
+    .unwrap();
+    let second: Value = serde_json::from_str(&hearth(&[
+        "run",
+        "--output",
+        "json",
+        "--continue",
+        "-p",
+        "what was it?",
+    ]))
+    .unwrap();
+    assert_eq!(first["session_id"], second["session_id"]);
+    let chat: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.ends_with("/chat/completions"))
+        .collect();
+    assert!(
+        chat[1].raw_body.contains("remember kumquat")
+            && chat[1].raw_body.contains("noted: kumquat")
+    );
+
+    let id = first["session_id"].as_str().unwrap();
+    let listed = hearth(&["sessions", "list"]);
+    assert!(
+        listed.contains(id) && listed.contains("2 rounds") && listed.contains("remember kumquat"),
+        "{listed}"
+    );
+    let shown = hearth(&["sessions", "show", id]);
+    assert!(
+        shown.contains("> remember kumquat") && shown.contains("it was kumquat"),
+        "{shown}"
+    );
+    hearth(&["sessions", "delete", id]);
+    assert!(!hearth(&["sessions", "list", "--all-projects"]).contains(id));
+}

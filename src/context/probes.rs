@@ -1,0 +1,202 @@
+//! What each kind of local server says about its context window, one probe per server.
+//! Every probe answers `None` on any failure: a missing route, a timeout, a body of another
+//! shape. Discovery then falls through to the next source.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::config::EndpointConfig;
+
+/// Longest wait for one probe. Local servers answer these in milliseconds.
+pub(super) const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Context length in Ollama's model info when the user set no `num_ctx`: the model's trained
+/// length, which may be far above what fits the user's memory, so it is capped here. A larger
+/// window is one `context_window` line in the config away.
+pub(super) const OLLAMA_AUTO_CAP: u32 = 32_768;
+
+/// The server root: `base_url` without its trailing `/v1`.
+pub(super) fn root(base_url: &str) -> &str {
+    let trimmed = base_url.trim_end_matches('/');
+    trimmed.strip_suffix("/v1").unwrap_or(trimmed)
+}
+
+async fn send(endpoint: &EndpointConfig, request: reqwest::RequestBuilder) -> Option<Value> {
+    let mut request = request.timeout(PROBE_TIMEOUT);
+    if let Some(key) = &endpoint.api_key {
+        request = request.bearer_auth(key);
+    }
+    for (name, value) in &endpoint.headers {
+        request = request.header(name, value);
+    }
+    let response = match request.send().await {
+        Ok(response) => response,
+        Err(err) => {
+            tracing::debug!("window probe failed: {err}");
+            return None;
+        }
+    };
+    if !response.status().is_success() {
+        tracing::debug!(status = %response.status(), url = %response.url(), "window probe refused");
+        return None;
+    }
+    response.json().await.ok()
+}
+
+fn as_u32(value: Option<&Value>) -> Option<u32> {
+    value
+        .and_then(Value::as_u64)
+        .and_then(|v| u32::try_from(v).ok())
+        .filter(|v| *v > 0)
+}
+
+/// llama.cpp `GET /props`: `default_generation_settings.n_ctx`, or `n_ctx` at the top.
+pub(super) async fn llama_cpp(http: &reqwest::Client, endpoint: &EndpointConfig) -> Option<u32> {
+    let url = format!("{}/props", root(&endpoint.base_url));
+    let body = send(endpoint, http.get(url)).await?;
+    as_u32(body.pointer("/default_generation_settings/n_ctx")).or_else(|| as_u32(body.get("n_ctx")))
+}
+
+/// vLLM `GET /v1/models`: `max_model_len` of the model (or of the only model listed).
+pub(super) async fn vllm(
+    http: &reqwest::Client,
+    endpoint: &EndpointConfig,
+    model: &str,
+) -> Option<u32> {
+    let url = format!("{}/v1/models", root(&endpoint.base_url));
+    let body = send(endpoint, http.get(url)).await?;
+    let data = body.get("data")?.as_array()?;
+    let entry = data
+        .iter()
+        .find(|m| m.get("id").and_then(Value::as_str) == Some(model))
+        .or_else(|| (data.len() == 1).then(|| &data[0]))?;
+    as_u32(entry.get("max_model_len"))
+}
+
+/// LM Studio `GET /api/v0/models/{model}`: the loaded context length, else the maximum.
+pub(super) async fn lm_studio(
+    http: &reqwest::Client,
+    endpoint: &EndpointConfig,
+    model: &str,
+) -> Option<u32> {
+    let url = format!("{}/api/v0/models/{model}", root(&endpoint.base_url));
+    let body = send(endpoint, http.get(url)).await?;
+    as_u32(body.get("loaded_context_length")).or_else(|| as_u32(body.get("max_context_length")))
+}
+
+/// What Ollama's `POST /api/show` and `GET /api/ps` say.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct OllamaShow {
+    /// `context_length` of the model as loaded now (`/api/ps`), if it is loaded.
+    pub loaded: Option<u32>,
+    /// `num_ctx` from the model's parameters (its Modelfile), if set.
+    pub num_ctx: Option<u32>,
+    /// `model_info.<arch>.context_length`: the length the model was trained for.
+    pub trained: Option<u32>,
+}
+
+impl OllamaShow {
+    /// The window to use and to send as `options.num_ctx`: what the loaded model runs with,
+    /// else its Modelfile's `num_ctx`, else its trained length capped.
+    pub fn window(&self) -> Option<u32> {
+        self.loaded
+            .or(self.num_ctx)
+            .or_else(|| self.trained.map(|t| t.min(OLLAMA_AUTO_CAP)))
+    }
+}
+
+/// Ollama `POST /api/show {"model": …}`. `Some` means the server answered like Ollama.
+pub(super) async fn ollama(
+    http: &reqwest::Client,
+    endpoint: &EndpointConfig,
+    model: &str,
+) -> Option<OllamaShow> {
+    let url = format!("{}/api/show", root(&endpoint.base_url));
+    let request = http.post(url).json(&serde_json::json!({ "model": model }));
+    let body = send(endpoint, request).await?;
+    let info = body.get("model_info")?.as_object()?;
+    let trained = info
+        .iter()
+        .find(|(k, _)| k.ends_with(".context_length"))
+        .and_then(|(_, v)| as_u32(Some(v)));
+    let num_ctx = body
+        .get("parameters")
+        .and_then(Value::as_str)
+        .and_then(parse_num_ctx);
+    let loaded = ollama_loaded(http, endpoint, model).await;
+    Some(OllamaShow {
+        loaded,
+        num_ctx,
+        trained,
+    })
+}
+
+/// Ollama `GET /api/ps`: the context length the model is loaded with, when it is loaded.
+async fn ollama_loaded(
+    http: &reqwest::Client,
+    endpoint: &EndpointConfig,
+    model: &str,
+) -> Option<u32> {
+    let url = format!("{}/api/ps", root(&endpoint.base_url));
+    let body = send(endpoint, http.get(url)).await?;
+    let models = body.get("models")?.as_array()?;
+    let entry = models.iter().find(|m| {
+        ["name", "model"]
+            .iter()
+            .any(|k| m.get(*k).and_then(Value::as_str) == Some(model))
+    })?;
+    as_u32(entry.get("context_length"))
+}
+
+/// `num_ctx` from Ollama's parameters text (`num_ctx    8192` on a line of its own).
+fn parse_num_ctx(parameters: &str) -> Option<u32> {
+    parameters.lines().find_map(|line| {
+        let mut words = line.split_whitespace();
+        (words.next() == Some("num_ctx"))
+            .then(|| words.next()?.parse().ok())
+            .flatten()
+            .filter(|v: &u32| *v > 0)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn root_strips_v1() {
+        assert_eq!(root("http://h:8080/v1"), "http://h:8080");
+        assert_eq!(root("http://h:8080/v1/"), "http://h:8080");
+        assert_eq!(root("http://h:8080"), "http://h:8080");
+        assert_eq!(root("http://h/api/v1"), "http://h/api");
+    }
+
+    #[test]
+    fn num_ctx_is_read_from_parameters() {
+        assert_eq!(
+            parse_num_ctx("stop \"<|im_end|>\"\nnum_ctx                        8192\n"),
+            Some(8192)
+        );
+        assert_eq!(parse_num_ctx("temperature 0.7"), None);
+        assert_eq!(parse_num_ctx("num_ctx x"), None);
+    }
+
+    #[test]
+    fn ollama_window_prefers_num_ctx_and_caps_the_trained_length() {
+        let show = |num_ctx, trained| OllamaShow {
+            loaded: None,
+            num_ctx,
+            trained,
+        };
+        assert_eq!(show(Some(8192), Some(131_072)).window(), Some(8192));
+        assert_eq!(show(None, Some(131_072)).window(), Some(OLLAMA_AUTO_CAP));
+        assert_eq!(show(None, Some(4096)).window(), Some(4096));
+        assert_eq!(show(None, None).window(), None);
+        let loaded = OllamaShow {
+            loaded: Some(4096),
+            ..show(Some(8192), Some(131_072))
+        };
+        assert_eq!(loaded.window(), Some(4096));
+    }
+}

@@ -1,0 +1,92 @@
+//! `hearth sessions list|show|delete`: the session store from the command line.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::Subcommand;
+
+use crate::agent::AgentEvent;
+use crate::store::{Store, StoreError, validate_session_id};
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum SessionsAction {
+    /// Sessions of this directory (or every project), newest first.
+    List {
+        #[arg(long)]
+        all_projects: bool,
+    },
+    /// A session's conversation as text.
+    Show { id: String },
+    /// Delete a session.
+    Delete { id: String },
+}
+
+/// Why a sessions command failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionsCommandError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot write to stdout: {0}")]
+    Output(#[from] std::io::Error),
+}
+
+pub fn run(
+    store: &Store,
+    action: SessionsAction,
+    cwd: PathBuf,
+) -> Result<(), SessionsCommandError> {
+    let mut out = std::io::stdout().lock();
+    match action {
+        SessionsAction::List { all_projects } => {
+            let filter = (!all_projects).then_some(cwd.as_path());
+            let mut cursor: Option<String> = None;
+            loop {
+                let page = store.list(filter, cursor.as_deref(), 100)?;
+                for s in &page.sessions {
+                    let when = s.updated_at.format("%Y-%m-%d %H:%M");
+                    let title = s.title.clone().unwrap_or_default();
+                    writeln!(
+                        out,
+                        "{}  {when}  {:>3} rounds  {}  {title}",
+                        s.id,
+                        s.rounds,
+                        s.cwd.display()
+                    )?;
+                }
+                match page.next_cursor {
+                    Some(next) => cursor = Some(next),
+                    None => break,
+                }
+            }
+        }
+        SessionsAction::Show { id } => {
+            let id = validate_session_id(&id)?;
+            let snapshot = store.load(&id)?.state();
+            writeln!(out, "session {}  ({})", snapshot.id, snapshot.cwd.display())?;
+            for event in snapshot.replay {
+                match event {
+                    AgentEvent::UserMessage { content } => {
+                        let text: String = content
+                            .iter()
+                            .map(|p| match p {
+                                hearth_backend::ContentPart::Text { text } => text.clone(),
+                                hearth_backend::ContentPart::Image { .. } => "[image]".into(),
+                            })
+                            .collect();
+                        writeln!(out, "\n> {text}")?;
+                    }
+                    AgentEvent::AgentText { text } => write!(out, "{text}")?,
+                    AgentEvent::ToolCallStarted { card } => writeln!(out, "\n· {}", card.title)?,
+                    _ => {}
+                }
+            }
+            writeln!(out)?;
+        }
+        SessionsAction::Delete { id } => {
+            let id = validate_session_id(&id)?;
+            store.delete(&id)?;
+            writeln!(out, "deleted {id}")?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,49 @@
+//! The real local model, end to end through `hearth run` (needs HEARTH_TEST_MODEL, a GGUF of
+//! Qwen2.5-Coder-0.5B-Instruct; `.ci/run` fetches it with scripts/fetch-model.sh).
+
+use std::process::Command;
+
+use serde_json::Value;
+
+#[test]
+fn hearth_run_answers_a_coding_question_on_the_local_engine() {
+    let Ok(model) = std::env::var("HEARTH_TEST_MODEL") else {
+        eprintln!("skipped: set HEARTH_TEST_MODEL to a Qwen2.5-Coder GGUF to run this test");
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!("[local]\nmodel = \"{model}\"\nmax_tokens = 160\n"),
+    )
+    .unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_hearth"))
+        .args(["--config", &config.display().to_string(), "run", "--output", "json", "-p"])
+        .arg("Write a Rust function `add(a: i32, b: i32) -> i32` that returns the sum. Answer with the code only.")
+        .current_dir(home.path())
+        .env("HOME", home.path())
+        .env("XDG_DATA_HOME", home.path().join("data"))
+        .env_remove("HEARTH_BASE_URL")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let text = result["text"].as_str().unwrap();
+    assert!(text.contains("fn add"), "a coding answer: {text}");
+    assert!(
+        !text.contains("<|im_end|>") && !text.contains("<tool_call>"),
+        "{text}"
+    );
+    assert!(
+        matches!(
+            result["stop_reason"].as_str(),
+            Some("end_turn" | "max_tokens")
+        ),
+        "{result}"
+    );
+}
