@@ -110,6 +110,14 @@ impl LazyLocalBackend {
                 }
             },
         };
+        let path = if self.source == ModelSource::Default {
+            let (model, original) = (model.clone(), path.clone());
+            tokio::task::spawn_blocking(move || faster_copy(&path, &model))
+                .await
+                .unwrap_or(original)
+        } else {
+            path
+        };
         let config = (self.configure)(path);
         let backend = tokio::task::spawn_blocking(move || LocalBackend::start(config))
             .await
@@ -120,6 +128,29 @@ impl LazyLocalBackend {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(backend.clone());
         Ok(backend)
+    }
+}
+
+/// The default file mixes Q4_K and Q5_0 tensors, for which candle has slow CPU kernels; a Q8_0
+/// copy made once beside it (a few seconds) runs faster. Falls back to the original on failure.
+fn faster_copy(original: &std::path::Path, model: &str) -> PathBuf {
+    let copy = original.with_file_name(format!("{model}-q8_0.gguf"));
+    if copy.exists() {
+        return copy;
+    }
+    let partial = copy.with_extension("gguf.partial");
+    match crate::requant::requantize(original, &partial, candle_core::quantized::GgmlDType::Q8_0)
+        .and_then(|()| std::fs::rename(&partial, &copy).map_err(Into::into))
+    {
+        Ok(()) => copy,
+        Err(err) => {
+            tracing::warn!(
+                "cannot make a Q8_0 copy of {}: {err}; using the original",
+                original.display()
+            );
+            let _ = std::fs::remove_file(&partial);
+            original.to_path_buf()
+        }
     }
 }
 
