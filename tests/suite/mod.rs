@@ -4,7 +4,6 @@ mod acp_tools;
 mod batch;
 mod figures;
 mod hostile_input;
-mod local_model;
 mod qwen_inband;
 mod repl;
 mod sessions;
