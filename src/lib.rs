@@ -13,4 +13,5 @@ pub mod parse;
 pub mod repl;
 pub mod sessions_command;
 pub mod store;
+pub mod sync;
 pub mod tools;

@@ -1,5 +1,6 @@
+use crate::sync::lock;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::ClientCapabilities;
 
@@ -51,9 +52,4 @@ impl AcpState {
     pub fn choices(&self) -> Vec<ModelChoice> {
         lock(&self.choices).clone()
     }
-}
-
-/// A poisoned lock only means a panic elsewhere mid-update of plain data; keep serving.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }

@@ -1,6 +1,7 @@
 //! Running the tool calls of one round: look up, prepare, ask the policy (and the user), run,
 //! and report each step as a tool card. Read-only calls run concurrently; the rest in order.
 
+use crate::sync::lock;
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -268,10 +269,4 @@ fn update(ctx: &DispatchContext<'_>, call: &ToolCallRecord, update: ToolCardUpda
         id: call.id.clone(),
         update,
     });
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -2,6 +2,7 @@
 //! however it ends), settings when they change. The store does the file work; this decides
 //! what a round is.
 
+use crate::sync::lock;
 use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -200,10 +201,4 @@ impl ClientOps for Recorder<'_> {
             .push(event.clone().with_terminals_as_text());
         self.inner.send(event);
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -1,7 +1,8 @@
 //! A session's live state, shared by whichever front end drives it.
 
+use crate::sync::lock;
 use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::Mutex;
 
 use tokio_util::sync::CancellationToken;
 
@@ -133,10 +134,4 @@ impl Session {
     pub async fn history(&self) -> tokio::sync::MutexGuard<'_, Vec<HistoryEntry>> {
         self.history.lock().await
     }
-}
-
-/// A poisoned lock only means another thread panicked mid-update of plain data; the data is
-/// still usable, and refusing service forever would be worse.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }

@@ -2,8 +2,9 @@
 //! recorded for the report and optionally printed. Files and commands run on this machine
 //! through `LocalClientOps`.
 
+use crate::sync::lock;
 use std::io::Write;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use serde_json::json;
@@ -151,8 +152,4 @@ impl LocalFrontEnd for BatchFront {
         self.record(&event);
         self.show(&event);
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
