@@ -5,6 +5,7 @@ pub mod acp;
 pub mod agent;
 pub mod batch;
 pub mod cli;
+pub mod commands;
 pub mod config;
 pub mod context;
 pub mod endpoints;

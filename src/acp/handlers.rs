@@ -21,7 +21,7 @@ use agent_client_protocol::{
 
 use super::error::AcpError;
 use super::state::AcpState;
-use super::{history_ops, session_ops, turn_task};
+use super::{commands, history_ops, session_ops, turn_task};
 
 /// The ACP agent, ready to connect to stdio or to an in-process channel.
 pub fn agent(state: Arc<AcpState>) -> Builder<Agent, impl HandleDispatchFrom<Client> + 'static> {
@@ -50,12 +50,16 @@ pub fn agent(state: Arc<AcpState>) -> Builder<Agent, impl HandleDispatchFrom<Cli
                         r: Responder<NewSessionResponse>,
                         cx: ConnectionTo<Client>| {
                 let state = s_new.clone();
+                let task_cx = cx.clone();
                 cx.spawn(async move {
-                    r.respond_with_result(
-                        session_ops::new_session(&state, req)
-                            .await
-                            .map_err(Error::from),
-                    )
+                    let result = session_ops::new_session(&state, req).await;
+                    let opened = result.as_ref().ok().map(|r| r.session_id.0.to_string());
+                    r.respond_with_result(result.map_err(Error::from))?;
+                    // After the response, so the client knows the session the update is for.
+                    if let Some(id) = opened {
+                        commands::announce(&task_cx, &id);
+                    }
+                    Ok(())
                 })
             },
             on_receive_request!(),
@@ -123,11 +127,14 @@ pub fn agent(state: Arc<AcpState>) -> Builder<Agent, impl HandleDispatchFrom<Cli
                     let state = state.clone();
                     let task_cx = cx.clone();
                     cx.spawn(async move {
-                        r.respond_with_result(
-                            history_ops::load(&state, req, &task_cx)
-                                .await
-                                .map_err(Error::from),
-                        )
+                        let id = req.session_id.0.to_string();
+                        let result = history_ops::load(&state, req, &task_cx).await;
+                        let loaded = result.is_ok();
+                        r.respond_with_result(result.map_err(Error::from))?;
+                        if loaded {
+                            commands::announce(&task_cx, &id);
+                        }
+                        Ok(())
                     })
                 }
             },
@@ -140,10 +147,16 @@ pub fn agent(state: Arc<AcpState>) -> Builder<Agent, impl HandleDispatchFrom<Cli
                             r: Responder<ResumeSessionResponse>,
                             cx: ConnectionTo<Client>| {
                     let state = state.clone();
+                    let task_cx = cx.clone();
                     cx.spawn(async move {
-                        r.respond_with_result(
-                            history_ops::resume(&state, req).await.map_err(Error::from),
-                        )
+                        let id = req.session_id.0.to_string();
+                        let result = history_ops::resume(&state, req).await;
+                        let resumed = result.is_ok();
+                        r.respond_with_result(result.map_err(Error::from))?;
+                        if resumed {
+                            commands::announce(&task_cx, &id);
+                        }
+                        Ok(())
                     })
                 }
             },

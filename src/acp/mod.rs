@@ -1,6 +1,7 @@
 //! The ACP front end: what Zed (or any ACP client) talks to over stdio.
 
 mod client;
+mod commands;
 mod content;
 mod error;
 mod handlers;

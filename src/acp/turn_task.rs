@@ -6,11 +6,17 @@ use agent_client_protocol::v1::schema::{PromptRequest, PromptResponse};
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error};
 
+use agent_client_protocol::v1::schema::StopReason as AcpStopReason;
+use hearth_backend::ContentPart;
+
 use super::client::AcpClientOps;
+use super::commands;
 use super::content::prompt_parts;
 use super::error::AcpError;
 use super::handlers::stop_reason;
 use super::state::AcpState;
+use crate::agent::{AgentEvent, ClientOps};
+use crate::commands::parse_command;
 
 pub fn start(
     state: Arc<AcpState>,
@@ -25,6 +31,7 @@ pub fn start(
     // Registering the turn cancels one still running on this session.
     let ticket = session.begin_turn();
     let task_cx = cx.clone();
+    let task_cx_for_commands = cx.clone();
     cx.spawn(async move {
         let client = AcpClientOps::new(
             task_cx,
@@ -32,10 +39,38 @@ pub fn start(
             state.client_caps(),
             ticket.cancel.clone(),
         );
-        let outcome = state
-            .core
-            .run_prompt(&session, &ticket, prompt_parts(req.prompt), &client)
-            .await;
+        let prompt = prompt_parts(req.prompt);
+        let command = match prompt.as_slice() {
+            [ContentPart::Text { text }] => parse_command(text),
+            _ => None,
+        };
+        let outcome = match command {
+            Some(Ok(command)) => {
+                let reason = commands::run(
+                    &state,
+                    &session,
+                    &ticket,
+                    command,
+                    &client,
+                    &task_cx_for_commands,
+                )
+                .await;
+                return responder.respond(PromptResponse::new(reason));
+            }
+            Some(Err(err)) => {
+                session.end_turn(&ticket);
+                client.send(AgentEvent::AgentText {
+                    text: format!("{err}; `/help` lists the commands."),
+                });
+                return responder.respond(PromptResponse::new(AcpStopReason::EndTurn));
+            }
+            None => {
+                state
+                    .core
+                    .run_prompt(&session, &ticket, prompt, &client)
+                    .await
+            }
+        };
         match outcome {
             Ok(reason) => {
                 tracing::info!(session = %session.id, ?reason, "turn ended");

@@ -5,20 +5,23 @@ use std::path::{Path, PathBuf};
 
 use hearth_backend::ContentPart;
 
-use super::catalog::Catalog;
+use super::catalog::{Catalog, Endpoint, ModelRef};
 use super::client_ops::ClientOps;
 use super::event::AgentEvent;
 use super::ids::SessionId;
 use super::mode::Mode;
+use super::model_context::ModelContexts;
 use super::paths::Resolved;
 use super::persist::{Persistence, Recorder};
 use super::policy::AlwaysRules;
 use super::policy::{plan_dir, plan_mode_prompt};
 use super::session::SessionSettings;
 use super::session::{Session, TurnTicket};
+use super::session_context::SessionContext;
 use super::turn::{StopReason, TurnContext, TurnError, run_turn};
 use crate::config::Config;
 use crate::store::{SessionSnapshot, Store, StoreError, title_from_prompt};
+use crate::sync::lock;
 use crate::tools::{ToolLimits, ToolRegistry};
 
 const SYSTEM_PROMPT: &str = include_str!("../../prompts/system.md");
@@ -34,6 +37,8 @@ pub struct AgentCore {
     pub home: Option<PathBuf>,
     /// Where sessions are saved; `None` runs without saving (said once in the log).
     pub store: Option<Store>,
+    /// Each model's window and token accounting, learnt as sessions use it.
+    pub contexts: ModelContexts,
 }
 
 impl AgentCore {
@@ -46,6 +51,7 @@ impl AgentCore {
             data_dir,
             home: dirs::home_dir(),
             store: None,
+            contexts: ModelContexts::new(),
         }
     }
 
@@ -93,7 +99,7 @@ impl AgentCore {
         let model = snapshot
             .model
             .clone()
-            .map(super::catalog::ModelRef::from)
+            .map(ModelRef::from)
             .filter(|m| self.catalog.endpoint(&m.endpoint).is_some())
             .or_else(|| {
                 self.catalog
@@ -108,13 +114,19 @@ impl AgentCore {
             .clone()
             .and_then(|v| serde_json::from_value(v).ok())
             .unwrap_or_default();
+        let context = snapshot
+            .summaries
+            .last()
+            .map(SessionContext::from_record)
+            .unwrap_or_default();
         let mut session = Session::new(
             snapshot.id.clone(),
             snapshot.cwd.clone(),
             settings,
             snapshot.history.clone(),
         )
-        .with_rules(rules.clone());
+        .with_rules(rules.clone())
+        .with_context(context);
         match store.open_writer(id) {
             Ok(writer) => {
                 session = session.persisted(Persistence::new(writer, snapshot.next_round, rules))
@@ -154,6 +166,8 @@ impl AgentCore {
                 plan_dir: &plan_dir,
                 rules: session.rules(),
                 limits: &self.limits,
+                contexts: &self.contexts,
+                context: session.context(),
             };
             match session.persistence() {
                 None => run_turn(&ctx, &mut history, prompt).await,
@@ -164,6 +178,7 @@ impl AgentCore {
                         ..ctx
                     };
                     let before = history.len();
+                    let context_before = lock(session.context()).to_record(0);
                     if persist.rounds() == 0
                         && before == 0
                         && let Some(title) = title_from_prompt(&prompt)
@@ -179,6 +194,10 @@ impl AgentCore {
                     persist
                         .save_round(prompt, &recorder, &history[before..], &outcome, &rules)
                         .await;
+                    let context_after = lock(session.context()).clone();
+                    if context_after.to_record(0) != context_before {
+                        persist.save_context(&context_after).await;
+                    }
                     outcome
                 }
             }
@@ -186,6 +205,22 @@ impl AgentCore {
         drop(history);
         session.end_turn(ticket);
         outcome
+    }
+
+    /// The session's model and its endpoint.
+    pub(super) fn selected(&self, session: &Session) -> Result<(ModelRef, &Endpoint), TurnError> {
+        let model = session.settings().model.ok_or(TurnError::NoModel)?;
+        let endpoint = self
+            .catalog
+            .endpoint(&model.endpoint)
+            .ok_or_else(|| TurnError::UnknownEndpoint(model.endpoint.clone()))?;
+        Ok((model, endpoint))
+    }
+
+    /// The system prompt the session's next request carries.
+    pub(super) fn system_prompt_for(&self, session: &Session) -> Result<String, TurnError> {
+        let plan_dir = self.plan_dir(&session.cwd)?;
+        Ok(self.system_prompt(session, session.settings().mode, plan_dir.path()))
     }
 
     fn plan_dir(&self, cwd: &Path) -> Result<Resolved, TurnError> {

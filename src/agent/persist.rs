@@ -19,6 +19,7 @@ use super::history::HistoryEntry;
 use super::ids::TerminalId;
 use super::policy::AlwaysRules;
 use super::session::SessionSettings;
+use super::session_context::SessionContext;
 use super::turn::{StopReason, TurnError};
 use crate::store::{
     Record, Round, RoundOutcome, SessionWriter, SettingsRecord, UsageRecord, coalesce_events,
@@ -116,6 +117,19 @@ impl Persistence {
                 });
             }
         }
+        if let Err(err) = self.writer.flush().await {
+            tracing::error!(path = %self.writer.path().display(), "cannot save the session: {err}");
+        }
+    }
+
+    /// Writes the context state (summary, `/clear` start) and waits until it is on disk. A
+    /// session with no stored round has nothing for it to apply to, so nothing is written.
+    pub async fn save_context(&self, context: &SessionContext) {
+        if self.rounds() == 0 {
+            return;
+        }
+        self.writer
+            .append(Record::Summary(context.to_record(self.rounds())));
         if let Err(err) = self.writer.flush().await {
             tracing::error!(path = %self.writer.path().display(), "cannot save the session: {err}");
         }

@@ -12,6 +12,7 @@ use super::ids::SessionId;
 use super::mode::Mode;
 use super::persist::Persistence;
 use super::policy::AlwaysRules;
+use super::session_context::SessionContext;
 
 /// The settings a user changes between prompts.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,6 +40,8 @@ pub struct Session {
     rules: Mutex<AlwaysRules>,
     /// Where the session is saved; `None` when the store is unavailable.
     persist: Option<Persistence>,
+    /// What the model sees of the history: start after `/clear`, the summary in force.
+    context: Mutex<SessionContext>,
 }
 
 impl Session {
@@ -56,6 +59,7 @@ impl Session {
             running: Mutex::new(None),
             rules: Mutex::new(AlwaysRules::default()),
             persist: None,
+            context: Mutex::new(SessionContext::default()),
         }
     }
 
@@ -69,6 +73,17 @@ impl Session {
     pub fn with_rules(self, rules: AlwaysRules) -> Self {
         *lock(&self.rules) = rules;
         self
+    }
+
+    /// Starts from a stored context state (a restored session).
+    pub fn with_context(self, context: SessionContext) -> Self {
+        *lock(&self.context) = context;
+        self
+    }
+
+    /// The session's context state: where the model's view starts, the summary in force.
+    pub fn context(&self) -> &Mutex<SessionContext> {
+        &self.context
     }
 
     pub fn persistence(&self) -> Option<&Persistence> {

@@ -10,12 +10,15 @@ use super::catalog::{Catalog, ModelRef};
 use super::client_ops::ClientOps;
 use super::dispatch::{DispatchContext, DispatchStop, run_calls};
 use super::event::{AgentEvent, ToolCard, ToolContent, ToolKind, ToolStatus};
+use super::fit::RequestShape;
+use super::fitting::Fitting;
 use super::history::{HistoryEntry, ToolCallRecord};
 use super::mode::Mode;
+use super::model_context::ModelContexts;
 use super::paths::Resolved;
 use super::policy::AlwaysRules;
-use super::request::build_request;
 use super::round::{RoundSink, stream_round};
+use super::session_context::SessionContext;
 use crate::config::AgentSettings;
 use crate::parse::{
     MAX_MALFORMED_ROUNDS, Malformed, ParserConfig, ResolvedFormat, StreamParser,
@@ -68,6 +71,10 @@ pub struct TurnContext<'a> {
     pub plan_dir: &'a Resolved,
     pub rules: &'a Mutex<AlwaysRules>,
     pub limits: &'a ToolLimits,
+    /// Windows and token counting per model.
+    pub contexts: &'a ModelContexts,
+    /// The session's view of its history: start, summary, last report.
+    pub context: &'a Mutex<SessionContext>,
 }
 
 impl TurnContext<'_> {
@@ -88,6 +95,10 @@ impl TurnContext<'_> {
 
 /// Runs one prompt to completion: rounds until the model stops calling tools. The prompt and
 /// every round are appended to `history`, also when the turn is cancelled or fails part-way.
+///
+/// Every request is projected into the model's window first (never the raw history), and
+/// summarised once it passes the compaction threshold; a prompt the server still rejects as
+/// too long is retried once with a tighter budget.
 pub async fn run_turn(
     ctx: &TurnContext<'_>,
     history: &mut Vec<HistoryEntry>,
@@ -101,21 +112,27 @@ pub async fn run_turn(
         .ok_or_else(|| TurnError::UnknownEndpoint(model.endpoint.clone()))?;
     let specs = ctx.tools.specs_for_mode(ctx.mode);
     let format = resolve_format(endpoint.config.tool_format, &model.model);
+    let model_context = ctx.contexts.get(endpoint, model).await;
+    let shape = RequestShape {
+        endpoint,
+        model: &model.model,
+        format,
+        system_prompt: ctx.system_prompt,
+        tools: &specs,
+        context: &model_context,
+    };
     let mut malformed_rounds = 0;
+    let mut fitting = Fitting::default();
 
     for _ in 0..ctx.settings.max_turn_requests {
         if ctx.cancel.is_cancelled() {
             return Ok(StopReason::Cancelled);
         }
-        let request = build_request(
-            &endpoint.config,
-            &model.model,
-            format,
-            ctx.system_prompt,
-            &specs,
-            history,
-        );
-        let stream = endpoint.backend.stream(request, ctx.cancel.child_token());
+        let fitted = fitting.prepare(ctx, &shape, history).await;
+        let estimated = fitted.projection.tokens;
+        let stream = endpoint
+            .backend
+            .stream(fitted.request, ctx.cancel.child_token());
         let parser = StreamParser::new(ParserConfig {
             format: endpoint.config.tool_format,
             tools: specs.clone(),
@@ -129,13 +146,14 @@ pub async fn run_turn(
         };
         let (round, error) = stream_round(sink, stream).await;
         round.record(history);
-        if let Some(usage) = round.usage {
-            report_usage(ctx, endpoint.config.context_window, usage);
-        }
+        report_usage(ctx, &shape, estimated, fitted.budget.window, round.usage);
         if round.cancelled {
             return Ok(StopReason::Cancelled);
         }
         if let Some(err) = error {
+            if fitting.retry_after(ctx, &shape, &err, &round, estimated) {
+                continue;
+            }
             return Err(err.into());
         }
         if round.calls.is_empty() {
@@ -235,12 +253,33 @@ fn answer_malformed(
     });
 }
 
-fn report_usage(ctx: &TurnContext<'_>, window: Option<u32>, usage: Usage) {
-    if let Some(size) = window {
-        let used = u64::from(usage.prompt_tokens) + u64::from(usage.completion_tokens);
-        ctx.client.send(AgentEvent::Usage {
-            used,
-            size: u64::from(size),
-        });
-    }
+/// Tells the front end how full the window is after a round: the server's count where it
+/// gave one (and calibrates the estimate with it), else ours.
+fn report_usage(
+    ctx: &TurnContext<'_>,
+    shape: &RequestShape<'_>,
+    estimated: usize,
+    window: u32,
+    usage: Option<Usage>,
+) {
+    let (prompt, completion) = match usage {
+        Some(usage) => {
+            if usage.prompt_tokens > 0
+                && shape
+                    .context
+                    .estimates(shape.endpoint.backend.as_ref(), shape.model)
+            {
+                shape.context.calibrate(estimated, usage.prompt_tokens);
+            }
+            (
+                u64::from(usage.prompt_tokens),
+                u64::from(usage.completion_tokens),
+            )
+        }
+        None => (estimated as u64, 0),
+    };
+    ctx.client.send(AgentEvent::Usage {
+        used: prompt + completion,
+        size: u64::from(window),
+    });
 }

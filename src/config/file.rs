@@ -46,6 +46,7 @@ pub(super) struct FileLog {
 #[serde(deny_unknown_fields)]
 pub(super) struct FileAgent {
     pub max_turn_requests: Option<Spanned<u32>>,
+    pub compact_threshold: Option<Spanned<f64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -58,6 +59,7 @@ pub(super) struct FileEndpoint {
     pub model: Option<String>,
     pub context_window: Option<Spanned<u32>>,
     pub max_tokens: Option<Spanned<u32>>,
+    pub tokenizer: Option<std::path::PathBuf>,
     #[serde(default)]
     pub tool_format: ToolFormat,
     #[serde(default)]

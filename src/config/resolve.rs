@@ -59,6 +59,8 @@ pub struct EndpointConfig {
     pub model: Option<String>,
     pub context_window: Option<u32>,
     pub max_tokens: Option<u32>,
+    /// A `tokenizer.json` for exact token counts; without one they are estimated.
+    pub tokenizer: Option<PathBuf>,
     pub tool_format: ToolFormat,
     pub headers: Vec<(String, String)>,
     pub timeouts: Timeouts,
@@ -94,12 +96,15 @@ pub struct LogSettings {
 pub struct AgentSettings {
     /// Model requests one prompt may make before the turn stops with `max_turn_requests`.
     pub max_turn_requests: u32,
+    /// Share of the window (0..1) at which the conversation is summarised.
+    pub compact_threshold: f64,
 }
 
 impl Default for AgentSettings {
     fn default() -> Self {
         Self {
             max_turn_requests: DEFAULT_MAX_TURN_REQUESTS,
+            compact_threshold: crate::context::DEFAULT_COMPACT_THRESHOLD,
         }
     }
 }
@@ -182,6 +187,17 @@ pub fn parse_str(
         Some(v) => v.into_inner(),
         None => DEFAULT_MAX_TURN_REQUESTS,
     };
+    let compact_threshold = match file.agent.compact_threshold {
+        Some(v) if !(v.get_ref().is_finite() && *v.get_ref() > 0.0 && *v.get_ref() <= 1.0) => {
+            return Err(at(
+                "agent.compact_threshold",
+                v.span(),
+                "must be a share of the window above 0 and at most 1 (0.8 = 80%)".into(),
+            ));
+        }
+        Some(v) => v.into_inner(),
+        None => crate::context::DEFAULT_COMPACT_THRESHOLD,
+    };
     // The engine is on when asked for, and on its own when no server is configured: hearth
     // then works with no setup at all.
     let local = match file.local {
@@ -216,7 +232,10 @@ pub fn parse_str(
             file: file.log.file,
             level: file.log.level,
         },
-        agent: AgentSettings { max_turn_requests },
+        agent: AgentSettings {
+            max_turn_requests,
+            compact_threshold,
+        },
         source,
     })
 }
@@ -275,6 +294,7 @@ fn resolve_endpoint(
         model: raw.model.filter(|m| !m.trim().is_empty()),
         context_window: raw.context_window.map(Spanned::into_inner),
         max_tokens: raw.max_tokens.map(Spanned::into_inner),
+        tokenizer: raw.tokenizer,
         tool_format: raw.tool_format,
         headers: raw.headers.into_iter().collect(),
         timeouts: resolve_timeouts(&raw.timeouts, &|k, span, p| {
@@ -347,6 +367,7 @@ fn apply_env(config: &mut Config, env: &dyn Fn(&str) -> Option<String>) -> Resul
             model: env("HEARTH_MODEL").filter(|m| !m.is_empty()),
             context_window: None,
             max_tokens: None,
+            tokenizer: None,
             tool_format: ToolFormat::Auto,
             headers: Vec::new(),
             timeouts: Timeouts::default(),

@@ -103,6 +103,7 @@ fn endpoint(base_url: &str, context_window: Option<u32>) -> EndpointConfig {
         model: None,
         context_window,
         max_tokens: None,
+        tokenizer: None,
         tool_format: ToolFormat::Auto,
         headers: vec![("x-extra".into(), "yes".into())],
         timeouts: Timeouts::default(),

@@ -38,10 +38,15 @@ impl Repl {
                 Some(diff) => self.screen.line(&diff),
                 None => self.screen.line("no file change yet"),
             },
-            SlashCommand::Context => self.context(),
-            SlashCommand::Compact => self
-                .screen
-                .line("not available yet: compaction comes with the context module"),
+            SlashCommand::Context => self.context().await,
+            SlashCommand::Compact(focus) => self.compact(focus).await,
+            SlashCommand::Clear => {
+                self.core.clear_context(&self.session).await;
+                self.screen.read(Renderer::start_session);
+                self.screen.line(
+                    "context cleared: the model starts afresh (the conversation stays saved)",
+                );
+            }
             SlashCommand::Sessions => self.sessions().await,
             SlashCommand::Resume(id) => self.resume(id).await,
             SlashCommand::Help => self.help(),
@@ -100,15 +105,41 @@ impl Repl {
         self.screen.line(&format!("model: {shown}"));
     }
 
-    fn context(&self) {
-        match self.screen.read(|r| r.usage()) {
-            Some((used, size)) if size > 0 => {
-                let percent = used.saturating_mul(100) / size;
-                self.screen
-                    .line(&format!("context: {used} of {size} tokens ({percent}%)"));
+    async fn context(&self) {
+        match self.core.context_report(&self.session).await {
+            Ok(report) => {
+                for line in report.to_string().lines() {
+                    self.screen.line(line);
+                }
             }
-            Some((used, _)) => self.screen.line(&format!("context: {used} tokens")),
-            None => self.screen.line("context: no usage reported yet"),
+            Err(err) => self.error(&format!("context: {err}")),
+        }
+    }
+
+    /// Summarises the conversation now; Ctrl-C cancels the summary request.
+    async fn compact(&self, focus: Option<String>) {
+        let ticket = self.session.begin_turn();
+        self.front.start_turn(ticket.cancel.clone());
+        let run = self
+            .core
+            .compact(&self.session, &ticket, focus.as_deref(), &self.client);
+        tokio::pin!(run);
+        let outcome = tokio::select! {
+            outcome = &mut run => outcome,
+            signal = tokio::signal::ctrl_c() => {
+                if signal.is_ok() {
+                    self.session.cancel();
+                }
+                run.await
+            }
+        };
+        match outcome {
+            Ok(done) => self.screen.line(&format!(
+                "compacted: a {}-token summary stands in for the first {} messages; the next \
+                 request carries {} tokens instead of {}",
+                done.summary_tokens, done.covers, done.after, done.before
+            )),
+            Err(err) => self.error(&format!("not compacted: {err}")),
         }
     }
 

@@ -16,8 +16,10 @@ pub enum SlashCommand {
     Thoughts,
     /// `/diff`: the last full diff.
     Diff,
-    /// `/compact`: compact the conversation.
-    Compact,
+    /// `/compact [focus]`: summarise the conversation now.
+    Compact(Option<String>),
+    /// `/clear`: the model starts afresh in the same session.
+    Clear,
     /// `/context`: how full the context window is.
     Context,
     /// `/sessions`: the stored sessions of this directory.
@@ -65,8 +67,18 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("/new", "start a new session with the same mode and model"),
     ("/thoughts", "show or hide the model's reasoning"),
     ("/diff", "show the last file change in full"),
-    ("/compact", "compact the conversation to free context"),
-    ("/context", "how full the context window is"),
+    (
+        "/compact [focus]",
+        "summarise the conversation so far to free context",
+    ),
+    (
+        "/clear",
+        "start a new context in this session (the history stays saved)",
+    ),
+    (
+        "/context",
+        "how full the context window is, and what was left out",
+    ),
     ("/sessions", "list the stored sessions of this directory"),
     ("/resume [id]", "reopen a stored session"),
     ("/help", "this list"),
@@ -97,7 +109,8 @@ pub fn parse_line(line: &str) -> Result<Entry, CommandError> {
         "new" => none(&args, "new", SlashCommand::New)?,
         "thoughts" => none(&args, "thoughts", SlashCommand::Thoughts)?,
         "diff" => none(&args, "diff", SlashCommand::Diff)?,
-        "compact" => none(&args, "compact", SlashCommand::Compact)?,
+        "compact" => SlashCommand::Compact((!args.is_empty()).then(|| args.join(" "))),
+        "clear" => none(&args, "clear", SlashCommand::Clear)?,
         "context" => none(&args, "context", SlashCommand::Context)?,
         "sessions" => none(&args, "sessions", SlashCommand::Sessions)?,
         "help" | "?" => SlashCommand::Help,

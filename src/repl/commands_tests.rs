@@ -24,7 +24,12 @@ fn slash_commands_parse_with_and_without_arguments() {
         ("/new", SlashCommand::New),
         ("/thoughts", SlashCommand::Thoughts),
         ("/diff", SlashCommand::Diff),
-        ("/compact", SlashCommand::Compact),
+        ("/compact", SlashCommand::Compact(None)),
+        (
+            "/compact  the parser  work",
+            SlashCommand::Compact(Some("the parser work".into())),
+        ),
+        ("/clear", SlashCommand::Clear),
         ("/context", SlashCommand::Context),
         ("/sessions", SlashCommand::Sessions),
         ("/resume", SlashCommand::Resume(None)),

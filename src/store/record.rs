@@ -118,12 +118,20 @@ impl From<StoredModel> for ModelRef {
     }
 }
 
-/// A compaction summary.
+/// The context state from this record on: a compaction summary, and where the model's view
+/// starts after `/clear`. The last record wins.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SummaryRecord {
-    /// Rounds `1..=covers_rounds` are summarized by `text`.
+    /// Rounds stored when the record was written.
     pub covers_rounds: u64,
+    /// The summary; empty when there is none (a `/clear` without a summary).
     pub text: String,
+    /// History entries, from the first, that `text` stands in for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub covers_entries: Option<u64>,
+    /// History entries before this one are out of the model's view (`/clear`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<u64>,
 }
 
 /// Merges adjacent [`AgentEvent::AgentText`] chunks, and adjacent

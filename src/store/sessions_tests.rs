@@ -38,6 +38,8 @@ fn all_kinds() -> Vec<Record> {
         Record::Summary(SummaryRecord {
             covers_rounds: 2,
             text: "The user fixed main.rs".into(),
+            covers_entries: Some(5),
+            start: None,
         }),
         Record::Round(cancelled),
         Record::Settings(SettingsRecord {

@@ -49,6 +49,8 @@ pub struct Written {
 
 struct State {
     replies: VecDeque<Reply>,
+    /// Replies for requests whose body contains a marker, checked before `replies`.
+    keyed: Vec<(String, Reply)>,
     models: Value,
     requests: Vec<Recorded>,
     dropped: usize,
@@ -78,6 +80,7 @@ impl Shared {
     /// Records `request` and picks the reply for it; also returns the request's index.
     pub(crate) fn route(&self, request: &Request) -> (usize, Reply) {
         let raw_body = String::from_utf8_lossy(&request.body).into_owned();
+        let body_text = raw_body.clone();
         let recorded = Recorded {
             method: request.method.clone(),
             path: request.path.clone(),
@@ -93,7 +96,15 @@ impl Shared {
             index = n - 1;
             reply = Some(match (request.method.as_str(), request.path.as_str()) {
                 ("POST", "/v1/chat/completions") => {
-                    state.replies.pop_front().unwrap_or_else(|| {
+                    let keyed = state
+                        .keyed
+                        .iter()
+                        .position(|(marker, _)| body_text.contains(marker.as_str()));
+                    let next = match keyed {
+                        Some(i) => Some(state.keyed.remove(i).1),
+                        None => state.replies.pop_front(),
+                    };
+                    next.unwrap_or_else(|| {
                         Reply::error(
                             500,
                             &format!("hearth-testkit: no reply queued for request #{n} (push one)"),
@@ -181,6 +192,7 @@ impl FakeServer {
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 replies: VecDeque::new(),
+                keyed: Vec::new(),
                 models: json!({ "object": "list", "data": [] }),
                 requests: Vec::new(),
                 dropped: 0,
@@ -226,6 +238,14 @@ impl FakeServer {
     /// Queues `reply` for a later `POST /v1/chat/completions` (first in, first out).
     pub fn push(&self, reply: Reply) {
         self.shared.update(|state| state.replies.push_back(reply));
+    }
+
+    /// Queues `reply` for the next chat request whose raw body contains `marker`, ahead of
+    /// the FIFO queue: for requests whose place in the sequence a test cannot know (a summary
+    /// request the agent decides to make).
+    pub fn push_when(&self, marker: &str, reply: Reply) {
+        self.shared
+            .update(|state| state.keyed.push((marker.to_owned(), reply)));
     }
 
     /// Replies still queued.

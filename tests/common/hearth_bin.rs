@@ -14,7 +14,7 @@ pub fn write_config(dir: &Path, endpoints: &[(&str, &str, &str)]) -> PathBuf {
     let mut text = String::new();
     for (name, url, model) in endpoints {
         text.push_str(&format!(
-            "[[endpoints]]\nname = \"{name}\"\nbase_url = \"{url}\"\nmodel = \"{model}\"\ntool_format = \"native\"\n\
+            "[[endpoints]]\nname = \"{name}\"\nbase_url = \"{url}\"\nmodel = \"{model}\"\ntool_format = \"native\"\ncontext_window = 32768\n\
              [endpoints.timeouts]\nconnect_secs = 2\nfirst_token_secs = 5\nidle_secs = 5\n"
         ));
     }

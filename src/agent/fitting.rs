@@ -1,0 +1,129 @@
+//! The turn loop's side of context fitting: before each request, project the history (and
+//! summarise it once it passes the threshold); after a "prompt too long" from the server,
+//! learn from it and retry once with a tighter budget.
+
+use hearth_backend::BackendError;
+
+use super::compact::{CompactError, summarise};
+use super::event::AgentEvent;
+use super::fit::{Fitted, RequestShape};
+use super::history::HistoryEntry;
+use super::round::Round;
+use super::turn::TurnContext;
+use crate::context::{TokenCounter, compaction_span, should_compact};
+use crate::sync::lock;
+
+/// Share of our own count by which a retry after an overflow tightens the budget.
+const OVERFLOW_TIGHTEN_DIVISOR: usize = 8;
+
+/// Fitting state that lasts one turn.
+#[derive(Debug, Default)]
+pub struct Fitting {
+    /// An automatic summary failed, or freed no room, this turn: elision alone carries on,
+    /// without a summary request every round (the compaction loop peers fall into when each
+    /// tool output alone fills the window).
+    compaction_stopped: bool,
+    /// The server rejected a prompt as too long and the retry was made.
+    overflow_retried: bool,
+    /// Tokens taken off the budget after that rejection.
+    tightened_by: u32,
+}
+
+impl Fitting {
+    /// The request for the next round, fitted to the window; summarises first when the
+    /// conversation has reached the compaction threshold.
+    pub async fn prepare(
+        &mut self,
+        ctx: &TurnContext<'_>,
+        shape: &RequestShape<'_>,
+        history: &[HistoryEntry],
+    ) -> Fitted {
+        let budget = shape.budget().tightened(self.tightened_by);
+        let state = lock(ctx.context).clone();
+        let mut fitted = shape.fit(history, &state, budget);
+        let pressing = should_compact(
+            fitted.projection.unelided_tokens,
+            budget.window,
+            ctx.settings.compact_threshold,
+        );
+        let visible = history.get(state.start..).unwrap_or_default();
+        let span = compaction_span(
+            visible,
+            &fitted.projection,
+            state.visible_summary().as_ref(),
+        );
+        if let (true, false, Some(covers)) = (pressing, self.compaction_stopped, span) {
+            ctx.client.send(AgentEvent::Notice {
+                text: format!(
+                    "compacting: the conversation takes {} of {} tokens; summarising its first {covers} messages",
+                    fitted.projection.unelided_tokens, budget.window
+                ),
+            });
+            match summarise(shape, history, &state, covers, None, budget, ctx.cancel).await {
+                Ok(summary) => {
+                    let summary_tokens = shape
+                        .context
+                        .counter(shape.endpoint.backend.as_ref(), shape.model)
+                        .count(&summary.text);
+                    let before = fitted.projection.tokens;
+                    let updated = {
+                        let mut context = lock(ctx.context);
+                        context.summary = Some(summary);
+                        context.clone()
+                    };
+                    fitted = shape.fit(history, &updated, budget);
+                    self.compaction_stopped = fitted.projection.tokens >= before;
+                    ctx.client.send(AgentEvent::Notice {
+                        text: format!(
+                            "compacted: a {summary_tokens}-token summary now stands in for them; \
+                             the prompt went from {before} to {} tokens",
+                            fitted.projection.tokens
+                        ),
+                    });
+                }
+                Err(CompactError::Cancelled) => {}
+                Err(err) => {
+                    self.compaction_stopped = true;
+                    ctx.client.send(AgentEvent::Notice {
+                        text: format!(
+                            "compaction failed ({err}); older tool outputs are left out instead"
+                        ),
+                    });
+                }
+            }
+        }
+        lock(ctx.context).last_report = Some(fitted.report.clone());
+        fitted
+    }
+
+    /// Whether to retry the round after `err`: once per turn, when the server rejected the
+    /// prompt as too long before answering anything. Teaches the estimate to count more.
+    pub fn retry_after(
+        &mut self,
+        ctx: &TurnContext<'_>,
+        shape: &RequestShape<'_>,
+        err: &BackendError,
+        round: &Round,
+        estimated: usize,
+    ) -> bool {
+        let answered =
+            !round.text.is_empty() || !round.reasoning.is_empty() || !round.calls.is_empty();
+        if !matches!(err, BackendError::ContextWindowExceeded { .. })
+            || self.overflow_retried
+            || answered
+        {
+            return false;
+        }
+        self.overflow_retried = true;
+        shape.context.record_overflow();
+        let tighten = (estimated / OVERFLOW_TIGHTEN_DIVISOR).max(256);
+        self.tightened_by = u32::try_from(tighten).unwrap_or(u32::MAX);
+        ctx.client.send(AgentEvent::Notice {
+            text: format!(
+                "the server found the prompt too long (it counts tokens differently); \
+                 retrying once with {tighten} tokens less"
+            ),
+        });
+        true
+    }
+}

@@ -1,0 +1,421 @@
+//! Context that always fits, end to end: the real binary over ACP against a fake server with
+//! a small window. Requests stay within it however large the tool outputs, summaries are made
+//! automatically and on `/compact` (and survive a restart), a failing summary degrades to
+//! elision, an overflow the server reports is retried once, and the slash commands work.
+
+use std::path::{Path, PathBuf};
+
+use agent_client_protocol::Agent;
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    ContentBlock, InitializeRequest, LoadSessionRequest, NewSessionRequest, PromptRequest,
+    SessionId, SessionUpdate, StopReason,
+};
+use hearth_testkit::{DONE, FakeServer, Reply, chunk_content, chunk_finish, chunk_role};
+use hearth_testkit::{chunk_tool_call, chunk_usage};
+use serde_json::{Value, json};
+
+use crate::common::acp_client::{Recorder, recording_client};
+use crate::common::hearth_bin::acp_agent;
+use crate::common::model_requests::chat_requests;
+
+const WINDOW: u64 = 8192;
+/// The compaction prompt's first words: how the fake server tells a summary request apart.
+const SUMMARY_REQUEST: &str = "You are writing a handover note";
+/// How the summary shows up in later requests.
+const SUMMARY_MARK: &str = "[Summary of the earlier conversation";
+
+struct Setup {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    config: PathBuf,
+}
+
+/// A project with a large file, and a config whose one endpoint has an 8k window.
+fn setup(server: &FakeServer) -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let big: String = (0..600)
+        .map(|i| format!("line {i:04}: the quick brown fox jumps over the lazy dog\n"))
+        .collect();
+    std::fs::write(root.join("big.txt"), big).unwrap();
+    let config = root.join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[endpoints]]\nname = \"fake\"\nbase_url = \"{}\"\nmodel = \"m\"\ntool_format = \"native\"\n\
+             context_window = {WINDOW}\nmax_tokens = 1024\n\
+             [endpoints.timeouts]\nconnect_secs = 2\nfirst_token_secs = 5\nidle_secs = 5\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    Setup {
+        _dir: dir,
+        root,
+        config,
+    }
+}
+
+/// A native tool call with no usage chunk, so usage comes from hearth's own count.
+fn read_big(id: &str) -> Reply {
+    Reply::frames(&[
+        chunk_role(),
+        chunk_tool_call(
+            0,
+            Some(id),
+            Some("read_file"),
+            &json!({"path": "big.txt"}).to_string(),
+        ),
+        chunk_finish("tool_calls"),
+        DONE.to_string(),
+    ])
+}
+
+fn answer(text: &str) -> Reply {
+    Reply::frames(&[
+        chunk_role(),
+        chunk_content(text),
+        chunk_finish("stop"),
+        DONE.to_string(),
+    ])
+}
+
+/// A summary answer with a realistic usage chunk.
+fn summary(text: &str) -> Reply {
+    Reply::frames(&[
+        chunk_role(),
+        chunk_content(text),
+        chunk_finish("stop"),
+        chunk_usage(3000, 40),
+        DONE.to_string(),
+    ])
+}
+
+/// Characters of message content in a request body.
+fn content_chars(body: &Value) -> usize {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().map_or(0, str::len))
+        .sum()
+}
+
+fn is_summary_request(body: &Value) -> bool {
+    body.to_string().contains(SUMMARY_REQUEST)
+}
+
+fn usage_updates(recorder: &Recorder) -> Vec<(u64, u64)> {
+    recorder
+        .all()
+        .iter()
+        .filter_map(|n| match &n.update {
+            SessionUpdate::UsageUpdate(u) => Some((u.used, u.size)),
+            _ => None,
+        })
+        .collect()
+}
+
+async fn open(cx: &ConnectionTo<Agent>, cwd: &Path) -> SessionId {
+    cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
+        .block_task()
+        .await
+        .unwrap();
+    cx.send_request(NewSessionRequest::new(cwd.to_path_buf()))
+        .block_task()
+        .await
+        .unwrap()
+        .session_id
+}
+
+async fn prompt(cx: &ConnectionTo<Agent>, sid: &SessionId, text: &str) -> StopReason {
+    cx.send_request(PromptRequest::new(
+        sid.clone(),
+        vec![ContentBlock::from(text.to_string())],
+    ))
+    .block_task()
+    .await
+    .unwrap()
+    .stop_reason
+}
+
+/// Five reads of a ~9k-token file in an 8k window: every request fits (by hearth's count, and
+/// far below the raw history's size), a usage update follows every round, and compaction runs
+/// once the elided part is worth summarising.
+#[tokio::test]
+async fn a_tool_heavy_turn_fits_the_window_compacts_and_reports_usage() {
+    let server = FakeServer::start().await.unwrap();
+    let s = setup(&server);
+    for i in 0..5 {
+        server.push(read_big(&format!("c{i}")));
+    }
+    server.push(answer("All five reads done."));
+    for _ in 0..3 {
+        server.push_when(
+            SUMMARY_REQUEST,
+            summary("## Goal\nRead big.txt five times."),
+        );
+    }
+    let recorder = Recorder::default();
+    let watch = recorder.clone();
+    recording_client(recorder)
+        .connect_with(acp_agent(&s.config, &s.root), async |cx| {
+            let sid = open(&cx, &s.root).await;
+            assert_eq!(
+                prompt(&cx, &sid, "read big.txt five times").await,
+                StopReason::EndTurn
+            );
+            Ok(())
+        })
+        .await
+        .unwrap();
+
+    let requests = chat_requests(&server);
+    let (summaries, turns): (Vec<_>, Vec<_>) =
+        requests.iter().partition(|r| is_summary_request(&r.body));
+    assert_eq!(turns.len(), 6, "five reads and the answer");
+    // Each output alone fills the window, so a summary frees no room: one is made, and the
+    // turn does not ask for another every round.
+    assert_eq!(
+        summaries.len(),
+        1,
+        "compaction ran {} times",
+        summaries.len()
+    );
+    let raw_file = std::fs::metadata(s.root.join("big.txt")).unwrap().len() as usize;
+    for request in &turns {
+        // The estimate counts at most four characters per token.
+        let chars = content_chars(&request.body);
+        assert!(chars <= 4 * WINDOW as usize, "{chars} characters sent");
+        assert_eq!(request.body["max_tokens"], 1024);
+    }
+    let last = &turns.last().unwrap().body;
+    assert!(last.to_string().contains(SUMMARY_MARK), "{last:#}");
+    assert!(
+        content_chars(last) < 2 * raw_file,
+        "five file copies were not elided"
+    );
+    let usage = usage_updates(&watch);
+    assert!(usage.len() >= 6, "{usage:?}");
+    assert!(
+        usage
+            .iter()
+            .all(|(used, size)| *size == WINDOW && *used <= WINDOW),
+        "{usage:?}"
+    );
+    assert!(
+        watch.thought_text().contains("compacted:"),
+        "{}",
+        watch.thought_text()
+    );
+}
+
+/// A summary request that fails: the turn goes on with elision alone, says so once, and does
+/// not ask for another summary in the same turn.
+#[tokio::test]
+async fn a_failing_summary_degrades_to_elision_with_a_message() {
+    let server = FakeServer::start().await.unwrap();
+    let s = setup(&server);
+    for i in 0..5 {
+        server.push(read_big(&format!("c{i}")));
+    }
+    server.push(answer("Done anyway."));
+    for _ in 0..3 {
+        server.push_when(SUMMARY_REQUEST, Reply::error(500, "summariser crashed"));
+    }
+    let recorder = Recorder::default();
+    let watch = recorder.clone();
+    recording_client(recorder)
+        .connect_with(acp_agent(&s.config, &s.root), async |cx| {
+            let sid = open(&cx, &s.root).await;
+            assert_eq!(
+                prompt(&cx, &sid, "read it five times").await,
+                StopReason::EndTurn
+            );
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let requests = chat_requests(&server);
+    let summaries = requests
+        .iter()
+        .filter(|r| is_summary_request(&r.body))
+        .count();
+    assert_eq!(summaries, 1, "one attempt per turn");
+    let thoughts = watch.thought_text();
+    assert_eq!(
+        thoughts.matches("compaction failed").count(),
+        1,
+        "{thoughts}"
+    );
+    assert!(thoughts.contains("summariser crashed"), "{thoughts}");
+    assert!(watch.agent_text().contains("Done anyway."));
+    for request in requests.iter().filter(|r| !is_summary_request(&r.body)) {
+        assert!(content_chars(&request.body) <= 4 * WINDOW as usize);
+        assert!(!request.body.to_string().contains(SUMMARY_MARK));
+    }
+}
+
+/// `/compact focus` summarises on demand with the focus in the request; the summary stands in
+/// for the early rounds in the next request, and still does after a restart and
+/// `session/load`. The commands are advertised once the session is open.
+#[tokio::test]
+async fn compact_on_demand_survives_a_restart() {
+    let server = FakeServer::start().await.unwrap();
+    let s = setup(&server);
+    server.push(answer("Hello there."));
+    server.push(answer("Sure, noted."));
+    server.push_when(
+        SUMMARY_REQUEST,
+        summary("## Goal\nGreet, then note things."),
+    );
+    server.push(answer("Carrying on."));
+    server.push(answer("Still carrying on."));
+    let recorder = Recorder::default();
+    let watch = recorder.clone();
+    let sid = recording_client(recorder)
+        .connect_with(acp_agent(&s.config, &s.root), async |cx| {
+            let sid = open(&cx, &s.root).await;
+            assert!(
+                watch
+                    .wait_for(|r| r.all().iter().any(|n| matches!(
+                        &n.update,
+                        SessionUpdate::AvailableCommandsUpdate(u)
+                            if ["compact", "clear", "mode", "model", "context", "help"]
+                                .iter()
+                                .all(|c| u.available_commands.iter().any(|a| a.name == *c))
+                    )))
+                    .await,
+                "no available_commands_update"
+            );
+            prompt(&cx, &sid, "hi").await;
+            prompt(&cx, &sid, "note that the build is green").await;
+            assert_eq!(
+                prompt(&cx, &sid, "/compact the greeting").await,
+                StopReason::EndTurn
+            );
+            assert!(
+                watch.agent_text().contains("Compacted:"),
+                "{}",
+                watch.agent_text()
+            );
+            prompt(&cx, &sid, "go on").await;
+            Ok(sid)
+        })
+        .await
+        .unwrap();
+
+    let requests = chat_requests(&server);
+    let summary_request = requests
+        .iter()
+        .find(|r| is_summary_request(&r.body))
+        .unwrap();
+    let text = summary_request.body.to_string();
+    assert!(text.contains("focus on: the greeting"), "{text}");
+    // The span is everything before the last answer.
+    assert!(text.contains("Hello there.") && !text.contains("Sure, noted."));
+    let after = requests.last().unwrap().body.to_string();
+    assert!(after.contains(SUMMARY_MARK) && after.contains("Greet, then note things."));
+    // The user's messages stay; the summarised answer goes; the last answer stays verbatim.
+    assert!(after.contains("note that the build is green") && !after.contains("Hello there."));
+    assert!(after.contains("Sure, noted."));
+
+    // A new process loads the session; its next request still carries the summary.
+    recording_client(Recorder::default())
+        .connect_with(acp_agent(&s.config, &s.root), async |cx| {
+            cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await?;
+            cx.send_request(LoadSessionRequest::new(sid.clone(), s.root.clone()))
+                .block_task()
+                .await?;
+            assert_eq!(prompt(&cx, &sid, "and now?").await, StopReason::EndTurn);
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let reloaded = chat_requests(&server).last().unwrap().body.to_string();
+    assert!(reloaded.contains("Greet, then note things."), "{reloaded}");
+    assert!(
+        !reloaded.contains("Hello there."),
+        "the summarised round came back"
+    );
+}
+
+/// `/context` reports, `/clear` starts the model afresh in the same session, `/mode` switches
+/// and a bad argument gets a message, none of them reaching the model.
+#[tokio::test]
+async fn context_clear_and_mode_commands() {
+    let server = FakeServer::start().await.unwrap();
+    let s = setup(&server);
+    server.push(answer("First answer."));
+    server.push(answer("Fresh answer."));
+    let recorder = Recorder::default();
+    let watch = recorder.clone();
+    recording_client(recorder)
+        .connect_with(acp_agent(&s.config, &s.root), async |cx| {
+            let sid = open(&cx, &s.root).await;
+            prompt(&cx, &sid, "remember the word pineapple").await;
+            watch.clear();
+            prompt(&cx, &sid, "/context").await;
+            let report = watch.agent_text();
+            assert!(report.contains(&format!("of {WINDOW} tokens")), "{report}");
+            assert!(report.contains("1 user messages"), "{report}");
+            prompt(&cx, &sid, "/clear").await;
+            prompt(&cx, &sid, "/mode plan").await;
+            assert!(watch.all().iter().any(|n| matches!(
+                &n.update,
+                SessionUpdate::CurrentModeUpdate(u) if &*u.current_mode_id.0 == "plan"
+            )));
+            watch.clear();
+            prompt(&cx, &sid, "/mode sideways").await;
+            assert!(watch.agent_text().contains("Unknown mode `sideways`"));
+            assert_eq!(prompt(&cx, &sid, "what word?").await, StopReason::EndTurn);
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let requests = chat_requests(&server);
+    assert_eq!(requests.len(), 2, "commands never reach the model");
+    let fresh = requests[1].body.to_string();
+    assert!(!fresh.contains("pineapple"), "{fresh}");
+    assert!(fresh.contains("what word?"));
+}
+
+/// The server rejects a prompt as too long: one retry with a tighter budget; a second
+/// rejection in the same turn is the turn's error.
+#[tokio::test]
+async fn an_overflow_the_server_reports_is_retried_once() {
+    let server = FakeServer::start().await.unwrap();
+    let s = setup(&server);
+    let too_long =
+        "This model's maximum context length is 8192 tokens. However, you requested 9100 tokens.";
+    server.push(Reply::error(400, too_long));
+    server.push(answer("Fits now."));
+    server.push(Reply::error(400, too_long));
+    server.push(Reply::error(400, too_long));
+    let recorder = Recorder::default();
+    let watch = recorder.clone();
+    recording_client(recorder)
+        .connect_with(acp_agent(&s.config, &s.root), async |cx| {
+            let sid = open(&cx, &s.root).await;
+            assert_eq!(prompt(&cx, &sid, "hello").await, StopReason::EndTurn);
+            assert!(watch.agent_text().contains("Fits now."));
+            assert!(watch.thought_text().contains("retrying once"));
+            let failed = cx
+                .send_request(PromptRequest::new(
+                    sid.clone(),
+                    vec![ContentBlock::from("again".to_string())],
+                ))
+                .block_task()
+                .await;
+            let err = failed.expect_err("a second overflow ends the turn");
+            assert!(err.message.contains("context"), "{err:?}");
+            Ok(())
+        })
+        .await
+        .unwrap();
+    assert_eq!(chat_requests(&server).len(), 4);
+}
