@@ -112,11 +112,9 @@ async fn run_call(
         cancel: ctx.cancel,
         limits: ctx.limits,
     };
-    let Some(handler) = ctx
-        .tools
-        .get(&call.name)
-        .filter(|_| ctx.tools.offered(ctx.mode, &call.name))
-    else {
+    // A tool the mode does not offer (bash in plan mode) still goes through the policy, so
+    // the model hears why it cannot run rather than that it does not exist.
+    let Some(handler) = ctx.tools.get(&call.name) else {
         let names: Vec<String> = ctx
             .tools
             .specs_for_mode(ctx.mode)

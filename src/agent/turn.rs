@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::sync::Mutex;
 
-use hearth_backend::{BackendError, ContentPart, FinishReason, Usage};
+use hearth_backend::{BackendError, ContentPart, FinishReason, ToolSpec, Usage};
 use tokio_util::sync::CancellationToken;
 
 use super::catalog::{Catalog, ModelRef};
@@ -111,6 +111,9 @@ pub async fn run_turn(
         .endpoint(&model.endpoint)
         .ok_or_else(|| TurnError::UnknownEndpoint(model.endpoint.clone()))?;
     let specs = ctx.tools.specs_for_mode(ctx.mode);
+    // The parser knows every tool, offered or not, so a call to one the mode leaves out is
+    // refused by the policy with its reason instead of being read as an unknown name.
+    let known: Vec<ToolSpec> = ctx.tools.iter().map(|t| t.spec()).collect();
     let format = resolve_format(endpoint.config.tool_format, &model.model);
     let model_context = ctx.contexts.get(endpoint, model).await;
     let shape = RequestShape {
@@ -135,13 +138,13 @@ pub async fn run_turn(
             .stream(fitted.request, ctx.cancel.child_token());
         let parser = StreamParser::new(ParserConfig {
             format: endpoint.config.tool_format,
-            tools: specs.clone(),
+            tools: known.clone(),
             think: think_start_for(&model.model),
         });
         let sink = RoundSink {
             client: ctx.client,
             cancel: ctx.cancel,
-            tools: &specs,
+            tools: &known,
             parser,
         };
         let (round, error) = stream_round(sink, stream).await;

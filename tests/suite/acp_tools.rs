@@ -350,13 +350,15 @@ async fn editor_with_fs_and_terminal_sees_every_card_request_and_question_per_mo
             let expected = format!("{READ_AND_GREP}{edit_allowed}\n{}", run_command("b", false));
             h.scenario("bypass", &[], false, &expected).await;
 
-            // plan: the edit is refused with a reason, bash is not even offered.
+            // plan: the edit is refused with a reason; bash is not even offered, and a model
+            // that calls it anyway hears why it cannot run.
             let expected = format!(
                 "{READ_AND_GREP}
                  read src/lib.rs
                  call e edit pending [diff]
                  update e failed [content]
-                 call b other failed [content]"
+                 call b execute pending
+                 update b failed [content]"
             );
             let (bodies, calls) = h.scenario("plan", &[], false, &expected).await;
             let tools = offered_tools(&bodies[0]);
@@ -368,10 +370,10 @@ async fn editor_with_fs_and_terminal_sees_every_card_request_and_question_per_mo
                 refused.starts_with("Plan mode:") && refused.contains("plan directory"),
                 "{refused}"
             );
-            let unknown = calls.tool_message(last, "b");
+            let command = calls.tool_message(last, "b");
             assert!(
-                unknown.starts_with("Error: unknown tool `bash`; available: read_file"),
-                "{unknown}"
+                command.starts_with("Plan mode: `bash` runs commands"),
+                "{command}"
             );
             assert!(ed.requests("fs/write_text_file").is_empty());
             assert!(ed.requests("terminal/create").is_empty());
