@@ -5,6 +5,7 @@ mod args;
 mod client;
 mod exit;
 mod jobs;
+mod progress;
 mod report;
 mod run;
 

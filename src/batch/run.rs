@@ -13,6 +13,7 @@ use super::args::{OutputFormat, RunArgs};
 use super::client::{BatchFront, Live, Permits, Stdout};
 use super::exit::RunExit;
 use super::jobs::{Job, job_cwd, parse_batch};
+use super::progress::BatchProgress;
 use super::report::{PromptReport, stop_reason_id};
 use crate::agent::{AgentCore, LocalClientOps, Session, SessionSettings, StopReason};
 use crate::store::validate_session_id;
@@ -67,12 +68,15 @@ pub async fn run(core: Arc<AgentCore>, args: RunArgs) -> RunExit {
         outcomes.push(RunExit::Usage);
     }
     let concurrency = usize::from(ctx.args.jobs);
+    let mut progress = BatchProgress::new(jobs.len() as u64, ctx.args.batch.is_some());
     let mut results = futures::stream::iter(jobs.into_iter().map(|job| run_job(ctx.clone(), job)))
         .buffer_unordered(concurrency);
     while let Some((report, exit)) = results.next().await {
-        print_report(&ctx, &report);
+        progress.suspend(|| print_report(&ctx, &report));
+        progress.finished(exit == RunExit::Ok);
         outcomes.push(exit);
     }
+    progress.done();
     if ctx.interrupt.is_cancelled() {
         return RunExit::Interrupted;
     }
