@@ -41,9 +41,12 @@
 
 mod backend;
 mod config;
+mod decode;
 mod errors;
 mod models;
 mod request;
+mod route;
+mod send;
 mod sse;
 mod stream;
 mod wire;
