@@ -19,7 +19,7 @@ use crate::decode::{Decode, Decoded};
 use crate::errors;
 use crate::route::{Route, Wire};
 use crate::send::{open, silence};
-use crate::sse;
+use crate::{ndjson, ollama_decode, sse};
 
 /// How long to wait for the end of the body after the end marker.
 const DRAIN_AFTER_DONE: Duration = Duration::from_millis(100);
@@ -89,6 +89,10 @@ pub(crate) fn completion(
                     frame.map(|f| f.data).map_err(|err| err.to_string())
                 })),
                 Box::new(sse::Decoder::new(shared.endpoint.clone(), &request.model)),
+            ),
+            Wire::OllamaNative { .. } => (
+                Box::pin(ndjson::lines(response.bytes_stream())),
+                Box::new(ollama_decode::Decoder::new(shared.endpoint.clone(), &request.model)),
             ),
         };
         loop {
