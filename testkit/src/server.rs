@@ -92,7 +92,9 @@ impl Shared {
             let n = state.requests.len();
             index = n - 1;
             reply = Some(match (request.method.as_str(), request.path.as_str()) {
-                ("POST", "/v1/chat/completions") => {
+                // Ollama's native chat shares the queue: a test pushes the reply the route it
+                // expects answers with (SSE or NDJSON).
+                ("POST", "/v1/chat/completions" | "/api/chat") => {
                     state.replies.pop_front().unwrap_or_else(|| {
                         Reply::error(
                             500,
@@ -223,7 +225,8 @@ impl FakeServer {
         self.addr
     }
 
-    /// Queues `reply` for a later `POST /v1/chat/completions` (first in, first out).
+    /// Queues `reply` for a later `POST /v1/chat/completions` or `POST /api/chat` (first in,
+    /// first out).
     pub fn push(&self, reply: Reply) {
         self.shared.update(|state| state.replies.push_back(reply));
     }
