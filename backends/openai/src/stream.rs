@@ -43,28 +43,13 @@ pub(crate) fn completion(
         api = route.wire.name(),
     );
     let events = async_stream::stream! {
-        let body = match route.body(&request) {
-            Ok(body) => body,
-            Err(err) => {
-                yield Err(err);
-                return;
-            }
-        };
-        tracing::debug!(
-            url = %route.url,
-            messages = request.messages.len(),
-            tools = request.tools.len(),
-            context_window = request.context_window,
-            "sending chat request"
-        );
-        tracing::trace!(body = %String::from_utf8_lossy(&body), "request body");
         let opened = tokio::select! {
             biased;
             () = cancel.cancelled() => {
                 tracing::debug!("cancelled before the response");
                 return;
             }
-            opened = open(&shared, &route.url, body, &request.model) => opened,
+            opened = send(&shared, &route, &request) => opened,
         };
         let (response, started) = match opened {
             Ok(opened) => opened,
@@ -74,8 +59,9 @@ pub(crate) fn completion(
             }
         };
         let first_deadline = started + shared.endpoint.first_token_timeout;
-        let (mut payloads, mut decoder): (Payloads, Box<dyn Decode>) = match route.wire {
-            Wire::OpenAi if is_json(&response) => {
+        let (mut payloads, mut decoder) = match reader(route.wire, response, &shared, &request.model) {
+            Reader::Streamed { payloads, decoder } => (payloads, decoder),
+            Reader::Whole(response) => {
                 // The server ignored `stream: true` and sent the whole answer at once.
                 let answer =
                     whole_answer(&shared, response, &request.model, first_deadline, &cancel);
@@ -84,16 +70,6 @@ pub(crate) fn completion(
                 }
                 return;
             }
-            Wire::OpenAi => (
-                Box::pin(response.bytes_stream().eventsource().map(|frame| {
-                    frame.map(|f| f.data).map_err(|err| err.to_string())
-                })),
-                Box::new(sse::Decoder::new(shared.endpoint.clone(), &request.model)),
-            ),
-            Wire::OllamaNative { .. } => (
-                Box::pin(ndjson::lines(response.bytes_stream())),
-                Box::new(ollama_decode::Decoder::new(shared.endpoint.clone(), &request.model)),
-            ),
         };
         loop {
             let next = next_decoded(&mut payloads, decoder.as_mut(), &shared, first_deadline, &cancel);
@@ -131,6 +107,57 @@ pub(crate) fn completion(
         span,
         inner: Box::pin(events),
     })
+}
+
+/// Serializes the body for `route` and sends it (see [`open`]).
+async fn send(
+    shared: &Shared,
+    route: &Route,
+    request: &CompletionRequest,
+) -> Result<(reqwest::Response, Instant), BackendError> {
+    let body = route.body(request)?;
+    tracing::debug!(
+        url = %route.url,
+        messages = request.messages.len(),
+        tools = request.tools.len(),
+        context_window = request.context_window,
+        "sending chat request"
+    );
+    tracing::trace!(body = %String::from_utf8_lossy(&body), "request body");
+    open(shared, &route.url, body, &request.model).await
+}
+
+/// How a successful response is read.
+enum Reader {
+    /// Payload by payload, through the decoder of its wire format.
+    Streamed {
+        payloads: Payloads,
+        decoder: Box<dyn Decode>,
+    },
+    /// One non-streamed `chat.completion` (OpenAI path only).
+    Whole(reqwest::Response),
+}
+
+fn reader(wire: Wire, response: reqwest::Response, shared: &Shared, model: &str) -> Reader {
+    let endpoint = shared.endpoint.clone();
+    match wire {
+        Wire::OpenAi if is_json(&response) => Reader::Whole(response),
+        Wire::OpenAi => Reader::Streamed {
+            payloads: Box::pin(
+                response
+                    .bytes_stream()
+                    .eventsource()
+                    .map(|frame| frame.map(|f| f.data).map_err(|err| err.to_string())),
+            ),
+            decoder: Box::new(sse::Decoder::new(endpoint, model)),
+        },
+        // Ollama streams NDJSON whatever the content type says; a non-streamed answer is one
+        // line, which the same decoder reads.
+        Wire::OllamaNative { .. } => Reader::Streamed {
+            payloads: Box::pin(ndjson::lines(response.bytes_stream())),
+            decoder: Box::new(ollama_decode::Decoder::new(endpoint, model)),
+        },
+    }
 }
 
 /// Waits for the next payload under the limit that applies now (first token, then idle) and
