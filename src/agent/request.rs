@@ -23,6 +23,7 @@ pub fn build_request(
     }
     request.stop = stop_strings(format);
     request.max_tokens = endpoint.max_tokens;
-    request.context_window = endpoint.context_window;
+    // `context_window` stays unset here: only a discovered Ollama window goes on the request
+    // (it switches the backend to Ollama's native chat; see `fit`).
     request
 }

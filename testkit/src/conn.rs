@@ -92,8 +92,9 @@ async fn deliver(mut reply: Reply, close: bool, io: &mut Io<'_>) -> After {
             Ok(()) => After::KeepAlive,
             Err(_) => After::Close,
         },
-        Reply::Sse(steps) => stream_sse(&steps, Framing::Chunked, io).await,
-        Reply::SseUntilClose(steps) => stream_sse(&steps, Framing::UntilClose, io).await,
+        Reply::Sse(steps) => stream_body(&steps, Framing::Chunked, SSE, io).await,
+        Reply::SseUntilClose(steps) => stream_body(&steps, Framing::UntilClose, SSE, io).await,
+        Reply::Ndjson(steps) => stream_body(&steps, Framing::Chunked, NDJSON, io).await,
         // Unwrapped by the loop above.
         Reply::Delayed { .. } => After::Close,
     }
@@ -131,13 +132,22 @@ async fn write_status(
     writer.flush().await
 }
 
-async fn stream_sse(steps: &[Step], framing: Framing, io: &mut Io<'_>) -> After {
+/// The content type of a streamed body.
+const SSE: &str = "text/event-stream";
+const NDJSON: &str = "application/x-ndjson";
+
+async fn stream_body(
+    steps: &[Step],
+    framing: Framing,
+    content_type: &str,
+    io: &mut Io<'_>,
+) -> After {
     let (shared, request) = (io.shared, io.request);
     let mut written = |step| shared.note_written(request, step);
     // Watching the read half while writing is what notices a client that went away during a
     // pause or a hang: writes alone can succeed into the socket buffer for a long time.
     let end = tokio::select! {
-        end = write_steps(steps, framing, io.writer, &mut written) => end,
+        end = write_steps(steps, framing, content_type, io.writer, &mut written) => end,
         () = peer_closed(io.reader) => StreamEnd::PeerGone,
     };
     match end {
@@ -163,12 +173,12 @@ async fn stream_sse(steps: &[Step], framing: Framing, io: &mut Io<'_>) -> After 
 async fn write_steps(
     steps: &[Step],
     framing: Framing,
+    content_type: &str,
     writer: &mut OwnedWriteHalf,
     written: &mut impl FnMut(usize),
 ) -> StreamEnd {
-    let mut head = String::from(
-        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n",
-    );
+    let mut head =
+        format!("HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncache-control: no-cache\r\n");
     head.push_str(match framing {
         Framing::Chunked => "transfer-encoding: chunked\r\n\r\n",
         Framing::UntilClose => "connection: close\r\n\r\n",

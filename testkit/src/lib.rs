@@ -3,8 +3,9 @@
 //! runtime, so blocking test code cannot stall it.
 //!
 //! # Routes
-//! - `POST /v1/chat/completions`: pops the next [`Reply`] pushed with [`FakeServer::push`]
-//!   (FIFO). When the queue is empty it answers `500` with a body that says so.
+//! - `POST /v1/chat/completions` and `POST /api/chat` (Ollama's native chat): pop the next
+//!   [`Reply`] pushed with [`FakeServer::push`] (FIFO, one queue for both). When the queue is
+//!   empty they answer `500` with a body that says so.
 //! - `GET /v1/models`: the JSON set with [`FakeServer::set_models`]
 //!   (default `{"object":"list","data":[]}`).
 //! - anything else: `404`.
@@ -43,17 +44,23 @@
 //! [`FakeServer::connections`] how many TCP connections were accepted (connection reuse).
 //!
 //! The chunk builders ([`chunk_content`], [`chunk_tool_call`], …) each return one SSE frame,
-//! `data: {json}\n\n`, holding a real `chat.completion.chunk` object.
+//! `data: {json}\n\n`, holding a real `chat.completion.chunk` object. The `ollama_*` builders
+//! ([`ollama_content`], [`ollama_done`], …) each return one NDJSON line of Ollama's native
+//! stream, for [`Reply::ndjson`] / [`Reply::Ndjson`] (`content-type: application/x-ndjson`).
 
 mod chunks;
 mod conn;
 mod http;
+mod ndjson;
 mod reply;
 mod server;
 
 pub use chunks::{
     DONE, FAKE_MODEL, chunk_content, chunk_delta, chunk_finish, chunk_reasoning,
     chunk_reasoning_as, chunk_role, chunk_tool_call, chunk_usage, data_frame,
+};
+pub use ndjson::{
+    ndjson_line, ollama_content, ollama_done, ollama_message, ollama_thinking, ollama_tool_call,
 };
 pub use reply::{Reply, Step};
 pub use server::{FakeServer, Recorded, Written};

@@ -14,6 +14,9 @@ pub enum Reply {
     Sse(Vec<Step>),
     /// Like [`Reply::Sse`] but close-delimited: no chunking, the connection closes at the end.
     SseUntilClose(Vec<Step>),
+    /// Like [`Reply::Sse`] with `content-type: application/x-ndjson`, as Ollama's native
+    /// `/api/chat` streams.
+    Ndjson(Vec<Step>),
     /// A plain response with this status, extra headers and body (`content-length` is set;
     /// `content-type` defaults to JSON when the body parses as JSON, else text).
     Status {
@@ -79,6 +82,11 @@ impl Reply {
     /// An SSE reply writing each frame as its own step.
     pub fn frames<S: AsRef<str>>(frames: &[S]) -> Reply {
         Reply::Sse(frames.iter().map(|f| Step::text(f.as_ref())).collect())
+    }
+
+    /// An NDJSON reply writing each line as its own step (see the `ollama_*` builders).
+    pub fn ndjson<S: AsRef<str>>(lines: &[S]) -> Reply {
+        Reply::Ndjson(lines.iter().map(|l| Step::text(l.as_ref())).collect())
     }
 
     /// A complete answer: role chunk, one content delta per part, `finish_reason: "stop"`, a

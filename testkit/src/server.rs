@@ -51,6 +51,8 @@ struct State {
     replies: VecDeque<Reply>,
     /// Replies for requests whose body contains a marker, checked before `replies`.
     keyed: Vec<(String, Reply)>,
+    /// Fixed JSON answers by (method, path), e.g. a server's `/props`.
+    json_routes: std::collections::HashMap<(String, String), Value>,
     models: Value,
     requests: Vec<Recorded>,
     dropped: usize,
@@ -95,7 +97,9 @@ impl Shared {
             let n = state.requests.len();
             index = n - 1;
             reply = Some(match (request.method.as_str(), request.path.as_str()) {
-                ("POST", "/v1/chat/completions") => {
+                // Ollama's native chat shares the queue: a test pushes the reply the route it
+                // expects answers with (SSE or NDJSON).
+                ("POST", "/v1/chat/completions" | "/api/chat") => {
                     let keyed = state
                         .keyed
                         .iter()
@@ -116,6 +120,17 @@ impl Shared {
                     headers: Vec::new(),
                     body: state.models.to_string(),
                 },
+                (method, path)
+                    if state
+                        .json_routes
+                        .contains_key(&(method.into(), path.into())) =>
+                {
+                    Reply::Status {
+                        code: 200,
+                        headers: Vec::new(),
+                        body: state.json_routes[&(method.into(), path.into())].to_string(),
+                    }
+                }
                 (method, path) => Reply::error(
                     404,
                     &format!("hearth-testkit: no route for {method} {path}"),
@@ -193,6 +208,7 @@ impl FakeServer {
             state: Mutex::new(State {
                 replies: VecDeque::new(),
                 keyed: Vec::new(),
+                json_routes: std::collections::HashMap::new(),
                 models: json!({ "object": "list", "data": [] }),
                 requests: Vec::new(),
                 dropped: 0,
@@ -235,7 +251,8 @@ impl FakeServer {
         self.addr
     }
 
-    /// Queues `reply` for a later `POST /v1/chat/completions` (first in, first out).
+    /// Queues `reply` for a later `POST /v1/chat/completions` or `POST /api/chat` (first in,
+    /// first out).
     pub fn push(&self, reply: Reply) {
         self.shared.update(|state| state.replies.push_back(reply));
     }
@@ -246,6 +263,16 @@ impl FakeServer {
     pub fn push_when(&self, marker: &str, reply: Reply) {
         self.shared
             .update(|state| state.keyed.push((marker.to_owned(), reply)));
+    }
+
+    /// Answers every `method path` request with `body` (status 200), e.g. llama.cpp's
+    /// `/props` or Ollama's `/api/show`, for tests of what a client discovers.
+    pub fn set_json(&self, method: &str, path: &str, body: Value) {
+        self.shared.update(|state| {
+            state
+                .json_routes
+                .insert((method.to_owned(), path.to_owned()), body);
+        });
     }
 
     /// Replies still queued.

@@ -273,3 +273,46 @@ fn serves_callers_without_a_runtime_and_frees_the_port_on_drop() {
         "still listening"
     );
 }
+
+#[tokio::test]
+async fn api_chat_shares_the_queue_and_streams_ndjson_lines() {
+    use hearth_testkit::{ollama_content, ollama_done, ollama_thinking, ollama_tool_call};
+
+    let server = FakeServer::start().await.unwrap();
+    server.push(Reply::ndjson(&[
+        ollama_thinking("hmm"),
+        ollama_content("Hi"),
+        ollama_tool_call("read", json!({"path": "a"})),
+        ollama_done("stop", 12, 3),
+    ]));
+    let root = server.base_url().trim_end_matches("/v1").to_string();
+    let response = reqwest::Client::new()
+        .post(format!("{root}/api/chat"))
+        .json(&json!({"model": "m", "options": {"num_ctx": 8192}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "application/x-ndjson");
+    let body = response.text().await.unwrap();
+    let lines: Vec<serde_json::Value> = body
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 4);
+    assert_eq!(lines[0]["message"]["thinking"], "hmm");
+    assert_eq!(lines[1]["message"]["content"], "Hi");
+    assert_eq!(lines[1]["message"]["role"], "assistant");
+    assert_eq!(
+        lines[2]["message"]["tool_calls"][0]["function"],
+        json!({"name": "read", "arguments": {"path": "a"}})
+    );
+    assert_eq!(lines[3]["done"], true);
+    assert_eq!(lines[3]["done_reason"], "stop");
+    assert_eq!(lines[3]["prompt_eval_count"], 12);
+    assert_eq!(lines[3]["eval_count"], 3);
+    let seen = server.requests();
+    assert_eq!(seen[0].path, "/api/chat");
+    assert_eq!(seen[0].body["options"]["num_ctx"], 8192);
+    assert_eq!(server.queued(), 0);
+}

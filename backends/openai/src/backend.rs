@@ -8,6 +8,7 @@ use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::OpenAiEndpoint;
+use crate::ollama_request::ollama_root;
 
 /// What every request of one backend shares.
 pub(crate) struct Shared {
@@ -15,6 +16,8 @@ pub(crate) struct Shared {
     pub client: reqwest::Client,
     pub chat_url: String,
     pub models_url: String,
+    /// Ollama's native chat, used for requests that carry a context window.
+    pub ollama_chat_url: String,
 }
 
 /// A [`Backend`] that talks to one OpenAI-compatible endpoint. Cheap to clone; clones share
@@ -48,6 +51,7 @@ impl OpenAiBackend {
             shared: Arc::new(Shared {
                 chat_url: format!("{base}/chat/completions"),
                 models_url: format!("{base}/models"),
+                ollama_chat_url: format!("{}/api/chat", ollama_root(&base)),
                 endpoint: Arc::new(endpoint),
                 client,
             }),
@@ -137,5 +141,6 @@ mod tests {
         let backend = OpenAiBackend::new(OpenAiEndpoint::new("e", "http://h:1/v1/")).unwrap();
         assert_eq!(backend.shared.chat_url, "http://h:1/v1/chat/completions");
         assert_eq!(backend.shared.models_url, "http://h:1/v1/models");
+        assert_eq!(backend.shared.ollama_chat_url, "http://h:1/api/chat");
     }
 }

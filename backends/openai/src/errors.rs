@@ -84,16 +84,24 @@ pub(crate) fn http(
     }
 }
 
-/// The error for an error object sent inside the stream (`data: {"error": ...}`). Its `code`
-/// is used as the status when it is an HTTP status, else 500; a 429 there is `RateLimited`
-/// (not retried: output may already have been streamed).
+/// The error for an error object sent inside the stream (`data: {"error": ...}`, or Ollama's
+/// `{"error": "..."}` line). Its `code` is used as the status when it is an HTTP status; without
+/// one it counts as 400 when it says the context was exceeded (so it becomes
+/// `ContextWindowExceeded`), else 500. A 429 there is `RateLimited` (not retried: output may
+/// already have been streamed).
 pub(crate) fn in_stream(endpoint: &OpenAiEndpoint, model: &str, error: &Value) -> BackendError {
     let status = error
         .get("code")
         .and_then(Value::as_u64)
         .and_then(|c| u16::try_from(c).ok())
         .filter(|c| (400..600).contains(c))
-        .unwrap_or(500);
+        .unwrap_or_else(|| {
+            if says_context_exceeded(&error.to_string()) {
+                400
+            } else {
+                500
+            }
+        });
     if status == 429 {
         return BackendError::RateLimited {
             endpoint: endpoint.name.clone(),
@@ -254,5 +262,20 @@ mod tests {
             &serde_json::json!({"message": "boom", "code": "x"}),
         );
         assert!(matches!(err, BackendError::Http { status: 500, .. }));
+        // Ollama sends a bare string.
+        let err = in_stream(&e, "m", &serde_json::json!("model runner crashed"));
+        assert!(
+            matches!(err, BackendError::Http { status: 500, ref body, .. } if body == "model runner crashed"),
+            "{err:?}"
+        );
+        let err = in_stream(
+            &e,
+            "m",
+            &serde_json::json!("input length exceeds the context length"),
+        );
+        assert!(
+            matches!(err, BackendError::ContextWindowExceeded { .. }),
+            "{err:?}"
+        );
     }
 }

@@ -1,8 +1,26 @@
 //! Streaming client for OpenAI-compatible `/v1/chat/completions` and `/v1/models` (vLLM,
-//! SGLang, llama.cpp server, LM Studio, Ollama, OpenRouter), behind [`hearth_backend::Backend`].
+//! SGLang, llama.cpp server, LM Studio, Ollama, OpenRouter), and Ollama's native `/api/chat`,
+//! behind [`hearth_backend::Backend`].
 //!
 //! Build an [`OpenAiBackend`] from an [`OpenAiEndpoint`]; its `base_url` goes up to and
 //! including `/v1` (a trailing slash is fine).
+//!
+//! # Ollama's native chat
+//! A request whose [`CompletionRequest::context_window`](hearth_backend::CompletionRequest) is
+//! `Some(n)` goes to Ollama's native `POST {root}/api/chat` instead, where `root` is `base_url`
+//! without its trailing `/v1`, with `options.num_ctx = n` (and `num_predict`, `temperature`,
+//! `stop` from the request). Why: Ollama's OpenAI-compatible endpoint ignores `num_ctx`
+//! (ollama/ollama#2722, #7063), so a prompt longer than its small default context is cut
+//! silently; hearth's context discovery sets `context_window` only for Ollama servers, so other
+//! servers never see this path. The native body carries images as base64 `images`, tool-call
+//! arguments as JSON objects, tool results with their `tool_name`; earlier reasoning is not sent
+//! back. The NDJSON answer becomes the same events as below: `message.thinking` → `Reasoning`,
+//! `message.content` → `Text`, whole `tool_calls` (ids `call_N` unless the server gives one,
+//! arguments re-serialised to JSON text) held back to the end, then `Usage` (from
+//! `prompt_eval_count`/`eval_count`) and `Finished` from `done_reason` (`stop` after tool calls
+//! → `ToolCalls`). Limits, retries, errors, cancellation and logging are the same as for SSE;
+//! an `{"error": ...}` line is an error sent inside the stream, and a body that ends before
+//! the `done: true` line is `StreamClosed`.
 //!
 //! # Streaming
 //! Requests are sent with `stream: true` and `stream_options.include_usage: true`. The SSE
@@ -28,7 +46,7 @@
 //!   the server does not say); then `RateLimited`. Retries only happen before anything was
 //!   streamed, since a 429 always comes before the body;
 //! - the body ends (or breaks) before a finish reason and without `[DONE]` → `StreamClosed`;
-//! - a chunk that is not valid JSON is logged at `warn` and skipped.
+//! - a chunk (or NDJSON line) that is not valid JSON is logged at `warn` and skipped.
 //!
 //! # Cancellation
 //! Cancelling the token or dropping the stream drops the HTTP response at once, which closes
@@ -36,14 +54,22 @@
 //! neither an error nor `Finished`.
 //!
 //! # Logging
-//! Each stream runs in a `provider.request{model, endpoint}` span; SSE frames and request
-//! bodies are logged at `trace` only, and the API key never.
+//! Each stream runs in a `provider.request{model, endpoint, api}` span (`api` is `openai` or
+//! `ollama`); SSE frames, NDJSON lines and request bodies are logged at `trace` only, and the
+//! API key never.
 
 mod backend;
 mod config;
+mod decode;
 mod errors;
 mod models;
+mod ndjson;
+mod ollama_decode;
+mod ollama_request;
+mod ollama_wire;
 mod request;
+mod route;
+mod send;
 mod sse;
 mod stream;
 mod wire;

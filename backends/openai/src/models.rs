@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use crate::backend::Shared;
 use crate::errors;
-use crate::stream::read_error_body;
+use crate::send::read_error_body;
 
 /// Lists the endpoint's models. The whole exchange is bounded by `first_token_timeout`.
 #[tracing::instrument(name = "provider.models", skip_all, fields(endpoint = %shared.endpoint.name))]

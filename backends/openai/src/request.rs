@@ -17,22 +17,27 @@ pub(crate) fn chat_body(request: &CompletionRequest) -> ChatRequest<'_> {
         stream_options: StreamOptions {
             include_usage: true,
         },
-        tools: request
-            .tools
-            .iter()
-            .map(|tool| WireTool {
-                kind: "function",
-                function: WireFunction {
-                    name: &tool.name,
-                    description: &tool.description,
-                    parameters: &tool.parameters,
-                },
-            })
-            .collect(),
+        tools: tools(request),
         max_tokens: request.max_tokens,
         temperature: request.temperature,
         stop: &request.stop,
     }
+}
+
+/// The request's tools in OpenAI's `tools` shape (Ollama's native API takes the same).
+pub(crate) fn tools(request: &CompletionRequest) -> Vec<WireTool<'_>> {
+    request
+        .tools
+        .iter()
+        .map(|tool| WireTool {
+            kind: "function",
+            function: WireFunction {
+                name: &tool.name,
+                description: &tool.description,
+                parameters: &tool.parameters,
+            },
+        })
+        .collect()
 }
 
 fn message(message: &Message) -> WireMessage<'_> {
@@ -76,7 +81,7 @@ fn part(part: &ContentPart) -> WirePart<'_> {
     }
 }
 
-fn role(role: Role) -> &'static str {
+pub(crate) fn role(role: Role) -> &'static str {
     match role {
         Role::System => "system",
         Role::User => "user",

@@ -8,17 +8,9 @@ use std::sync::Arc;
 use hearth_backend::{BackendError, BackendEvent, FinishReason, NativeToolCall, Usage};
 
 use crate::config::OpenAiEndpoint;
+use crate::decode::{Decode, Decoded};
 use crate::errors;
 use crate::wire::{Chunk, Delta, ToolCallDelta, WireUsage};
-
-/// What one payload produced.
-#[derive(Debug, PartialEq)]
-pub(crate) enum Decoded {
-    /// Events to pass on; the stream goes on.
-    More(Vec<BackendEvent>),
-    /// `[DONE]` arrived: pass these on (the last is `Finished`) and stop reading.
-    Done(Vec<BackendEvent>),
-}
 
 #[derive(Debug, Default)]
 struct PartialCall {
@@ -50,59 +42,6 @@ impl Decoder {
             finish: None,
             called_tools: false,
             output_started: false,
-        }
-    }
-
-    /// Whether the model has produced anything yet. Tool-call fragments count although their
-    /// events come later: the first-token wait is over once the model writes.
-    pub(crate) fn output_started(&self) -> bool {
-        self.output_started
-    }
-
-    /// Decodes one SSE `data` payload. A payload that is not valid chunk JSON is logged and
-    /// skipped; an error object sent in the stream ends it with that error.
-    pub(crate) fn feed(&mut self, data: &str) -> Result<Decoded, BackendError> {
-        if data.trim() == "[DONE]" {
-            return Ok(Decoded::Done(self.close()));
-        }
-        let chunk: Chunk = match serde_json::from_str(data) {
-            Ok(chunk) => chunk,
-            Err(err) => {
-                tracing::warn!(endpoint = %self.endpoint.name, %err, "skipping undecodable SSE chunk");
-                return Ok(Decoded::More(Vec::new()));
-            }
-        };
-        if let Some(error) = &chunk.error {
-            return Err(errors::in_stream(&self.endpoint, &self.model, error));
-        }
-        let mut events = Vec::new();
-        // Only the first choice is followed: hearth never asks for `n > 1`.
-        for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
-            self.delta(choice.delta, &mut events);
-            // Some proxies send `""` instead of `null` on every chunk before the last.
-            let reason = choice.finish_reason.filter(|r| !r.is_empty());
-            if let (Some(reason), None) = (reason, &self.finish) {
-                self.output_started = true;
-                self.finish = Some(FinishReason::from_openai(&reason));
-                // Servers send every fragment of every call before the finish reason.
-                self.flush_calls(&mut events);
-            }
-        }
-        if let Some(usage) = chunk.usage {
-            self.usage = Some(usage_of(usage));
-        }
-        Ok(Decoded::More(events))
-    }
-
-    /// The stream ended (EOF or a broken connection) without `[DONE]`: a proper end if the
-    /// finish reason already came, else [`BackendError::StreamClosed`].
-    pub(crate) fn end_of_stream(&mut self) -> Result<Vec<BackendEvent>, BackendError> {
-        if self.finish.is_some() {
-            Ok(self.close())
-        } else {
-            Err(BackendError::StreamClosed {
-                endpoint: self.endpoint.name.clone(),
-            })
         }
     }
 
@@ -179,6 +118,60 @@ impl Decoder {
         });
         events.push(BackendEvent::Finished { reason });
         events
+    }
+}
+
+impl Decode for Decoder {
+    /// Whether the model has produced anything yet. Tool-call fragments count although their
+    /// events come later: the first-token wait is over once the model writes.
+    fn output_started(&self) -> bool {
+        self.output_started
+    }
+
+    /// Decodes one SSE `data` payload; `[DONE]` completes the answer.
+    fn feed(&mut self, data: &str) -> Result<Decoded, BackendError> {
+        if data.trim() == "[DONE]" {
+            return Ok(Decoded::Done(self.close()));
+        }
+        let chunk: Chunk = match serde_json::from_str(data) {
+            Ok(chunk) => chunk,
+            Err(err) => {
+                tracing::warn!(endpoint = %self.endpoint.name, %err, "skipping undecodable SSE chunk");
+                return Ok(Decoded::More(Vec::new()));
+            }
+        };
+        if let Some(error) = &chunk.error {
+            return Err(errors::in_stream(&self.endpoint, &self.model, error));
+        }
+        let mut events = Vec::new();
+        // Only the first choice is followed: hearth never asks for `n > 1`.
+        for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
+            self.delta(choice.delta, &mut events);
+            // Some proxies send `""` instead of `null` on every chunk before the last.
+            let reason = choice.finish_reason.filter(|r| !r.is_empty());
+            if let (Some(reason), None) = (reason, &self.finish) {
+                self.output_started = true;
+                self.finish = Some(FinishReason::from_openai(&reason));
+                // Servers send every fragment of every call before the finish reason.
+                self.flush_calls(&mut events);
+            }
+        }
+        if let Some(usage) = chunk.usage {
+            self.usage = Some(usage_of(usage));
+        }
+        Ok(Decoded::More(events))
+    }
+
+    /// The stream ended (EOF or a broken connection) without `[DONE]`: a proper end if the
+    /// finish reason already came, else [`BackendError::StreamClosed`].
+    fn end_of_stream(&mut self) -> Result<Vec<BackendEvent>, BackendError> {
+        if self.finish.is_some() {
+            Ok(self.close())
+        } else {
+            Err(BackendError::StreamClosed {
+                endpoint: self.endpoint.name.clone(),
+            })
+        }
     }
 }
 

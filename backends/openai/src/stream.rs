@@ -1,24 +1,32 @@
-//! One streamed completion: send the request (retrying 429s), then read SSE events under the
-//! first-token and idle limits until `[DONE]`, the end of the body, an error, or cancellation.
+//! One streamed completion: send the request (retrying 429s), then read payloads under the
+//! first-token and idle limits until the end marker, the end of the body, an error, or
+//! cancellation. The wire format (OpenAI SSE or Ollama NDJSON) is chosen per request by
+//! [`crate::route::Route`]; everything else here is shared.
 
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use eventsource_stream::{Event, EventStreamError, Eventsource};
+use eventsource_stream::Eventsource;
 use futures::{Stream, StreamExt};
-use hearth_backend::{BackendError, BackendEvent, CompletionRequest, EventStream, TimeoutStage};
+use hearth_backend::{BackendError, BackendEvent, CompletionRequest, EventStream};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::Shared;
+use crate::decode::{Decode, Decoded};
 use crate::errors;
-use crate::request::chat_body;
-use crate::sse::{Decoded, Decoder};
+use crate::route::{Route, Wire};
+use crate::send::{open, silence};
+use crate::{ndjson, ollama_decode, sse};
 
-/// How long to wait for the end of the body after `[DONE]`.
+/// How long to wait for the end of the body after the end marker.
 const DRAIN_AFTER_DONE: Duration = Duration::from_millis(100);
+
+/// The payloads of a response body (SSE `data` or NDJSON lines); an `Err` is the body
+/// breaking off, as text for the log.
+type Payloads = Pin<Box<dyn Stream<Item = Result<String, String>> + Send>>;
 
 /// Streams one completion. Cancelling `cancel` or dropping the stream drops the HTTP response,
 /// which closes its connection; a cancelled stream just ends, with neither error nor `Finished`.
@@ -27,10 +35,12 @@ pub(crate) fn completion(
     request: CompletionRequest,
     cancel: CancellationToken,
 ) -> EventStream {
+    let route = Route::for_request(&shared, &request);
     let span = tracing::info_span!(
         "provider.request",
         model = %request.model,
         endpoint = %shared.endpoint.name,
+        api = route.wire.name(),
     );
     let events = async_stream::stream! {
         let opened = tokio::select! {
@@ -39,7 +49,7 @@ pub(crate) fn completion(
                 tracing::debug!("cancelled before the response");
                 return;
             }
-            opened = open(&shared, &request) => opened,
+            opened = send(&shared, &route, &request) => opened,
         };
         let (response, started) = match opened {
             Ok(opened) => opened,
@@ -48,19 +58,21 @@ pub(crate) fn completion(
                 return;
             }
         };
-        if is_json(&response) {
-            // The server ignored `stream: true` and sent the whole answer at once.
-            let deadline = started + shared.endpoint.first_token_timeout;
-            for item in whole_answer(&shared, response, &request.model, deadline, &cancel).await {
-                yield item;
-            }
-            return;
-        }
-        let mut frames = response.bytes_stream().eventsource();
-        let mut decoder = Decoder::new(shared.endpoint.clone(), &request.model);
         let first_deadline = started + shared.endpoint.first_token_timeout;
+        let (mut payloads, mut decoder) = match reader(route.wire, response, &shared, &request.model) {
+            Reader::Streamed { payloads, decoder } => (payloads, decoder),
+            Reader::Whole(response) => {
+                // The server ignored `stream: true` and sent the whole answer at once.
+                let answer =
+                    whole_answer(&shared, response, &request.model, first_deadline, &cancel);
+                for item in answer.await {
+                    yield item;
+                }
+                return;
+            }
+        };
         loop {
-            let next = next_decoded(&mut frames, &mut decoder, &shared, first_deadline, &cancel);
+            let next = next_decoded(&mut payloads, decoder.as_mut(), &shared, first_deadline, &cancel);
             let Some(decoded) = next.await else {
                 tracing::debug!("cancelled mid-stream");
                 return;
@@ -81,10 +93,10 @@ pub(crate) fn completion(
                     for event in events {
                         yield Ok(event);
                     }
-                    // Reading the body to its end (the chunked terminator after `[DONE]`)
-                    // returns the connection to the pool: the next request skips a new TCP and
-                    // TLS handshake. Bounded, for servers that keep the body open.
-                    let rest = async { while frames.next().await.is_some() {} };
+                    // Reading the body to its end (the chunked terminator after the end
+                    // marker) returns the connection to the pool: the next request skips a new
+                    // TCP and TLS handshake. Bounded, for servers that keep the body open.
+                    let rest = async { while payloads.next().await.is_some() {} };
                     let _ = tokio::time::timeout(DRAIN_AFTER_DONE, rest).await;
                     return;
                 }
@@ -97,18 +109,66 @@ pub(crate) fn completion(
     })
 }
 
-/// Waits for the next SSE frame under the limit that applies now (first token, then idle) and
+/// Serializes the body for `route` and sends it (see [`open`]).
+async fn send(
+    shared: &Shared,
+    route: &Route,
+    request: &CompletionRequest,
+) -> Result<(reqwest::Response, Instant), BackendError> {
+    let body = route.body(request)?;
+    tracing::debug!(
+        url = %route.url,
+        messages = request.messages.len(),
+        tools = request.tools.len(),
+        context_window = request.context_window,
+        "sending chat request"
+    );
+    tracing::trace!(body = %String::from_utf8_lossy(&body), "request body");
+    open(shared, &route.url, body, &request.model).await
+}
+
+/// How a successful response is read.
+enum Reader {
+    /// Payload by payload, through the decoder of its wire format.
+    Streamed {
+        payloads: Payloads,
+        decoder: Box<dyn Decode>,
+    },
+    /// One non-streamed `chat.completion` (OpenAI path only).
+    Whole(reqwest::Response),
+}
+
+fn reader(wire: Wire, response: reqwest::Response, shared: &Shared, model: &str) -> Reader {
+    let endpoint = shared.endpoint.clone();
+    match wire {
+        Wire::OpenAi if is_json(&response) => Reader::Whole(response),
+        Wire::OpenAi => Reader::Streamed {
+            payloads: Box::pin(
+                response
+                    .bytes_stream()
+                    .eventsource()
+                    .map(|frame| frame.map(|f| f.data).map_err(|err| err.to_string())),
+            ),
+            decoder: Box::new(sse::Decoder::new(endpoint, model)),
+        },
+        // Ollama streams NDJSON whatever the content type says; a non-streamed answer is one
+        // line, which the same decoder reads.
+        Wire::OllamaNative { .. } => Reader::Streamed {
+            payloads: Box::pin(ndjson::lines(response.bytes_stream())),
+            decoder: Box::new(ollama_decode::Decoder::new(endpoint, model)),
+        },
+    }
+}
+
+/// Waits for the next payload under the limit that applies now (first token, then idle) and
 /// decodes it. `None` when `cancel` fired.
-async fn next_decoded<S>(
-    frames: &mut S,
-    decoder: &mut Decoder,
+async fn next_decoded(
+    payloads: &mut Payloads,
+    decoder: &mut dyn Decode,
     shared: &Shared,
     first_deadline: Instant,
     cancel: &CancellationToken,
-) -> Option<Result<Decoded, BackendError>>
-where
-    S: Stream<Item = Result<Event, EventStreamError<reqwest::Error>>> + Unpin,
-{
+) -> Option<Result<Decoded, BackendError>> {
     let deadline = if decoder.output_started() {
         Instant::now() + shared.endpoint.idle_timeout
     } else {
@@ -117,19 +177,19 @@ where
     let next = tokio::select! {
         biased;
         () = cancel.cancelled() => return None,
-        next = tokio::time::timeout_at(deadline, frames.next()) => next,
+        next = tokio::time::timeout_at(deadline, payloads.next()) => next,
     };
     Some(match next {
         Err(_elapsed) => Err(silence(shared, decoder.output_started())),
         Ok(None) => decoder.end_of_stream().map(Decoded::Done),
         Ok(Some(Err(err))) => {
             // A body that breaks off after the finish reason still completed the answer.
-            tracing::warn!(%err, "the SSE body broke off");
+            tracing::warn!(%err, "the response body broke off");
             decoder.end_of_stream().map(Decoded::Done)
         }
-        Ok(Some(Ok(frame))) => {
-            tracing::trace!(data = %frame.data, "sse frame");
-            decoder.feed(&frame.data)
+        Ok(Some(Ok(payload))) => {
+            tracing::trace!(%payload, "payload");
+            decoder.feed(&payload)
         }
     })
 }
@@ -162,7 +222,7 @@ async fn whole_answer(
         Ok(Ok(text)) => text,
     };
     tracing::trace!(body = %text, "non-streamed answer");
-    let mut decoder = Decoder::new(shared.endpoint.clone(), model);
+    let mut decoder = sse::Decoder::new(shared.endpoint.clone(), model);
     let events = decoder.feed(&text).and_then(|decoded| match decoded {
         Decoded::Done(events) => Ok(events),
         Decoded::More(mut events) => {
@@ -173,94 +233,6 @@ async fn whole_answer(
     match events {
         Ok(events) => events.into_iter().map(Ok).collect(),
         Err(err) => vec![Err(err)],
-    }
-}
-
-/// Sends the request until it gets a 2xx, retrying 429s before anything was streamed. Returns
-/// the response and when the successful attempt was sent (the first-token clock starts there).
-async fn open(
-    shared: &Shared,
-    request: &CompletionRequest,
-) -> Result<(reqwest::Response, Instant), BackendError> {
-    let endpoint = &shared.endpoint;
-    let body = chat_body(request);
-    tracing::debug!(
-        messages = request.messages.len(),
-        tools = request.tools.len(),
-        "sending chat completion"
-    );
-    tracing::trace!(body = %serde_json::to_string(&body).unwrap_or_default(), "request body");
-    let mut attempt = 0;
-    loop {
-        let started = Instant::now();
-        let send = shared.client.post(&shared.chat_url).json(&body).send();
-        let response = match tokio::time::timeout(endpoint.first_token_timeout, send).await {
-            Err(_elapsed) => return Err(silence(shared, false)),
-            Ok(Err(err)) => return Err(errors::send(endpoint, &err)),
-            Ok(Ok(response)) => response,
-        };
-        let status = response.status();
-        if status.is_success() {
-            return Ok((response, started));
-        }
-        if status == reqwest::StatusCode::TOO_MANY_REQUESTS {
-            let asked = errors::retry_after(response.headers());
-            if attempt >= endpoint.max_rate_limit_retries {
-                return Err(BackendError::RateLimited {
-                    endpoint: endpoint.name.clone(),
-                    retry_after: asked,
-                });
-            }
-            let wait = asked
-                .unwrap_or_else(|| backoff(attempt))
-                .min(endpoint.max_retry_wait);
-            attempt += 1;
-            tracing::warn!(
-                attempt,
-                wait_ms = wait.as_millis(),
-                "rate limited; retrying"
-            );
-            drop(response);
-            tokio::time::sleep(wait).await;
-            continue;
-        }
-        let text = read_error_body(response, endpoint.idle_timeout).await;
-        return Err(errors::http(
-            endpoint,
-            &request.model,
-            status.as_u16(),
-            &text,
-        ));
-    }
-}
-
-/// Wait before retry `attempt` (0-based) when the server did not say: 1 s, 2 s, 4 s, …
-fn backoff(attempt: u32) -> Duration {
-    Duration::from_secs(1u64 << attempt.min(16))
-}
-
-/// The body of an error response, or an empty string when it does not arrive in time.
-pub(crate) async fn read_error_body(response: reqwest::Response, limit: Duration) -> String {
-    match tokio::time::timeout(limit, response.text()).await {
-        Ok(Ok(text)) => text,
-        _ => String::new(),
-    }
-}
-
-/// The error for a wait that ran out: before any output, or mid-answer.
-fn silence(shared: &Shared, output_started: bool) -> BackendError {
-    let endpoint = &shared.endpoint;
-    if output_started {
-        BackendError::IdleTimeout {
-            endpoint: endpoint.name.clone(),
-            after: endpoint.idle_timeout,
-        }
-    } else {
-        BackendError::Timeout {
-            endpoint: endpoint.name.clone(),
-            stage: TimeoutStage::FirstToken,
-            after: endpoint.first_token_timeout,
-        }
     }
 }
 

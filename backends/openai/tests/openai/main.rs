@@ -7,5 +7,6 @@ mod cancel;
 mod common;
 mod errors;
 mod events;
+mod ollama;
 mod shape;
 mod split;
