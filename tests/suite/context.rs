@@ -419,3 +419,101 @@ async fn an_overflow_the_server_reports_is_retried_once() {
         .unwrap();
     assert_eq!(chat_requests(&server).len(), 4);
 }
+
+/// `hearth run --output json` against a fake server that answers like `kind`; returns the
+/// result line and the server.
+async fn run_against(server: &FakeServer, model: &str) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let config = root.join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[endpoints]]\nname = \"srv\"\nbase_url = \"{}\"\nmodel = \"{model}\"\n\
+             [endpoints.timeouts]\nconnect_secs = 2\nfirst_token_secs = 5\nidle_secs = 5\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let mut command = std::process::Command::new(crate::common::hearth_bin::hearth_bin());
+    command
+        .arg("--config")
+        .arg(&config)
+        .args(["run", "--output", "json", "-p", "hello"])
+        .current_dir(&root)
+        .env("HOME", &root)
+        .env("XDG_DATA_HOME", root.join("data"))
+        .env("RUST_LOG", "warn")
+        .env_remove("HEARTH_CONFIG")
+        .env_remove("HEARTH_BASE_URL");
+    let out = tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.lines().last().unwrap()).unwrap()
+}
+
+/// The window each server reports reaches the usage hearth shows, with no `context_window` in
+/// the config; Ollama gets its `num_ctx` on every request through its native chat.
+#[tokio::test]
+async fn window_discovery_per_server_kind_end_to_end() {
+    // llama.cpp: /props n_ctx.
+    let llama = FakeServer::start().await.unwrap();
+    llama.set_json(
+        "GET",
+        "/props",
+        json!({"default_generation_settings": {"n_ctx": 16384}}),
+    );
+    llama.push(answer("hi from llama.cpp"));
+    assert_eq!(run_against(&llama, "m").await["usage"]["size"], 16384);
+
+    // vLLM: max_model_len in /v1/models.
+    let vllm = FakeServer::start().await.unwrap();
+    vllm.set_models(
+        json!({"object": "list", "data": [{"id": "Qwen/Qwen3-8B", "max_model_len": 40960}]}),
+    );
+    vllm.push(answer("hi from vLLM"));
+    assert_eq!(
+        run_against(&vllm, "Qwen/Qwen3-8B").await["usage"]["size"],
+        40960
+    );
+
+    // LM Studio: the loaded context length.
+    let lms = FakeServer::start().await.unwrap();
+    lms.set_json(
+        "GET",
+        "/api/v0/models/qwen3-8b",
+        json!({"id": "qwen3-8b", "state": "loaded", "max_context_length": 40960, "loaded_context_length": 12288}),
+    );
+    lms.push(answer("hi from LM Studio"));
+    assert_eq!(run_against(&lms, "qwen3-8b").await["usage"]["size"], 12288);
+
+    // Ollama: /api/show's num_ctx, sent back as options.num_ctx on /api/chat.
+    let ollama = FakeServer::start().await.unwrap();
+    ollama.set_json(
+        "POST",
+        "/api/show",
+        json!({"parameters": "num_ctx 8192", "model_info": {"qwen2.context_length": 32768}}),
+    );
+    ollama.push(Reply::ndjson(&[
+        hearth_testkit::ollama_content("hi from Ollama"),
+        hearth_testkit::ollama_done("stop", 120, 4),
+    ]));
+    let result = run_against(&ollama, "qwen2.5-coder:7b").await;
+    assert_eq!(result["text"], "hi from Ollama");
+    assert_eq!(result["usage"], json!({"used": 124, "size": 8192}));
+    let chat: Vec<_> = ollama
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == "/api/chat")
+        .collect();
+    assert_eq!(chat.len(), 1);
+    assert_eq!(chat[0].body["options"]["num_ctx"], 8192);
+    assert_eq!(chat[0].body["options"]["num_predict"], 2048);
+}
