@@ -8,7 +8,7 @@ use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, CloseSessionRequest, CloseSessionResponse,
     DeleteSessionRequest, DeleteSessionResponse, Implementation, InitializeRequest,
     InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
-    LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
+    LoadSessionResponse, McpCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
     PromptResponse, ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities,
     SessionCloseCapabilities, SessionDeleteCapabilities, SessionListCapabilities,
     SessionResumeCapabilities, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
@@ -20,6 +20,7 @@ use agent_client_protocol::{
 };
 
 use super::error::AcpError;
+use super::mcp_servers::respond_then_report;
 use super::state::AcpState;
 use super::{history_ops, session_ops, turn_task};
 
@@ -50,12 +51,10 @@ pub fn agent(state: Arc<AcpState>) -> Builder<Agent, impl HandleDispatchFrom<Cli
                         r: Responder<NewSessionResponse>,
                         cx: ConnectionTo<Client>| {
                 let state = s_new.clone();
+                let task_cx = cx.clone();
                 cx.spawn(async move {
-                    r.respond_with_result(
-                        session_ops::new_session(&state, req)
-                            .await
-                            .map_err(Error::from),
-                    )
+                    let outcome = session_ops::new_session(&state, req).await;
+                    respond_then_report(r, outcome, &task_cx)
                 })
             },
             on_receive_request!(),
@@ -123,11 +122,8 @@ pub fn agent(state: Arc<AcpState>) -> Builder<Agent, impl HandleDispatchFrom<Cli
                     let state = state.clone();
                     let task_cx = cx.clone();
                     cx.spawn(async move {
-                        r.respond_with_result(
-                            history_ops::load(&state, req, &task_cx)
-                                .await
-                                .map_err(Error::from),
-                        )
+                        let outcome = history_ops::load(&state, req, &task_cx).await;
+                        respond_then_report(r, outcome, &task_cx)
                     })
                 }
             },
@@ -140,10 +136,10 @@ pub fn agent(state: Arc<AcpState>) -> Builder<Agent, impl HandleDispatchFrom<Cli
                             r: Responder<ResumeSessionResponse>,
                             cx: ConnectionTo<Client>| {
                     let state = state.clone();
+                    let task_cx = cx.clone();
                     cx.spawn(async move {
-                        r.respond_with_result(
-                            history_ops::resume(&state, req).await.map_err(Error::from),
-                        )
+                        let outcome = history_ops::resume(&state, req).await;
+                        respond_then_report(r, outcome, &task_cx)
                     })
                 }
             },
@@ -170,6 +166,7 @@ pub fn agent(state: Arc<AcpState>) -> Builder<Agent, impl HandleDispatchFrom<Cli
                 match s_close.remove_session(&req.session_id.0) {
                     Some(session) => {
                         session.cancel();
+                        history_ops::stop_servers(session);
                         r.respond(CloseSessionResponse::new())
                     }
                     None => r.respond_with_error(
@@ -197,6 +194,7 @@ fn initialize_response(has_store: bool) -> InitializeResponse {
         .agent_capabilities(
             AgentCapabilities::new()
                 .load_session(has_store)
+                .mcp_capabilities(McpCapabilities::new().http(true))
                 .prompt_capabilities(PromptCapabilities::new().image(true).embedded_context(true))
                 .session_capabilities(sessions),
         )

@@ -12,6 +12,7 @@ use super::ids::SessionId;
 use super::mode::Mode;
 use super::persist::Persistence;
 use super::policy::AlwaysRules;
+use crate::mcp::SessionTools;
 
 /// The settings a user changes between prompts.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,6 +40,9 @@ pub struct Session {
     rules: Mutex<AlwaysRules>,
     /// Where the session is saved; `None` when the store is unavailable.
     persist: Option<Persistence>,
+    /// The session's own tools (built-ins plus its MCP servers' tools), owning the MCP
+    /// connections: dropping the session stops its servers. `None` uses the core's tools.
+    tools: Option<SessionTools>,
 }
 
 impl Session {
@@ -56,7 +60,19 @@ impl Session {
             running: Mutex::new(None),
             rules: Mutex::new(AlwaysRules::default()),
             persist: None,
+            tools: None,
         }
+    }
+
+    /// Gives the session its own tools (see [`SessionTools`]).
+    pub fn with_tools(mut self, tools: SessionTools) -> Self {
+        self.tools = Some(tools);
+        self
+    }
+
+    /// The session's own tools, when it has any besides the core's.
+    pub fn tools(&self) -> Option<&SessionTools> {
+        self.tools.as_ref()
     }
 
     /// Saves this session through `persist` from now on.
