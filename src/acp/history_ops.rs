@@ -6,8 +6,8 @@ use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     DeleteSessionRequest, DeleteSessionResponse, ListSessionsRequest, ListSessionsResponse,
-    LoadSessionRequest, LoadSessionResponse, McpServer, ResumeSessionRequest, ResumeSessionResponse,
-    SessionInfo, SessionNotification, SessionUpdate, UsageUpdate,
+    LoadSessionRequest, LoadSessionResponse, McpServer, ResumeSessionRequest,
+    ResumeSessionResponse, SessionInfo, SessionNotification, SessionUpdate, UsageUpdate,
 };
 
 use super::error::AcpError;

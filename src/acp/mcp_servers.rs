@@ -3,9 +3,9 @@
 //! the answer, so the client knows the session) about those that could not start.
 
 use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::Responder;
 use agent_client_protocol::v1::schema::{McpServer, SessionId, SessionNotification};
 use agent_client_protocol::{Client, Error, JsonRpcResponse};
-use agent_client_protocol::v1::Responder;
 
 use super::render;
 use super::state::AcpState;

@@ -92,7 +92,11 @@ pub fn kill_group(pgid: u32) {
     // addresses the process group the server led (it was started as a group leader).
     let rc = unsafe { libc::kill(-pgid, libc::SIGKILL) };
     if rc != 0 {
-        tracing::trace!(pgid, "kill of MCP process group: {}", std::io::Error::last_os_error());
+        tracing::trace!(
+            pgid,
+            "kill of MCP process group: {}",
+            std::io::Error::last_os_error()
+        );
     }
 }
 

@@ -43,8 +43,12 @@ pub fn tool_output(result: &CallToolResult, cap: usize) -> ToolOutput {
 fn describe(block: &ContentBlock) -> String {
     match block {
         ContentBlock::Text(t) => t.text.clone(),
-        ContentBlock::Image(i) => format!("[image: {}, {} bytes base64]", i.mime_type, i.data.len()),
-        ContentBlock::Audio(a) => format!("[audio: {}, {} bytes base64]", a.mime_type, a.data.len()),
+        ContentBlock::Image(i) => {
+            format!("[image: {}, {} bytes base64]", i.mime_type, i.data.len())
+        }
+        ContentBlock::Audio(a) => {
+            format!("[audio: {}, {} bytes base64]", a.mime_type, a.data.len())
+        }
         ContentBlock::ResourceLink(r) => format!("[resource link: {} ({})]", r.uri, r.name),
         ContentBlock::Resource(r) => match &r.resource {
             ResourceContents::TextResourceContents { uri, text, .. } => {
@@ -62,7 +66,10 @@ fn describe(block: &ContentBlock) -> String {
             ),
             _ => format!("[resource of a kind hearth does not know: {}]", json_of(r)),
         },
-        _ => format!("[content of a kind hearth does not know: {}]", json_of(block)),
+        _ => format!(
+            "[content of a kind hearth does not know: {}]",
+            json_of(block)
+        ),
     }
 }
 
@@ -142,7 +149,9 @@ mod tests {
     #[test]
     fn error_results_fail_with_the_servers_message() {
         let out = tool_output(
-            &result(json!({"content": [{"type": "text", "text": "no such repo"}], "isError": true})),
+            &result(
+                json!({"content": [{"type": "text", "text": "no such repo"}], "isError": true}),
+            ),
             1000,
         );
         assert!(out.failed);
@@ -151,21 +160,35 @@ mod tests {
 
     #[test]
     fn structured_or_empty_results_and_the_cap() {
-        let out = tool_output(&result(json!({"content": [], "structuredContent": {"n": 1}})), 1000);
+        let out = tool_output(
+            &result(json!({"content": [], "structuredContent": {"n": 1}})),
+            1000,
+        );
         assert_eq!(out.for_model, r#"{"n":1}"#);
         let out = tool_output(&result(json!({"content": []})), 1000);
         assert_eq!(out.for_model, "(no output)");
         let long = "é".repeat(100);
-        let out = tool_output(&result(json!({"content": [{"type": "text", "text": long}]})), 51);
-        assert!(out.for_model.starts_with(&"é".repeat(25)), "{}", out.for_model);
-        assert!(out.for_model.ends_with("[output truncated: 50 of 200 bytes shown]"));
+        let out = tool_output(
+            &result(json!({"content": [{"type": "text", "text": long}]})),
+            51,
+        );
+        assert!(
+            out.for_model.starts_with(&"é".repeat(25)),
+            "{}",
+            out.for_model
+        );
+        assert!(
+            out.for_model
+                .ends_with("[output truncated: 50 of 200 bytes shown]")
+        );
     }
 
     #[test]
     fn kind_follows_the_read_only_hint_only() {
         let read: ToolAnnotations = serde_json::from_value(json!({"readOnlyHint": true})).unwrap();
         let write: ToolAnnotations =
-            serde_json::from_value(json!({"readOnlyHint": false, "destructiveHint": true})).unwrap();
+            serde_json::from_value(json!({"readOnlyHint": false, "destructiveHint": true}))
+                .unwrap();
         assert_eq!(kind_for(Some(&read)), ToolKind::Read);
         assert_eq!(kind_for(Some(&write)), ToolKind::Other);
         assert_eq!(kind_for(None), ToolKind::Other);

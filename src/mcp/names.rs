@@ -103,7 +103,10 @@ mod tests {
         }
         assert_eq!(first.len(), MAX_NAME_LEN);
         assert!(first.starts_with("server__ttt"));
-        assert!(second.ends_with("_2") && third.ends_with("_3"), "{second} {third}");
+        assert!(
+            second.ends_with("_2") && third.ends_with("_3"),
+            "{second} {third}"
+        );
         let all = [first, second, third];
         let unique: HashSet<&String> = all.iter().collect();
         assert_eq!(unique.len(), 3);

@@ -63,7 +63,10 @@ impl SessionTools {
 
     /// The names of the servers that are running, in start order.
     pub fn servers(&self) -> Vec<String> {
-        lock(&self.services).iter().map(|r| r.name.clone()).collect()
+        lock(&self.services)
+            .iter()
+            .map(|r| r.name.clone())
+            .collect()
     }
 
     /// Closes every connection (a stdio server gets its stdin closed, a little time to exit,
@@ -108,7 +111,8 @@ pub async fn start_session_tools(
             Ok(connected) => {
                 for tool in &connected.tools {
                     let name = namer.name(&server, &tool.name);
-                    let handler = McpTool::new(name, &server, tool, connected.service.peer().clone());
+                    let handler =
+                        McpTool::new(name, &server, tool, connected.service.peer().clone());
                     // The namer only hands out names no tool has, so this cannot collide.
                     if let Err(err) = registry.register(Arc::new(handler)) {
                         tracing::warn!(server = %server, "{err}");

@@ -43,7 +43,10 @@ impl McpTool {
             name,
             server: server.to_owned(),
             tool: tool.name.to_string(),
-            description: format!("{summary}\n\n(Tool `{}` of MCP server `{server}`.)", tool.name),
+            description: format!(
+                "{summary}\n\n(Tool `{}` of MCP server `{server}`.)",
+                tool.name
+            ),
             schema,
             kind: kind_for(tool.annotations.as_ref()),
             peer,

@@ -8,10 +8,13 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+/// Lowercased header names and values of one request.
+pub type Headers = Vec<(String, String)>;
+
 #[derive(Clone, Default)]
 pub struct McpHttp {
-    /// Lowercased header names and values of each POST, in order.
-    posts: Arc<Mutex<Vec<Vec<(String, String)>>>>,
+    /// The headers of each POST, in order.
+    posts: Arc<Mutex<Vec<Headers>>>,
 }
 
 impl McpHttp {
@@ -30,7 +33,7 @@ impl McpHttp {
         (server, url)
     }
 
-    pub fn posts(&self) -> Vec<Vec<(String, String)>> {
+    pub fn posts(&self) -> Vec<Headers> {
         self.posts.lock().unwrap().clone()
     }
 
@@ -48,8 +51,14 @@ impl McpHttp {
         };
         let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
         let mut lines = head.lines();
-        let method = lines.next().unwrap_or_default().split(' ').next().unwrap_or_default().to_string();
-        let headers: Vec<(String, String)> = lines
+        let method = lines
+            .next()
+            .unwrap_or_default()
+            .split(' ')
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        let headers: Headers = lines
             .filter_map(|l| l.split_once(':'))
             .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
             .collect();
@@ -109,7 +118,9 @@ fn answer(message: &Value) -> Option<Value> {
             "text": params["arguments"]["text"].as_str().unwrap_or_default().to_uppercase()
         }]}),
         _ => {
-            return Some(json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "no such method"}}));
+            return Some(
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "no such method"}}),
+            );
         }
     };
     Some(json!({"jsonrpc": "2.0", "id": id, "result": result}))

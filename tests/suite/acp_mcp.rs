@@ -10,8 +10,8 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     CloseSessionRequest, ContentBlock, EnvVariable, HttpHeader, InitializeRequest, McpServer,
-    McpServerHttp, McpServerStdio,
-    NewSessionRequest, PromptRequest, SessionId, SetSessionConfigOptionRequest, StopReason,
+    McpServerHttp, McpServerStdio, NewSessionRequest, PromptRequest, SessionId,
+    SetSessionConfigOptionRequest, StopReason,
 };
 use hearth_testkit::{FakeServer, Reply};
 use serde_json::{Value, json};
@@ -192,7 +192,10 @@ async fn mcp_stdio_tools_are_offered_asked_for_forwarded_and_stopped_on_close() 
             ed.answer(&["allow_once", "allow_once"]);
             assert_eq!(prompt(&cx, &sid).await, StopReason::EndTurn);
             assert!(notices(&ed).is_empty(), "{:?}", notices(&ed));
-            let bodies: Vec<Value> = chat_requests(&server).iter().map(|r| r.body.clone()).collect();
+            let bodies: Vec<Value> = chat_requests(&server)
+                .iter()
+                .map(|r| r.body.clone())
+                .collect();
             assert_eq!(bodies.len(), 3);
             let last = bodies.last().unwrap();
             let calls = Calls::from_body(last, &["e", "f"]);
@@ -209,7 +212,10 @@ async fn mcp_stdio_tools_are_offered_asked_for_forwarded_and_stopped_on_close() 
                      update f failed [content]"
                 )
             );
-            assert_eq!(tool_message_by_name(last, "fixture__echo"), "echo: hi there");
+            assert_eq!(
+                tool_message_by_name(last, "fixture__echo"),
+                "echo: hi there"
+            );
             assert_eq!(
                 tool_message_by_name(last, "fixture__fail"),
                 "the fixture failed on purpose: nope"
@@ -239,8 +245,14 @@ async fn mcp_stdio_tools_are_offered_asked_for_forwarded_and_stopped_on_close() 
             // Offered with the server's schema and description, beside the built-ins.
             let offered = offered_tools(&bodies[0]);
             assert!(offered.contains(&"read_file".to_string()), "{offered:?}");
-            assert!(offered.contains(&"fixture__echo".to_string()), "{offered:?}");
-            assert!(offered.contains(&"fixture__fail".to_string()), "{offered:?}");
+            assert!(
+                offered.contains(&"fixture__echo".to_string()),
+                "{offered:?}"
+            );
+            assert!(
+                offered.contains(&"fixture__fail".to_string()),
+                "{offered:?}"
+            );
             let echo_spec = bodies[0]["tools"]
                 .as_array()
                 .unwrap()
@@ -248,10 +260,16 @@ async fn mcp_stdio_tools_are_offered_asked_for_forwarded_and_stopped_on_close() 
                 .find(|t| t["function"]["name"] == "fixture__echo")
                 .unwrap()["function"]
                 .clone();
-            assert_eq!(echo_spec["parameters"]["properties"]["text"]["type"], "string");
+            assert_eq!(
+                echo_spec["parameters"]["properties"]["text"]["type"],
+                "string"
+            );
             assert_eq!(echo_spec["parameters"]["required"], json!(["text"]));
             let description = echo_spec["description"].as_str().unwrap();
-            assert!(description.starts_with("Repeats the text it is given."), "{description}");
+            assert!(
+                description.starts_with("Repeats the text it is given."),
+                "{description}"
+            );
 
             // bypass: no question, the call still goes through.
             set_mode(&cx, &sid, "bypass").await;
@@ -278,7 +296,9 @@ async fn mcp_stdio_tools_are_offered_asked_for_forwarded_and_stopped_on_close() 
             );
             let refused = last_tool_message(&plan_bodies[1].body);
             assert!(
-                refused.to_lowercase().contains("unknown tool `fixture__echo`")
+                refused
+                    .to_lowercase()
+                    .contains("unknown tool `fixture__echo`")
                     && refused.contains("not executed"),
                 "{refused}"
             );
@@ -320,12 +340,21 @@ async fn mcp_server_that_cannot_start_is_reported_once_and_the_session_goes_on()
 
             let said = notices(&ed);
             assert_eq!(said.len(), 1, "{said:?}");
-            assert!(said[0].contains("MCP server `ghost` is not available"), "{said:?}");
+            assert!(
+                said[0].contains("MCP server `ghost` is not available"),
+                "{said:?}"
+            );
             assert!(said[0].contains(&missing.display().to_string()), "{said:?}");
             let bodies = chat_requests(&server);
             let offered = offered_tools(&bodies[0].body);
-            assert!(!offered.iter().any(|t| t.starts_with("ghost")), "{offered:?}");
-            assert!(offered.contains(&"fixture__echo".to_string()), "{offered:?}");
+            assert!(
+                !offered.iter().any(|t| t.starts_with("ghost")),
+                "{offered:?}"
+            );
+            assert!(
+                offered.contains(&"fixture__echo".to_string()),
+                "{offered:?}"
+            );
             assert_eq!(
                 tool_message_by_name(&bodies[1].body, "fixture__echo"),
                 "echo: still here"
@@ -385,7 +414,10 @@ async fn mcp_http_server_on_loopback_gets_the_call_and_the_headers() {
         .await
         .unwrap();
     let posts = mcp.posts();
-    assert!(posts.len() >= 3, "initialize, initialized, list, call: {posts:?}");
+    assert!(
+        posts.len() >= 3,
+        "initialize, initialized, list, call: {posts:?}"
+    );
     for headers in &posts {
         assert!(
             headers.contains(&("x-token".to_string(), "secret".to_string())),
