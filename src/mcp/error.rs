@@ -29,5 +29,5 @@ pub enum McpError {
     /// Start-up took longer than [`super::START_TIMEOUT`]: the server is stopped, skipped and
     /// the user told once.
     #[error("it did not start within {0} s")]
-    Timeout(u64),
+    Timeout(f64),
 }

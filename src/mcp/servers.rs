@@ -95,10 +95,19 @@ pub async fn start_session_tools(
     servers: &[McpServerConfig],
     cwd: &Path,
 ) -> (SessionTools, Vec<StartFailure>) {
+    start_within(base, servers, cwd, START_TIMEOUT).await
+}
+
+async fn start_within(
+    base: &ToolRegistry,
+    servers: &[McpServerConfig],
+    cwd: &Path,
+    limit: Duration,
+) -> (SessionTools, Vec<StartFailure>) {
     let started = join_all(servers.iter().map(|config| async move {
-        let outcome = tokio::time::timeout(START_TIMEOUT, connect(config, cwd))
+        let outcome = tokio::time::timeout(limit, connect(config, cwd))
             .await
-            .unwrap_or(Err(McpError::Timeout(START_TIMEOUT.as_secs())));
+            .unwrap_or(Err(McpError::Timeout(limit.as_secs_f64())));
         (config.name().to_owned(), outcome)
     }))
     .await;
@@ -137,4 +146,109 @@ pub async fn start_session_tools(
         services: Mutex::new(services),
     };
     (tools, failures)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use super::*;
+
+    fn stdio(name: &str, command: &str, args: &[&str]) -> McpServerConfig {
+        McpServerConfig::Stdio {
+            name: name.into(),
+            command: command.into(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            env: Vec::new(),
+        }
+    }
+
+    fn alive(pid: &str) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            !stat
+                .rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
+    }
+
+    #[tokio::test]
+    async fn servers_that_cannot_start_are_reported_and_a_mute_one_is_stopped() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        let missing = dir.path().join("missing");
+        let script = format!("echo $$ > {}; exec sleep 30", pid_file.display());
+        let servers = vec![
+            stdio("ghost", &missing.display().to_string(), &[]),
+            // Starts, but never answers the handshake.
+            stdio("mute", "sh", &["-c", &script]),
+            McpServerConfig::Unsupported {
+                name: "old".into(),
+                transport: "SSE",
+            },
+            McpServerConfig::Http {
+                name: "web".into(),
+                url: "http://127.0.0.1:9/mcp".into(),
+                headers: vec![("bad header".into(), "x".into())],
+            },
+        ];
+        let base = ToolRegistry::builtin();
+        let started = Instant::now();
+        let (tools, failures) =
+            start_within(&base, &servers, dir.path(), Duration::from_millis(700)).await;
+        // Concurrent and bounded: four failures in about one timeout, not four.
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        let names: Vec<&str> = tools.registry().iter().map(|t| t.name()).collect();
+        let builtin: Vec<&str> = base.iter().map(|t| t.name()).collect();
+        assert_eq!(names, builtin);
+        assert!(tools.servers().is_empty());
+
+        let by_server: Vec<(&str, &McpError)> = failures
+            .iter()
+            .map(|f| (f.server.as_str(), &f.error))
+            .collect();
+        assert!(
+            matches!(by_server[0], ("ghost", McpError::Spawn { .. })),
+            "{failures:?}"
+        );
+        assert!(
+            matches!(by_server[1], ("mute", McpError::Timeout(_))),
+            "{failures:?}"
+        );
+        assert!(
+            matches!(by_server[2], ("old", McpError::Unsupported("SSE"))),
+            "{failures:?}"
+        );
+        assert!(
+            matches!(by_server[3], ("web", McpError::Config(_))),
+            "{failures:?}"
+        );
+        let notice = failures[0].to_string();
+        assert!(
+            notice.starts_with("MCP server `ghost` is not available: cannot start `"),
+            "{notice}"
+        );
+        assert!(notice.contains(&missing.display().to_string()), "{notice}");
+        assert_eq!(
+            failures[1].to_string(),
+            "MCP server `mute` is not available: it did not start within 0.7 s. The session goes \
+             on without its tools."
+        );
+
+        // The server that timed out is killed, not left running.
+        let pid = std::fs::read_to_string(&pid_file).unwrap();
+        let pid = pid.trim();
+        let mut gone = false;
+        for _ in 0..500 {
+            if !alive(pid) {
+                gone = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(gone, "the mute server {pid} still runs");
+    }
 }
