@@ -9,9 +9,9 @@ use agent_client_protocol::Agent;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    CloseSessionRequest, ContentBlock, EnvVariable, HttpHeader, InitializeRequest, McpServer,
-    McpServerHttp, McpServerStdio, NewSessionRequest, PromptRequest, SessionId,
-    SetSessionConfigOptionRequest, StopReason,
+    CloseSessionRequest, ContentBlock, EnvVariable, HttpHeader, InitializeRequest,
+    LoadSessionRequest, McpServer, McpServerHttp, McpServerStdio, NewSessionRequest, PromptRequest,
+    ResumeSessionRequest, SessionId, SetSessionConfigOptionRequest, StopReason,
 };
 use hearth_testkit::{FakeServer, Reply};
 use serde_json::{Value, json};
@@ -424,4 +424,67 @@ async fn mcp_http_server_on_loopback_gets_the_call_and_the_headers() {
             "{headers:?}"
         );
     }
+}
+
+#[tokio::test]
+async fn mcp_servers_passed_to_resume_and_load_serve_the_restored_session() {
+    let p = project();
+    let server = FakeServer::start().await.unwrap();
+    let config = write_config(&p.home, &[("fake", &server.base_url(), "m")]);
+    let editor = Editor::default();
+    let (root, home, ed) = (p.root.clone(), p.home.clone(), editor.clone());
+    editor_client(editor.clone())
+        .connect_with(acp_agent(&config, &p.home), async |cx| {
+            init(&cx).await;
+            let sid = new_session(&cx, &root, Vec::new()).await;
+            server.push(Reply::text(&["Hello."]));
+            assert_eq!(prompt(&cx, &sid).await, StopReason::EndTurn);
+            assert!(
+                !offered_tools(&chat_requests(&server)[0].body)
+                    .iter()
+                    .any(|t| t.starts_with("fixture__"))
+            );
+            let close = || CloseSessionRequest::new(sid.clone());
+            cx.send_request(close()).block_task().await.unwrap();
+
+            // Resumed with the fixture: its tools serve the restored session.
+            cx.send_request(
+                ResumeSessionRequest::new(sid.clone(), root.clone())
+                    .mcp_servers(vec![fixture(&home, false)]),
+            )
+            .block_task()
+            .await
+            .unwrap();
+            set_mode(&cx, &sid, "bypass").await;
+            server.push(call("r", "fixture__echo", &json!({"text": "resumed"})));
+            server.push(Reply::text(&["Done."]));
+            assert_eq!(prompt(&cx, &sid).await, StopReason::EndTurn);
+            let last = chat_requests(&server).last().unwrap().body.clone();
+            assert_eq!(last_tool_message(&last), "echo: resumed");
+            let first_pid = pid(&home, "fixture.pid");
+            cx.send_request(close()).block_task().await.unwrap();
+            assert!(
+                all_gone(&[first_pid]).await,
+                "closing stops the resumed session's server"
+            );
+
+            // Loaded with the fixture: a fresh server, the same tools.
+            cx.send_request(
+                LoadSessionRequest::new(sid.clone(), root.clone())
+                    .mcp_servers(vec![fixture(&home, false)]),
+            )
+            .block_task()
+            .await
+            .unwrap();
+            assert_ne!(pid(&home, "fixture.pid"), first_pid);
+            server.push(call("l", "fixture__echo", &json!({"text": "loaded"})));
+            server.push(Reply::text(&["Done."]));
+            assert_eq!(prompt(&cx, &sid).await, StopReason::EndTurn);
+            let last = chat_requests(&server).last().unwrap().body.clone();
+            assert_eq!(last_tool_message(&last), "echo: loaded");
+            assert!(notices(&ed).is_empty(), "{:?}", notices(&ed));
+            Ok(())
+        })
+        .await
+        .unwrap();
 }
