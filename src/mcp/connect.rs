@@ -6,7 +6,7 @@ use std::process::Stdio;
 
 use http::{HeaderName, HeaderValue};
 use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
-use rmcp::model::Tool;
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, Tool};
 use rmcp::service::RunningService;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
@@ -17,7 +17,16 @@ use super::error::McpError;
 
 /// A connected client session with one server. Dropping it stops the server: the session is
 /// cancelled, and a stdio server's whole process group is killed.
-pub type Service = RunningService<RoleClient, ()>;
+pub type Service = RunningService<RoleClient, ClientConfig>;
+
+/// What hearth tells servers about itself: its name and version, and no client features
+/// (no sampling, roots or elicitation).
+fn client() -> ClientConfig {
+    ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("hearth", env!("CARGO_PKG_VERSION")),
+    )
+}
 
 /// A server that started, with the tools it offers.
 pub struct Connected {
@@ -51,7 +60,8 @@ pub async fn connect(config: &McpServerConfig, cwd: &Path) -> Result<Connected, 
                     source,
                 })?;
             process_group = transport.id();
-            ().serve(transport)
+            client()
+                .serve(transport)
                 .await
                 .map_err(|e| McpError::Handshake(e.to_string()))?
         }
@@ -60,7 +70,8 @@ pub async fn connect(config: &McpServerConfig, cwd: &Path) -> Result<Connected, 
             let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                 .custom_headers(header_map(headers)?);
             let transport = StreamableHttpClientTransport::from_config(config);
-            ().serve(transport)
+            client()
+                .serve(transport)
                 .await
                 .map_err(|e| McpError::Handshake(e.to_string()))?
         }

@@ -15,6 +15,8 @@ pub type Headers = Vec<(String, String)>;
 pub struct McpHttp {
     /// The headers of each POST, in order.
     posts: Arc<Mutex<Vec<Headers>>>,
+    /// The JSON-RPC message of each POST, in order.
+    messages: Arc<Mutex<Vec<Value>>>,
 }
 
 impl McpHttp {
@@ -35,6 +37,10 @@ impl McpHttp {
 
     pub fn posts(&self) -> Vec<Headers> {
         self.posts.lock().unwrap().clone()
+    }
+
+    pub fn messages(&self) -> Vec<Value> {
+        self.messages.lock().unwrap().clone()
     }
 
     async fn serve(&self, mut stream: TcpStream) {
@@ -79,6 +85,7 @@ impl McpHttp {
             "POST" => {
                 self.posts.lock().unwrap().push(headers);
                 let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                self.messages.lock().unwrap().push(message.clone());
                 match answer(&message) {
                     Some(result) => ("200 OK", Some(result)),
                     None => ("202 Accepted", None),

@@ -413,6 +413,9 @@ async fn mcp_http_server_on_loopback_gets_the_call_and_the_headers() {
         })
         .await
         .unwrap();
+    let initialize = &mcp.messages()[0];
+    assert_eq!(initialize["method"], "initialize");
+    assert_eq!(initialize["params"]["clientInfo"]["name"], "hearth");
     let posts = mcp.posts();
     assert!(
         posts.len() >= 3,
