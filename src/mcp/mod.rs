@@ -15,4 +15,4 @@ pub use convert::{kind_for, tool_output};
 pub use error::McpError;
 pub use names::{MAX_NAME_LEN, ToolNamer, sanitize};
 pub use servers::{START_TIMEOUT, SessionTools, StartFailure, start_session_tools};
-pub use tool::McpTool;
+pub use tool::{MCP_ACCESS, McpTool};

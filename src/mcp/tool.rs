@@ -11,6 +11,12 @@ use super::convert::{kind_for, tool_output};
 use crate::agent::{Access, ToolKind};
 use crate::tools::{Prepared, ToolContext, ToolError, ToolHandler, ToolOutput};
 
+/// How the policy judges every MCP tool: an MCP tool runs code in another process, with
+/// effects hearth cannot see or confine, so it is judged like a command (asks in ask and
+/// accept-edits, not offered and refused in plan mode, free in bypass), whatever its
+/// annotations claim.
+pub const MCP_ACCESS: Access = Access::Execute;
+
 /// A tool of a running MCP server, offered to the model under a `server__tool` name.
 pub struct McpTool {
     /// The name the model calls it by (see [`super::ToolNamer`]).
@@ -87,11 +93,9 @@ impl ToolHandler for McpTool {
         }
     }
 
-    /// An MCP tool runs code in another process, with effects hearth cannot see or confine:
-    /// it is judged like a command (asks in ask and accept-edits, not offered in plan mode,
-    /// free in bypass), whatever its annotations claim.
+    /// See [`MCP_ACCESS`].
     fn access(&self) -> Access {
-        Access::Execute
+        MCP_ACCESS
     }
 
     async fn prepare(&self, args: &Value, _ctx: &ToolContext<'_>) -> Result<Prepared, ToolError> {
@@ -132,5 +136,56 @@ impl ToolHandler for McpTool {
             Ok(result) => Ok(tool_output(&result, ctx.limits.output_bytes)),
             Err(err) => Err(self.server_error(err)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::agent::{
+        AlwaysRules, Decision, Mode, PermissionAnswer, Resolved, Subject, decide, offers,
+    };
+
+    #[test]
+    fn mcp_tools_ask_unless_bypass_and_are_refused_in_plan_mode() {
+        let plan = Resolved::from_absolute(Path::new("/nonexistent/plan")).unwrap();
+        let subject = Subject {
+            tool: "fixture__echo",
+            access: MCP_ACCESS,
+            paths: &[],
+            programs: None,
+        };
+        let mut rules = AlwaysRules::default();
+        let table = [
+            (Mode::Ask, Some(Decision::Ask), true),
+            (Mode::AcceptEdits, Some(Decision::Ask), true),
+            (Mode::Plan, None, false),
+            (Mode::Bypass, Some(Decision::Allow), true),
+        ];
+        for (mode, expected, offered) in table {
+            let decision = decide(mode, &subject, &plan, &rules);
+            match expected {
+                Some(expected) => assert_eq!(decision, expected, "{mode:?}"),
+                None => assert!(
+                    matches!(decision, Decision::Deny(_)),
+                    "{mode:?}: {decision:?}"
+                ),
+            }
+            assert_eq!(offers(mode, MCP_ACCESS), offered, "{mode:?}");
+        }
+        // "Allow always" is keyed by the tool's name and never lifts plan mode.
+        rules.remember(&subject, PermissionAnswer::AllowAlways);
+        assert_eq!(decide(Mode::Ask, &subject, &plan, &rules), Decision::Allow);
+        assert!(matches!(
+            decide(Mode::Plan, &subject, &plan, &rules),
+            Decision::Deny(_)
+        ));
+        let other = Subject {
+            tool: "fixture__fail",
+            ..subject
+        };
+        assert_eq!(decide(Mode::Ask, &other, &plan, &rules), Decision::Ask);
     }
 }
