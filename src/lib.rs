@@ -10,6 +10,7 @@ pub mod config;
 pub mod context;
 pub mod endpoints;
 pub mod logging;
+pub mod mcp;
 pub mod parse;
 pub mod repl;
 pub mod sessions_command;

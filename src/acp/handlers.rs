@@ -8,11 +8,12 @@ use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, CloseSessionRequest, CloseSessionResponse,
     DeleteSessionRequest, DeleteSessionResponse, Implementation, InitializeRequest,
     InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
-    LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
-    PromptResponse, ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities,
-    SessionCloseCapabilities, SessionDeleteCapabilities, SessionListCapabilities,
-    SessionResumeCapabilities, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
-    SetSessionModeRequest, SetSessionModeResponse, StopReason as AcpStopReason,
+    LoadSessionResponse, McpCapabilities, NewSessionRequest, NewSessionResponse,
+    PromptCapabilities, PromptRequest, PromptResponse, ResumeSessionRequest, ResumeSessionResponse,
+    SessionCapabilities, SessionCloseCapabilities, SessionDeleteCapabilities,
+    SessionListCapabilities, SessionResumeCapabilities, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
+    StopReason as AcpStopReason,
 };
 use agent_client_protocol::v1::{Builder, ConnectionTo, Responder};
 use agent_client_protocol::{
@@ -20,8 +21,9 @@ use agent_client_protocol::{
 };
 
 use super::error::AcpError;
+use super::mcp_servers::respond_then_report;
 use super::state::AcpState;
-use super::{commands, history_ops, session_ops, turn_task};
+use super::{history_ops, session_ops, turn_task};
 
 /// The ACP agent, ready to connect to stdio or to an in-process channel.
 pub fn agent(state: Arc<AcpState>) -> Builder<Agent, impl HandleDispatchFrom<Client> + 'static> {
@@ -52,14 +54,8 @@ pub fn agent(state: Arc<AcpState>) -> Builder<Agent, impl HandleDispatchFrom<Cli
                 let state = s_new.clone();
                 let task_cx = cx.clone();
                 cx.spawn(async move {
-                    let result = session_ops::new_session(&state, req).await;
-                    let opened = result.as_ref().ok().map(|r| r.session_id.0.to_string());
-                    r.respond_with_result(result.map_err(Error::from))?;
-                    // After the response, so the client knows the session the update is for.
-                    if let Some(id) = opened {
-                        commands::announce(&task_cx, &id);
-                    }
-                    Ok(())
+                    let outcome = session_ops::new_session(&state, req).await;
+                    respond_then_report(r, outcome, &task_cx)
                 })
             },
             on_receive_request!(),
@@ -127,14 +123,8 @@ pub fn agent(state: Arc<AcpState>) -> Builder<Agent, impl HandleDispatchFrom<Cli
                     let state = state.clone();
                     let task_cx = cx.clone();
                     cx.spawn(async move {
-                        let id = req.session_id.0.to_string();
-                        let result = history_ops::load(&state, req, &task_cx).await;
-                        let loaded = result.is_ok();
-                        r.respond_with_result(result.map_err(Error::from))?;
-                        if loaded {
-                            commands::announce(&task_cx, &id);
-                        }
-                        Ok(())
+                        let outcome = history_ops::load(&state, req, &task_cx).await;
+                        respond_then_report(r, outcome, &task_cx)
                     })
                 }
             },
@@ -149,14 +139,8 @@ pub fn agent(state: Arc<AcpState>) -> Builder<Agent, impl HandleDispatchFrom<Cli
                     let state = state.clone();
                     let task_cx = cx.clone();
                     cx.spawn(async move {
-                        let id = req.session_id.0.to_string();
-                        let result = history_ops::resume(&state, req).await;
-                        let resumed = result.is_ok();
-                        r.respond_with_result(result.map_err(Error::from))?;
-                        if resumed {
-                            commands::announce(&task_cx, &id);
-                        }
-                        Ok(())
+                        let outcome = history_ops::resume(&state, req).await;
+                        respond_then_report(r, outcome, &task_cx)
                     })
                 }
             },
@@ -183,6 +167,7 @@ pub fn agent(state: Arc<AcpState>) -> Builder<Agent, impl HandleDispatchFrom<Cli
                 match s_close.remove_session(&req.session_id.0) {
                     Some(session) => {
                         session.cancel();
+                        history_ops::stop_servers(session);
                         r.respond(CloseSessionResponse::new())
                     }
                     None => r.respond_with_error(
@@ -210,6 +195,7 @@ fn initialize_response(has_store: bool) -> InitializeResponse {
         .agent_capabilities(
             AgentCapabilities::new()
                 .load_session(has_store)
+                .mcp_capabilities(McpCapabilities::new().http(true))
                 .prompt_capabilities(PromptCapabilities::new().image(true).embedded_context(true))
                 .session_capabilities(sessions),
         )

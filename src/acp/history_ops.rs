@@ -6,11 +6,12 @@ use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     DeleteSessionRequest, DeleteSessionResponse, ListSessionsRequest, ListSessionsResponse,
-    LoadSessionRequest, LoadSessionResponse, ResumeSessionRequest, ResumeSessionResponse,
-    SessionInfo, SessionNotification, SessionUpdate, UsageUpdate,
+    LoadSessionRequest, LoadSessionResponse, McpServer, ResumeSessionRequest,
+    ResumeSessionResponse, SessionInfo, SessionNotification, SessionUpdate, UsageUpdate,
 };
 
 use super::error::AcpError;
+use super::mcp_servers::{Opened, attach};
 use super::options::mode_state;
 use super::render;
 use super::session_ops::options_for;
@@ -49,11 +50,14 @@ pub async fn list(
     Ok(ListSessionsResponse::new(sessions).next_cursor(page.next_cursor))
 }
 
-/// Restores a session (or finds it live) and returns it with its stored snapshot.
+/// Restores a session (or finds it live) and returns it with its stored snapshot and the
+/// notices about MCP servers that could not start. A restored session starts `servers`; a
+/// live one keeps the servers it has.
 async fn restore(
     state: &Arc<AcpState>,
     raw_id: &str,
-) -> Result<(Arc<Session>, SessionSnapshot), AcpError> {
+    servers: Vec<McpServer>,
+) -> Result<(Arc<Session>, SessionSnapshot, Vec<String>), AcpError> {
     let id = validate_session_id(raw_id)?;
     let core = state.core.clone();
     let restored = {
@@ -64,27 +68,28 @@ async fn restore(
     };
     let (fresh, snapshot) = restored;
     // A session still open in this process stays the one that serves prompts.
-    let session = match state.session(id.as_str()) {
-        Some(live) => live,
+    let (session, notices) = match state.session(id.as_str()) {
+        Some(live) => (live, Vec::new()),
         None => {
+            let (fresh, notices) = attach(state, fresh, servers).await;
             let session = Arc::new(fresh);
             state.insert_session(session.clone());
-            session
+            (session, notices)
         }
     };
     tracing::info!(session = %id, rounds = snapshot.rounds, "session restored");
-    Ok((session, snapshot))
+    Ok((session, snapshot, notices))
 }
 
 pub async fn load(
     state: &Arc<AcpState>,
     req: LoadSessionRequest,
     cx: &ConnectionTo<Client>,
-) -> Result<LoadSessionResponse, AcpError> {
+) -> Result<Opened<LoadSessionResponse>, AcpError> {
     if state.choices().is_empty() {
         state.set_choices(state.core.catalog.choices().await);
     }
-    let (session, snapshot) = restore(state, &req.session_id.0).await?;
+    let (session, snapshot, notices) = restore(state, &req.session_id.0, req.mcp_servers).await?;
     // Zed registers the thread before it sends session/load: the whole history goes out as
     // updates first, then the answer.
     let notify = |update: SessionUpdate| {
@@ -107,23 +112,31 @@ pub async fn load(
         )))?;
     }
     let settings = session.settings();
-    Ok(LoadSessionResponse::new()
-        .config_options(options_for(state, &settings))
-        .modes(mode_state(settings.mode)))
+    Ok(Opened {
+        response: LoadSessionResponse::new()
+            .config_options(options_for(state, &settings))
+            .modes(mode_state(settings.mode)),
+        session_id: req.session_id,
+        notices,
+    })
 }
 
 pub async fn resume(
     state: &Arc<AcpState>,
     req: ResumeSessionRequest,
-) -> Result<ResumeSessionResponse, AcpError> {
+) -> Result<Opened<ResumeSessionResponse>, AcpError> {
     if state.choices().is_empty() {
         state.set_choices(state.core.catalog.choices().await);
     }
-    let (session, _) = restore(state, &req.session_id.0).await?;
+    let (session, _, notices) = restore(state, &req.session_id.0, req.mcp_servers).await?;
     let settings = session.settings();
-    Ok(ResumeSessionResponse::new()
-        .config_options(options_for(state, &settings))
-        .modes(mode_state(settings.mode)))
+    Ok(Opened {
+        response: ResumeSessionResponse::new()
+            .config_options(options_for(state, &settings))
+            .modes(mode_state(settings.mode)),
+        session_id: req.session_id,
+        notices,
+    })
 }
 
 pub async fn delete(
@@ -133,6 +146,7 @@ pub async fn delete(
     let id = validate_session_id(&req.session_id.0)?;
     if let Some(live) = state.remove_session(id.as_str()) {
         live.cancel();
+        stop_servers(live);
     }
     let core = state.core.clone();
     tokio::task::spawn_blocking(move || {
@@ -142,6 +156,18 @@ pub async fn delete(
     .await
     .map_err(|e| AcpError::Internal(e.to_string()))??;
     Ok(DeleteSessionResponse::new())
+}
+
+/// Stops a closed session's MCP servers gracefully, in the background (dropping the session
+/// would kill them; this gives them a moment to exit on their own first).
+pub fn stop_servers(session: Arc<Session>) {
+    if session.tools().is_some() {
+        tokio::spawn(async move {
+            if let Some(tools) = session.tools() {
+                tools.shutdown().await;
+            }
+        });
+    }
 }
 
 impl From<StoreError> for AcpError {

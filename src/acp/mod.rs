@@ -6,6 +6,7 @@ mod content;
 mod error;
 mod handlers;
 mod history_ops;
+mod mcp_servers;
 mod options;
 mod render;
 mod session_ops;
@@ -19,7 +20,10 @@ use std::sync::Arc;
 
 use agent_client_protocol::Stdio;
 
-/// Serves ACP on stdin/stdout until the client closes stdin.
+/// Serves ACP on stdin/stdout until the client closes stdin, then stops every session's MCP
+/// servers (so none outlives hearth).
 pub async fn serve_stdio(state: Arc<AcpState>) -> Result<(), agent_client_protocol::Error> {
-    agent(state).connect_to(Stdio::new()).await
+    let served = agent(state.clone()).connect_to(Stdio::new()).await;
+    state.close_all().await;
+    served
 }

@@ -8,6 +8,7 @@ use agent_client_protocol::v1::schema::{
 };
 
 use super::error::AcpError;
+use super::mcp_servers::{Opened, attach};
 use super::options::{MODE_OPTION, MODEL_OPTION, config_options, mode_state};
 use super::state::AcpState;
 use crate::agent::{Mode, SessionSettings};
@@ -15,7 +16,7 @@ use crate::agent::{Mode, SessionSettings};
 pub async fn new_session(
     state: &AcpState,
     req: NewSessionRequest,
-) -> Result<NewSessionResponse, AcpError> {
+) -> Result<Opened<NewSessionResponse>, AcpError> {
     if !req.cwd.is_absolute() {
         return Err(AcpError::InvalidParams(format!(
             "cwd must be an absolute path, got {}",
@@ -32,12 +33,19 @@ pub async fn new_session(
         mode: state.core.config.default_mode,
         model,
     };
-    let session = Arc::new(state.core.new_session(req.cwd, settings.clone()));
+    let session = state.core.new_session(req.cwd, settings.clone());
+    let (session, notices) = attach(state, session, req.mcp_servers).await;
+    let session = Arc::new(session);
     tracing::info!(session = %session.id, cwd = %session.cwd.display(), "session opened");
     state.insert_session(session.clone());
-    Ok(NewSessionResponse::new(session.id.to_string())
-        .config_options(options_for(state, &settings))
-        .modes(mode_state(settings.mode)))
+    let session_id = session.id.to_string();
+    Ok(Opened {
+        response: NewSessionResponse::new(session_id.clone())
+            .config_options(options_for(state, &settings))
+            .modes(mode_state(settings.mode)),
+        session_id: session_id.into(),
+        notices,
+    })
 }
 
 pub fn set_config_option(

@@ -45,6 +45,18 @@ impl AcpState {
         lock(&self.sessions).remove(&SessionId::new(id))
     }
 
+    /// Forgets every session after cancelling its turn and stopping its MCP servers.
+    pub async fn close_all(&self) {
+        let sessions: Vec<Arc<Session>> = lock(&self.sessions).drain().map(|(_, s)| s).collect();
+        let stops = sessions.iter().map(|session| async move {
+            session.cancel();
+            if let Some(tools) = session.tools() {
+                tools.shutdown().await;
+            }
+        });
+        futures::future::join_all(stops).await;
+    }
+
     pub fn set_choices(&self, choices: Vec<ModelChoice>) {
         *lock(&self.choices) = choices;
     }

@@ -159,7 +159,7 @@ impl AgentCore {
                 client,
                 cancel: &ticket.cancel,
                 settings: &self.config.agent,
-                tools: &self.tools,
+                tools: session.tools().map_or(&self.tools, |t| t.registry()),
                 mode: settings.mode,
                 cwd: &session.cwd,
                 home: self.home.as_deref(),

@@ -13,6 +13,7 @@ use super::mode::Mode;
 use super::persist::Persistence;
 use super::policy::AlwaysRules;
 use super::session_context::SessionContext;
+use crate::mcp::SessionTools;
 
 /// The settings a user changes between prompts.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,6 +43,9 @@ pub struct Session {
     persist: Option<Persistence>,
     /// What the model sees of the history: start after `/clear`, the summary in force.
     context: Mutex<SessionContext>,
+    /// The session's own tools (built-ins plus its MCP servers' tools), owning the MCP
+    /// connections: dropping the session stops its servers. `None` uses the core's tools.
+    tools: Option<SessionTools>,
 }
 
 impl Session {
@@ -60,7 +64,19 @@ impl Session {
             rules: Mutex::new(AlwaysRules::default()),
             persist: None,
             context: Mutex::new(SessionContext::default()),
+            tools: None,
         }
+    }
+
+    /// Gives the session its own tools (see [`SessionTools`]).
+    pub fn with_tools(mut self, tools: SessionTools) -> Self {
+        self.tools = Some(tools);
+        self
+    }
+
+    /// The session's own tools, when it has any besides the core's.
+    pub fn tools(&self) -> Option<&SessionTools> {
+        self.tools.as_ref()
     }
 
     /// Saves this session through `persist` from now on.

@@ -7,5 +7,6 @@ pub mod editor_client;
 pub mod fake_backend;
 pub mod golden;
 pub mod hearth_bin;
+pub mod mcp_http;
 pub mod model_requests;
 pub mod timeline;

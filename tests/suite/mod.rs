@@ -1,4 +1,5 @@
 mod acp_binary;
+mod acp_mcp;
 mod acp_session;
 mod acp_tools;
 mod batch;
