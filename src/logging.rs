@@ -12,20 +12,38 @@ use crate::config::LogSettings;
 /// what matters about those itself.
 const DEFAULT_FILTER: &str = "info,agent_client_protocol=error";
 
+/// For the terminal front ends logging to the terminal they draw on: only what needs the
+/// user's attention, so log lines do not interleave with the conversation.
+const TERMINAL_FILTER: &str = "warn,agent_client_protocol=error";
+
+/// Who reads stderr, which picks the default level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogAudience {
+    /// ACP: stderr is the editor's log view.
+    Editor,
+    /// `hearth repl` and `hearth run`: stderr is the user's terminal.
+    Terminal,
+}
+
 /// Keeps the non-blocking file writer alive; drop it last so buffered lines are flushed.
 pub struct LogGuard {
     _guard: Option<WorkerGuard>,
 }
 
 /// Installs the global tracing subscriber. The filter comes from `RUST_LOG`, else the config's
-/// level (which `HEARTH_LOG` already overrides), else [`DEFAULT_FILTER`]. A log file that cannot be opened
+/// level (which `HEARTH_LOG` already overrides), else [`DEFAULT_FILTER`] ([`TERMINAL_FILTER`]
+/// for a terminal front end logging to stderr). A log file that cannot be opened
 /// falls back to stderr with one warning.
-pub fn init(settings: &LogSettings) -> LogGuard {
+pub fn init(settings: &LogSettings, audience: LogAudience) -> LogGuard {
+    let default = match (audience, &settings.file) {
+        (LogAudience::Terminal, None) => TERMINAL_FILTER,
+        _ => DEFAULT_FILTER,
+    };
     let filter = std::env::var("RUST_LOG")
         .ok()
         .filter(|v| !v.is_empty())
         .or_else(|| settings.level.clone())
-        .unwrap_or_else(|| DEFAULT_FILTER.to_string());
+        .unwrap_or_else(|| default.to_string());
     let filter = EnvFilter::try_new(&filter).unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
 
     let mut fallback_warning = None;

@@ -10,6 +10,7 @@ use hearth::agent::AgentCore;
 use hearth::cli::{Cli, Command, ModelAction};
 use hearth::config::{self, Config};
 use hearth::endpoints::build_catalog;
+use hearth::logging::LogAudience;
 use hearth::store::{Store, data_root};
 
 fn env(key: &str) -> Option<String> {
@@ -25,7 +26,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let _log = hearth::logging::init(&config.log);
+    let audience = match cli.command {
+        Some(Command::Repl(_) | Command::Run(_)) => LogAudience::Terminal,
+        _ => LogAudience::Editor,
+    };
+    let _log = hearth::logging::init(&config.log, audience);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -59,7 +59,9 @@ impl AgentCore {
         let history = session.history().await;
         let (model, endpoint) = self.selected(session)?;
         let system_prompt = self.system_prompt_for(session)?;
-        let specs = self.tools.specs_for_mode(session.settings().mode);
+        let specs = self
+            .tools_of(session)
+            .specs_for_mode(session.settings().mode);
         let context = self.contexts.get(endpoint, &model).await;
         let shape = RequestShape {
             endpoint,
@@ -134,7 +136,9 @@ impl AgentCore {
         let history = session.history().await;
         let (model, endpoint) = self.selected(session)?;
         let system_prompt = self.system_prompt_for(session)?;
-        let specs = self.tools.specs_for_mode(session.settings().mode);
+        let specs = self
+            .tools_of(session)
+            .specs_for_mode(session.settings().mode);
         let context = self.contexts.get(endpoint, &model).await;
         let shape = RequestShape {
             endpoint,

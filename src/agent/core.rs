@@ -159,7 +159,7 @@ impl AgentCore {
                 client,
                 cancel: &ticket.cancel,
                 settings: &self.config.agent,
-                tools: session.tools().map_or(&self.tools, |t| t.registry()),
+                tools: self.tools_of(session),
                 mode: settings.mode,
                 cwd: &session.cwd,
                 home: self.home.as_deref(),
@@ -215,6 +215,11 @@ impl AgentCore {
             .endpoint(&model.endpoint)
             .ok_or_else(|| TurnError::UnknownEndpoint(model.endpoint.clone()))?;
         Ok((model, endpoint))
+    }
+
+    /// The tools a session's model is offered: the built-ins, plus its MCP servers' tools.
+    pub(super) fn tools_of<'a>(&'a self, session: &'a Session) -> &'a ToolRegistry {
+        session.tools().map_or(&self.tools, |t| t.registry())
     }
 
     /// The system prompt the session's next request carries.

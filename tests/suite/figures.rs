@@ -134,3 +134,76 @@ fn hearth_rss() -> Option<u64> {
     }
     best
 }
+
+/// `hearth run --batch` throughput against the fake server (each answer takes 50 ms, as a
+/// fast server's would) at --jobs 1, 4 and 16, and the REPL's start-up to its first prompt.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "prints figures; run by hand"]
+async fn batch_throughput_and_repl_startup_figures() {
+    const PROMPTS: usize = 48;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    let server = FakeServer::start().await.unwrap();
+    let config =
+        crate::common::hearth_bin::write_config(&root, &[("fake", &server.base_url(), "m")]);
+    let batch: String = (0..PROMPTS)
+        .map(|i| format!("{{\"id\": \"p{i}\", \"prompt\": \"say {i}\"}}\n"))
+        .collect();
+    std::fs::write(root.join("batch.jsonl"), batch).unwrap();
+    for jobs in [1, 4, 16] {
+        for _ in 0..PROMPTS {
+            server.push(Reply::text(&["ok"]).after(Duration::from_millis(50)));
+        }
+        let mut command = std::process::Command::new(crate::common::hearth_bin::hearth_bin());
+        command
+            .arg("--config")
+            .arg(&config)
+            .args([
+                "run",
+                "--output",
+                "json",
+                "--jobs",
+                &jobs.to_string(),
+                "--batch",
+            ])
+            .arg(root.join("batch.jsonl"))
+            .current_dir(&root)
+            .env("HOME", &root)
+            .env("XDG_DATA_HOME", root.join("data"))
+            .env("RUST_LOG", "error");
+        let started = Instant::now();
+        let out = tokio::task::spawn_blocking(move || command.output().unwrap())
+            .await
+            .unwrap();
+        let secs = started.elapsed().as_secs_f64();
+        assert!(out.status.success());
+        println!(
+            "--jobs {jobs:>2}: {PROMPTS} prompts in {secs:.2} s = {:.1} prompts/s",
+            PROMPTS as f64 / secs
+        );
+    }
+    let mut times = Vec::new();
+    for _ in 0..5 {
+        let mut command = std::process::Command::new(crate::common::hearth_bin::hearth_bin());
+        command
+            .arg("--config")
+            .arg(&config)
+            .arg("repl")
+            .current_dir(&root)
+            .env("HOME", &root)
+            .env("XDG_DATA_HOME", root.join("data"))
+            .env("RUST_LOG", "error")
+            .stdin(std::process::Stdio::null());
+        let started = Instant::now();
+        let out = tokio::task::spawn_blocking(move || command.output().unwrap())
+            .await
+            .unwrap();
+        assert!(out.status.success());
+        times.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+    times.sort_by(f64::total_cmp);
+    println!(
+        "REPL start-up to exit on empty stdin (banner printed, models listed): median {:.0} ms",
+        times[2]
+    );
+}

@@ -43,6 +43,15 @@ impl Fixture {
         }
     }
 
+    /// The chat requests the fake server got, in order.
+    fn chat_requests(&self) -> Vec<hearth_testkit::Recorded> {
+        self.server
+            .requests()
+            .into_iter()
+            .filter(|r| r.path == "/v1/chat/completions")
+            .collect()
+    }
+
     fn project(&self) -> PathBuf {
         self.dir.path().join("project")
     }
@@ -129,11 +138,7 @@ fn a_prompt_streams_its_answer_and_goes_into_the_history() {
     term.expect("ask> ").unwrap();
     leave(term);
 
-    let requests = fx.server.requests();
-    let chat: Vec<_> = requests
-        .iter()
-        .filter(|r| r.path == "/v1/chat/completions")
-        .collect();
+    let chat = fx.chat_requests();
     assert_eq!(chat.len(), 1);
     assert!(chat[0].raw_body.contains("say hello"));
     let history = fx.dir.path().join("data/hearth/repl_history");
@@ -238,12 +243,7 @@ fn ctrl_c_at_the_prompt_clears_the_line() {
     term.expect("only once").unwrap();
     term.expect("ask> ").unwrap();
     leave(term);
-    let chat: Vec<_> = fx
-        .server
-        .requests()
-        .into_iter()
-        .filter(|r| r.path == "/v1/chat/completions")
-        .collect();
+    let chat = fx.chat_requests();
     assert_eq!(chat.len(), 1);
     assert!(chat[0].raw_body.contains("whole prompt"));
     assert!(!chat[0].raw_body.contains("half a thought"));
@@ -270,12 +270,7 @@ fn slash_mode_plan_changes_the_prompt_and_the_next_request() {
     term.expect("plan> ").unwrap();
     leave(term);
 
-    let chat: Vec<_> = fx
-        .server
-        .requests()
-        .into_iter()
-        .filter(|r| r.path == "/v1/chat/completions")
-        .collect();
+    let chat = fx.chat_requests();
     assert_eq!(chat.len(), 1);
     assert!(chat[0].raw_body.contains("You are in plan mode"));
     let tools: Vec<&str> = chat[0].body["tools"]
@@ -331,14 +326,7 @@ fn piped_stdin_is_scriptable_and_prints_no_escape_codes() {
         "gamma\n"
     );
     // Nothing was read after /quit: three prompts' worth of requests, no more.
-    assert_eq!(
-        fx.server
-            .requests()
-            .iter()
-            .filter(|r| r.path == "/v1/chat/completions")
-            .count(),
-        3
-    );
+    assert_eq!(fx.chat_requests().len(), 3);
 }
 
 #[test]
@@ -368,14 +356,119 @@ fn continue_and_resume_bring_back_a_stored_session_with_its_history() {
         out.contains("no stored session with id no-such-id"),
         "{out}"
     );
-    let last = fx
-        .server
-        .requests()
-        .into_iter()
-        .rfind(|r| r.path == "/v1/chat/completions")
-        .unwrap();
     assert!(
-        last.raw_body.contains("kumquat"),
+        fx.chat_requests()
+            .last()
+            .unwrap()
+            .raw_body
+            .contains("kumquat"),
         "the resumed history goes to the model"
     );
+}
+
+/// Drives `hearth` (ACP on stdio) by hand for one prompt in the project; returns the session id.
+fn acp_session_with_one_prompt(fx: &Fixture, text: &str) -> String {
+    use std::io::{BufRead, BufReader, Write};
+    let root = fx.dir.path();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hearth"))
+        .arg("--config")
+        .arg(root.join("config.toml"))
+        .env("HOME", root)
+        .env("XDG_DATA_HOME", root.join("data"))
+        .env_remove("HEARTH_DATA_DIR")
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut call = |id: u64, method: &str, params: serde_json::Value| {
+        let line =
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
+        loop {
+            let mut answer = String::new();
+            assert!(
+                stdout.read_line(&mut answer).unwrap() > 0,
+                "agent closed stdout"
+            );
+            let value: serde_json::Value = serde_json::from_str(&answer).unwrap();
+            if value["id"] == id {
+                return value;
+            }
+        }
+    };
+    call(1, "initialize", serde_json::json!({"protocolVersion": 1}));
+    let opened = call(
+        2,
+        "session/new",
+        serde_json::json!({"cwd": fx.project(), "mcpServers": []}),
+    );
+    let id = opened["result"]["sessionId"].as_str().unwrap().to_string();
+    let answered = call(
+        3,
+        "session/prompt",
+        serde_json::json!({"sessionId": id, "prompt": [{"type": "text", "text": text}]}),
+    );
+    assert_eq!(answered["result"]["stopReason"], "end_turn", "{answered}");
+    drop(stdin);
+    child.wait().unwrap();
+    id
+}
+
+#[test]
+fn a_session_started_in_the_editor_resumes_in_the_terminal_with_its_history() {
+    let fx = Fixture::new();
+    fx.server.push(Reply::text(&["the editor's answer"]));
+    let id = acp_session_with_one_prompt(&fx, "asked from the editor about quinces");
+
+    fx.server.push(Reply::text(&["the terminal's answer"]));
+    let mut session = fx.terminal(&[]);
+    session.send_line(&format!("/resume {id}")).unwrap();
+    session
+        .expect("asked from the editor about quinces")
+        .unwrap();
+    session.expect("the editor's answer").unwrap();
+    session
+        .expect(format!("resumed session {id}").as_str())
+        .unwrap();
+    session.send_line("and in the terminal?").unwrap();
+    session.expect("the terminal's answer").unwrap();
+    session.expect("ask> ").unwrap();
+    leave(session);
+    let last = fx.chat_requests().pop().unwrap();
+    assert!(
+        last.raw_body.contains("quinces"),
+        "the editor's history goes to the model"
+    );
+}
+
+#[test]
+fn compact_and_clear_in_the_repl() {
+    let fx = Fixture::new();
+    fx.server.push(Reply::text(&["noted the plums"]));
+    fx.server.push(Reply::text(&["second"]));
+    fx.server.push_when(
+        "You are writing a handover note",
+        Reply::text(&["## Goal\nplums"]),
+    );
+    fx.server.push(Reply::text(&["after clear"]));
+    let out = fx.piped(
+        "remember the plums\nand more\n/compact plums\n/context\n/clear\nwhat fruit?\n/quit\n",
+    );
+    assert!(out.contains("compacted: a "), "{out}");
+    assert!(out.contains("A summary stands in for the first"), "{out}");
+    assert!(out.contains("context cleared"), "{out}");
+    let requests = fx.chat_requests();
+    assert_eq!(
+        requests.len(),
+        4,
+        "two prompts, one summary, one after /clear"
+    );
+    assert!(requests[2].raw_body.contains("focus on: plums"));
+    let fresh = &requests[3].raw_body;
+    assert!(!fresh.contains("remember the plums") && fresh.contains("what fruit?"));
 }
