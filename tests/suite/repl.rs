@@ -427,7 +427,7 @@ fn a_session_started_in_the_editor_resumes_in_the_terminal_with_its_history() {
 
     fx.server.push(Reply::text(&["the terminal's answer"]));
     let mut session = fx.terminal(&[]);
-    session.send_line(&format!("/resume {id}")).unwrap();
+    session.send_line(format!("/resume {id}")).unwrap();
     session
         .expect("asked from the editor about quinces")
         .unwrap();
