@@ -135,7 +135,9 @@ async fn thinking_text_and_a_tool_call_stream_as_events_with_usage() {
         ollama_thinking("a file."),
         ollama_content("Reading "),
         ollama_content("it."),
-        ollama_tool_call("read", json!({"path": "src/main.rs", "lines": [1, 20]})),
+        // One key: serde_json keeps insertion order when a workspace crate enables its
+        // `preserve_order` feature, so a multi-key object's text is not comparable.
+        ollama_tool_call("read", json!({"path": "src/main.rs"})),
         ollama_done("stop", 321, 17),
     ]));
     let (events, error) = collect_request(&backend(&server), native(8192)).await;
@@ -151,7 +153,7 @@ async fn thinking_text_and_a_tool_call_stream_as_events_with_usage() {
                 call: NativeToolCall {
                     id: "call_0".into(),
                     name: "read".into(),
-                    arguments: r#"{"lines":[1,20],"path":"src/main.rs"}"#.into(),
+                    arguments: r#"{"path":"src/main.rs"}"#.into(),
                 },
             },
             usage(321, 17),
