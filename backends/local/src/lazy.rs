@@ -89,12 +89,7 @@ impl LazyLocalBackend {
                     let id = model.clone();
                     tokio::task::spawn_blocking(move || {
                         fetch_default_model(&mut |p| {
-                            let fraction = match p {
-                                FetchProgress::Downloading { n, of } => {
-                                    Some(n as f32 / of.max(1) as f32 * 0.9)
-                                }
-                                FetchProgress::Verifying => Some(0.95),
-                            };
+                            let fraction = fetch_fraction(p);
                             let event = BackendEvent::Progress {
                                 progress: Progress::LoadingModel {
                                     model: id.clone(),
@@ -128,6 +123,21 @@ impl LazyLocalBackend {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(backend.clone());
         Ok(backend)
+    }
+}
+
+/// How far a fetch is, as the loading bar's fraction: downloading fills 0..0.9, verifying
+/// 0.95 (loading the weights afterwards reports its own progress).
+fn fetch_fraction(p: FetchProgress) -> Option<f32> {
+    match p {
+        FetchProgress::Trying(_) => Some(0.0),
+        FetchProgress::Downloading { n, of } => Some(n as f32 / of.max(1) as f32 * 0.9),
+        FetchProgress::Receiving {
+            bytes,
+            total: Some(total),
+        } if total > 0 => Some(bytes as f32 / total as f32 * 0.9),
+        FetchProgress::Receiving { .. } => None,
+        FetchProgress::Verifying => Some(0.95),
     }
 }
 
