@@ -22,7 +22,7 @@ use crate::fetch::{DEFAULT_MODEL_ID, FetchProgress, cached_default_model, fetch_
 pub enum ModelSource {
     /// The built-in default (Qwen2.5-Coder-0.5B-Instruct), fetched into the cache on first use.
     Default,
-    /// A GGUF file the user configured.
+    /// A GGUF file, or a safetensors directory, the user configured.
     File(PathBuf),
 }
 
@@ -53,9 +53,7 @@ impl LazyLocalBackend {
     pub fn model_id(&self) -> String {
         match &self.source {
             ModelSource::Default => DEFAULT_MODEL_ID.to_string(),
-            ModelSource::File(path) => path
-                .file_stem()
-                .map_or_else(|| "local".into(), |s| s.to_string_lossy().into_owned()),
+            ModelSource::File(path) => crate::model::ModelFiles::default_id(path),
         }
     }
 

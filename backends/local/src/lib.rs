@@ -23,6 +23,6 @@ pub use device::DeviceChoice;
 pub use engine::{Engine, EngineConfig, EngineEvent, GenerateRequest, Health, Prompt};
 pub use error::{EngineError, FaultClass};
 pub use lazy::{LazyLocalBackend, ModelSource};
-pub use model::{Arch, GgufFile, KvCache, LoadStage, Model, ModelConfig};
+pub use model::{Arch, GgufFile, KvCache, LoadStage, Model, ModelConfig, ModelFiles};
 pub use sampler::SamplingParams;
 pub use tokenizer::TextTokenizer;

@@ -12,7 +12,7 @@ use crate::engine::sink::{Sink, Terminal};
 use crate::engine::worker::Worker;
 use crate::engine::{EngineConfig, EngineEvent, GenerateRequest};
 use crate::error::EngineError;
-use crate::model::{Arch, GgufFile, quantization_label};
+use crate::model::{Arch, ModelFiles};
 use crate::tokenizer::TextTokenizer;
 
 /// What is known about the served model before its weights finish loading.
@@ -46,35 +46,25 @@ impl Engine {
     /// Blocks for the header read: call from a blocking context.
     pub fn spawn(config: EngineConfig) -> Result<Self, EngineError> {
         let device = crate::device::open(config.device)?;
-        let header = GgufFile::open(&config.model_path)?;
-        let tokenizer = Arc::new(TextTokenizer::from_gguf(&header.content)?);
-        let vocab = header
-            .content
-            .tensor_infos
-            .get("token_embd.weight")
-            .and_then(|t| t.shape.dims2().ok())
-            .map(|(v, _)| v)
-            .unwrap_or(0);
-        let model_config = crate::model::ModelConfig::from_gguf(&header.content, vocab)?;
+        let files = ModelFiles::at(&config.model_path);
+        let header = files.header()?;
+        let tokenizer = Arc::new(header.tokenizer);
+        let model_config = header.config;
         let context_length = config.max_context.map_or(model_config.context_length, |m| {
             m.min(model_config.context_length)
         });
-        let id = config.model_id.clone().unwrap_or_else(|| {
-            config
-                .model_path
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "local".into())
-        });
+        let id = config
+            .model_id
+            .clone()
+            .unwrap_or_else(|| ModelFiles::default_id(&config.model_path));
         let summary = ModelSummary {
             id,
             path: config.model_path.clone(),
             arch: model_config.arch,
             context_length,
-            quantization: quantization_label(&header.content),
+            quantization: header.quantization,
             device: crate::device::describe(&device),
         };
-        drop(header);
         let health = HealthCell::new(Health::Loading { fraction: 0.0 });
         let (tx, rx) = mpsc::channel::<Command>();
         let mut worker = Worker::new(

@@ -161,7 +161,7 @@ fn load<R: Read + Seek>(
     Ok(Model {
         weight_bytes_per_token: r.bytes,
         config,
-        embed,
+        embed: QMatMul::from_arc(embed)?,
         blocks,
         norm,
         lm_head,

@@ -5,9 +5,7 @@
 //! (for `L == 1` the mask would be all zeros and is skipped). Grouped-query attention folds the
 //! query heads of one KV head into the row dimension instead of copying K/V per head.
 
-use std::sync::Arc;
-
-use candle_core::quantized::{QMatMul, QTensor};
+use candle_core::quantized::QMatMul;
 use candle_core::{Device, Module, Tensor};
 
 use crate::error::EngineError;
@@ -42,7 +40,8 @@ pub(crate) struct Block {
 /// [`KvCache`].
 pub struct Model {
     pub(crate) config: ModelConfig,
-    pub(crate) embed: Arc<QTensor>,
+    /// Token embeddings (a quantized table, or a dense one from safetensors).
+    pub(crate) embed: QMatMul,
     pub(crate) blocks: Vec<Block>,
     pub(crate) norm: Tensor,
     pub(crate) lm_head: QMatMul,
