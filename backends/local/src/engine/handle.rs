@@ -1,9 +1,11 @@
 //! [`Engine`]: starts the engine thread and hands it requests.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::thread;
 
+use hearth_backend::Progress;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tracing::info;
 
@@ -35,6 +37,9 @@ enum Command {
 /// events stream back. Dropping the engine lets the thread finish its current request and exit.
 pub struct Engine {
     tx: mpsc::Sender<Command>,
+    /// Requests handed to the engine thread and not yet answered (the one being served
+    /// included): what a new request waits behind.
+    pending: Arc<AtomicUsize>,
     pub(crate) health: HealthCell,
     summary: ModelSummary,
     tokenizer: Arc<TextTokenizer>,
@@ -67,6 +72,8 @@ impl Engine {
         };
         let health = HealthCell::new(Health::Loading { fraction: 0.0 });
         let (tx, rx) = mpsc::channel::<Command>();
+        let pending = Arc::new(AtomicUsize::new(0));
+        let in_flight = pending.clone();
         let mut worker = Worker::new(
             config,
             device,
@@ -80,11 +87,13 @@ impl Engine {
                 worker.start();
                 while let Ok(Command::Generate(req, sink)) = rx.recv() {
                     worker.handle(*req, sink);
+                    in_flight.fetch_sub(1, Ordering::SeqCst);
                 }
                 info!("engine thread exits");
             })?;
         Ok(Self {
             tx,
+            pending,
             health,
             summary,
             tokenizer,
@@ -92,7 +101,8 @@ impl Engine {
     }
 
     /// Queues a request; its events arrive on the returned receiver, ending with exactly one
-    /// terminal event. A poisoned or failed model answers at once with an error.
+    /// terminal event. A poisoned or failed model answers at once with an error. A request
+    /// that has others in front of it first gets [`Progress::Queued`].
     pub fn submit(&self, request: GenerateRequest) -> UnboundedReceiver<EngineEvent> {
         let (tx, rx) = unbounded_channel();
         let sink = Sink::new(tx);
@@ -103,9 +113,23 @@ impl Engine {
             });
             return rx;
         }
+        let ahead = self.pending.fetch_add(1, Ordering::SeqCst);
+        if ahead > 0 {
+            // Sent before the request is queued, so it always precedes the request's own
+            // events.
+            sink.send(EngineEvent::Progress(Progress::Queued {
+                ahead: u32::try_from(ahead).unwrap_or(u32::MAX),
+            }));
+        }
         // If the thread is gone the command comes back and dropping its sink ends the
         // stream with an error.
-        let _ = self.tx.send(Command::Generate(Box::new(request), sink));
+        if self
+            .tx
+            .send(Command::Generate(Box::new(request), sink))
+            .is_err()
+        {
+            self.pending.fetch_sub(1, Ordering::SeqCst);
+        }
         rx
     }
 
