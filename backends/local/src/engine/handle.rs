@@ -1,7 +1,7 @@
 //! [`Engine`]: starts the engine thread and hands it requests.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::mpsc;
 use std::thread;
 
@@ -73,7 +73,6 @@ impl Engine {
         let health = HealthCell::new(Health::Loading { fraction: 0.0 });
         let (tx, rx) = mpsc::channel::<Command>();
         let pending = Arc::new(AtomicUsize::new(0));
-        let in_flight = pending.clone();
         let mut worker = Worker::new(
             config,
             device,
@@ -87,7 +86,6 @@ impl Engine {
                 worker.start();
                 while let Ok(Command::Generate(req, sink)) = rx.recv() {
                     worker.handle(*req, sink);
-                    in_flight.fetch_sub(1, Ordering::SeqCst);
                 }
                 info!("engine thread exits");
             })?;
@@ -113,7 +111,7 @@ impl Engine {
             });
             return rx;
         }
-        let ahead = self.pending.fetch_add(1, Ordering::SeqCst);
+        let (sink, ahead) = sink.counted(self.pending.clone());
         if ahead > 0 {
             // Sent before the request is queued, so it always precedes the request's own
             // events.
@@ -123,13 +121,7 @@ impl Engine {
         }
         // If the thread is gone the command comes back and dropping its sink ends the
         // stream with an error.
-        if self
-            .tx
-            .send(Command::Generate(Box::new(request), sink))
-            .is_err()
-        {
-            self.pending.fetch_sub(1, Ordering::SeqCst);
-        }
+        let _ = self.tx.send(Command::Generate(Box::new(request), sink));
         rx
     }
 

@@ -7,6 +7,7 @@ mod gguf;
 mod kv_cache;
 mod rope;
 pub mod safetensors;
+mod stacked;
 mod transformer;
 
 pub use config::{Arch, ModelConfig};

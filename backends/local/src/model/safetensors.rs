@@ -13,6 +13,7 @@ use candle_core::{DType, Device, Tensor};
 use serde::Deserialize;
 
 use crate::error::EngineError;
+use crate::model::stacked::SharedInput;
 use crate::model::transformer::{Attention, Block, Mlp};
 use crate::model::{Arch, LoadStage, Model, ModelConfig, Rope};
 
@@ -218,11 +219,15 @@ impl Weights {
             .map_err(|e| load_error(&file, format!("tensor `{name}`: {e}")))
     }
 
-    /// A matmul weight `(rows, cols)`; counts its f32 bytes as read per token.
-    fn matmul(&mut self, name: &str, rows: usize, cols: usize) -> Result<QMatMul, EngineError> {
+    /// A matmul weight `(rows, cols)` as f32; counts its bytes as read per token.
+    fn dense(&mut self, name: &str, rows: usize, cols: usize) -> Result<Tensor, EngineError> {
         let t = self.take(name, &[rows, cols])?;
         self.bytes += rows * cols * 4;
-        Ok(QMatMul::Tensor(t))
+        Ok(t)
+    }
+
+    fn matmul(&mut self, name: &str, rows: usize, cols: usize) -> Result<QMatMul, EngineError> {
+        Ok(QMatMul::Tensor(self.dense(name, rows, cols)?))
     }
 
     fn vector(&mut self, name: &str, n: usize) -> Result<Tensor, EngineError> {
@@ -314,13 +319,19 @@ fn load_block(w: &mut Weights, config: &ModelConfig, i: usize) -> Result<Block, 
         })?;
     let qk_norm = config.arch == Arch::Qwen3;
     let attn = Attention {
-        wq: w.matmul(&p("self_attn.q_proj.weight"), q_dim, h)?,
-        wk: w.matmul(&p("self_attn.k_proj.weight"), kv_dim, h)?,
-        wv: w.matmul(&p("self_attn.v_proj.weight"), kv_dim, h)?,
+        qkv: SharedInput::dense(
+            vec![
+                w.dense(&p("self_attn.q_proj.weight"), q_dim, h)?,
+                w.dense(&p("self_attn.k_proj.weight"), kv_dim, h)?,
+                w.dense(&p("self_attn.v_proj.weight"), kv_dim, h)?,
+            ],
+            vec![
+                w.optional_vector(&p("self_attn.q_proj.bias"), q_dim)?,
+                w.optional_vector(&p("self_attn.k_proj.bias"), kv_dim)?,
+                w.optional_vector(&p("self_attn.v_proj.bias"), kv_dim)?,
+            ],
+        )?,
         wo: w.matmul(&p("self_attn.o_proj.weight"), h, q_dim)?,
-        bq: w.optional_vector(&p("self_attn.q_proj.bias"), q_dim)?,
-        bk: w.optional_vector(&p("self_attn.k_proj.bias"), kv_dim)?,
-        bv: w.optional_vector(&p("self_attn.v_proj.bias"), kv_dim)?,
         q_norm: if qk_norm {
             Some(w.vector(&p("self_attn.q_norm.weight"), d)?)
         } else {
@@ -332,13 +343,16 @@ fn load_block(w: &mut Weights, config: &ModelConfig, i: usize) -> Result<Block, 
             None
         },
     };
+    let gate_up = vec![
+        w.dense(&p("mlp.gate_proj.weight"), gate, h)?,
+        w.dense(&p("mlp.up_proj.weight"), gate, h)?,
+    ];
     Ok(Block {
         attn_norm: w.vector(&p("input_layernorm.weight"), h)?,
         attn,
         ffn_norm: w.vector(&p("post_attention_layernorm.weight"), h)?,
         mlp: Mlp {
-            gate: w.matmul(&p("mlp.gate_proj.weight"), gate, h)?,
-            up: w.matmul(&p("mlp.up_proj.weight"), gate, h)?,
+            gate_up: SharedInput::dense(gate_up, vec![None, None])?,
             down: w.matmul(&p("mlp.down_proj.weight"), h, gate)?,
         },
     })
