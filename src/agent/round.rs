@@ -188,5 +188,7 @@ fn describe(progress: &Progress) -> String {
         Progress::ColdPrefill { reason } => {
             format!("Reading the whole conversation again ({reason})")
         }
+        Progress::Queued { ahead: 1 } => "Waiting for the model: 1 request ahead".to_string(),
+        Progress::Queued { ahead } => format!("Waiting for the model: {ahead} requests ahead"),
     }
 }

@@ -79,4 +79,7 @@ pub enum Progress {
     Prefill { done: u32, total: u32 },
     /// The prefix cache could not be reused; the prompt is read from scratch.
     ColdPrefill { reason: String },
+    /// The request waits for the backend (the local engine serves one request at a time);
+    /// `ahead` requests are in front of it, the one being served included.
+    Queued { ahead: u32 },
 }

@@ -59,9 +59,14 @@ pub enum EngineError {
     #[error("loading {path}: {message}")]
     Load { path: String, message: String },
 
-    /// Fetching the model file failed.
+    /// Fetching the model file failed outside any one source (no cache directory).
     #[error("fetching the model: {0}")]
     Fetch(String),
+
+    /// Every source of the model file failed; the message lists them and says how to use a
+    /// local file instead. The user fixes their network or config; not retried.
+    #[error("{0}")]
+    Unfetchable(crate::fetch::FetchFailure),
 
     /// The build lacks a feature the configuration asks for (e.g. `cuda`).
     #[error("hearth was built without the `{0}` feature")]
@@ -113,12 +118,14 @@ impl EngineError {
             Self::Poisoned { cause } => BackendError::ModelPoisoned {
                 cause: format!("{cause}; reloading"),
             },
-            Self::Failed(_) | Self::Load { .. } | Self::Fetch(_) | Self::NotCompiledWith(_) => {
-                BackendError::ModelUnavailable {
-                    model: model.to_string(),
-                    reason: self.to_string(),
-                }
-            }
+            Self::Failed(_)
+            | Self::Load { .. }
+            | Self::Fetch(_)
+            | Self::Unfetchable(_)
+            | Self::NotCompiledWith(_) => BackendError::ModelUnavailable {
+                model: model.to_string(),
+                reason: self.to_string(),
+            },
             Self::Tensor(_) if self.class() == FaultClass::Device => BackendError::ModelPoisoned {
                 cause: format!("{self}; reloading"),
             },

@@ -54,7 +54,7 @@ impl InjectedFault {
 
 #[cfg(any(test, feature = "fault-injection"))]
 mod plan {
-    use std::sync::{Arc, Mutex};
+    use std::sync::{Arc, Condvar, Mutex};
 
     use super::{InjectedFault, Seam};
     use crate::error::EngineError;
@@ -63,9 +63,40 @@ mod plan {
     #[derive(Debug, Clone, Default)]
     pub struct FaultPlan {
         armed: Arc<Mutex<Vec<(Seam, InjectedFault, usize)>>>,
+        /// Seams the engine thread waits at until [`FaultPlan::resume`] (to hold the engine
+        /// busy at a known point).
+        paused: Arc<(Mutex<Vec<Seam>>, Condvar)>,
     }
 
     impl FaultPlan {
+        /// Makes the engine thread wait when it reaches `seam`, until [`FaultPlan::resume`].
+        pub fn pause(&self, seam: Seam) {
+            if let Ok(mut paused) = self.paused.0.lock() {
+                paused.push(seam);
+            }
+        }
+
+        /// Lets every paused seam go.
+        pub fn resume(&self) {
+            if let Ok(mut paused) = self.paused.0.lock() {
+                paused.clear();
+            }
+            self.paused.1.notify_all();
+        }
+
+        fn wait_if_paused(&self, seam: Seam) {
+            let (lock, cvar) = &*self.paused;
+            let Ok(mut paused) = lock.lock() else {
+                return;
+            };
+            while paused.contains(&seam) {
+                paused = match cvar.wait(paused) {
+                    Ok(p) => p,
+                    Err(_) => return,
+                };
+            }
+        }
+
         /// Fires `fault` the next `times` times `seam` is reached.
         pub fn arm(&self, seam: Seam, fault: InjectedFault, times: usize) {
             if let Ok(mut armed) = self.armed.lock() {
@@ -74,6 +105,7 @@ mod plan {
         }
 
         pub fn check(&self, seam: Seam) -> Result<(), EngineError> {
+            self.wait_if_paused(seam);
             let fault = {
                 let Ok(mut armed) = self.armed.lock() else {
                     return Ok(());

@@ -22,7 +22,7 @@ use crate::fetch::{DEFAULT_MODEL_ID, FetchProgress, cached_default_model, fetch_
 pub enum ModelSource {
     /// The built-in default (Qwen2.5-Coder-0.5B-Instruct), fetched into the cache on first use.
     Default,
-    /// A GGUF file the user configured.
+    /// A GGUF file, or a safetensors directory, the user configured.
     File(PathBuf),
 }
 
@@ -53,9 +53,7 @@ impl LazyLocalBackend {
     pub fn model_id(&self) -> String {
         match &self.source {
             ModelSource::Default => DEFAULT_MODEL_ID.to_string(),
-            ModelSource::File(path) => path
-                .file_stem()
-                .map_or_else(|| "local".into(), |s| s.to_string_lossy().into_owned()),
+            ModelSource::File(path) => crate::model::ModelFiles::default_id(path),
         }
     }
 
@@ -89,12 +87,7 @@ impl LazyLocalBackend {
                     let id = model.clone();
                     tokio::task::spawn_blocking(move || {
                         fetch_default_model(&mut |p| {
-                            let fraction = match p {
-                                FetchProgress::Downloading { n, of } => {
-                                    Some(n as f32 / of.max(1) as f32 * 0.9)
-                                }
-                                FetchProgress::Verifying => Some(0.95),
-                            };
+                            let fraction = fetch_fraction(p);
                             let event = BackendEvent::Progress {
                                 progress: Progress::LoadingModel {
                                     model: id.clone(),
@@ -128,6 +121,21 @@ impl LazyLocalBackend {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(backend.clone());
         Ok(backend)
+    }
+}
+
+/// How far a fetch is, as the loading bar's fraction: downloading fills 0..0.9, verifying
+/// 0.95 (loading the weights afterwards reports its own progress).
+fn fetch_fraction(p: FetchProgress) -> Option<f32> {
+    match p {
+        FetchProgress::Trying(_) => Some(0.0),
+        FetchProgress::Downloading { n, of } => Some(n as f32 / of.max(1) as f32 * 0.9),
+        FetchProgress::Receiving {
+            bytes,
+            total: Some(total),
+        } if total > 0 => Some(bytes as f32 / total as f32 * 0.9),
+        FetchProgress::Receiving { .. } => None,
+        FetchProgress::Verifying => Some(0.95),
     }
 }
 

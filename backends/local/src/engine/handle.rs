@@ -1,9 +1,11 @@
 //! [`Engine`]: starts the engine thread and hands it requests.
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
 use std::sync::mpsc;
 use std::thread;
 
+use hearth_backend::Progress;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tracing::info;
 
@@ -12,7 +14,7 @@ use crate::engine::sink::{Sink, Terminal};
 use crate::engine::worker::Worker;
 use crate::engine::{EngineConfig, EngineEvent, GenerateRequest};
 use crate::error::EngineError;
-use crate::model::{Arch, GgufFile, quantization_label};
+use crate::model::{Arch, ModelFiles};
 use crate::tokenizer::TextTokenizer;
 
 /// What is known about the served model before its weights finish loading.
@@ -35,6 +37,9 @@ enum Command {
 /// events stream back. Dropping the engine lets the thread finish its current request and exit.
 pub struct Engine {
     tx: mpsc::Sender<Command>,
+    /// Requests handed to the engine thread and not yet answered (the one being served
+    /// included): what a new request waits behind.
+    pending: Arc<AtomicUsize>,
     pub(crate) health: HealthCell,
     summary: ModelSummary,
     tokenizer: Arc<TextTokenizer>,
@@ -46,37 +51,28 @@ impl Engine {
     /// Blocks for the header read: call from a blocking context.
     pub fn spawn(config: EngineConfig) -> Result<Self, EngineError> {
         let device = crate::device::open(config.device)?;
-        let header = GgufFile::open(&config.model_path)?;
-        let tokenizer = Arc::new(TextTokenizer::from_gguf(&header.content)?);
-        let vocab = header
-            .content
-            .tensor_infos
-            .get("token_embd.weight")
-            .and_then(|t| t.shape.dims2().ok())
-            .map(|(v, _)| v)
-            .unwrap_or(0);
-        let model_config = crate::model::ModelConfig::from_gguf(&header.content, vocab)?;
+        let files = ModelFiles::at(&config.model_path);
+        let header = files.header()?;
+        let tokenizer = Arc::new(header.tokenizer);
+        let model_config = header.config;
         let context_length = config.max_context.map_or(model_config.context_length, |m| {
             m.min(model_config.context_length)
         });
-        let id = config.model_id.clone().unwrap_or_else(|| {
-            config
-                .model_path
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "local".into())
-        });
+        let id = config
+            .model_id
+            .clone()
+            .unwrap_or_else(|| ModelFiles::default_id(&config.model_path));
         let summary = ModelSummary {
             id,
             path: config.model_path.clone(),
             arch: model_config.arch,
             context_length,
-            quantization: quantization_label(&header.content),
+            quantization: header.quantization,
             device: crate::device::describe(&device),
         };
-        drop(header);
         let health = HealthCell::new(Health::Loading { fraction: 0.0 });
         let (tx, rx) = mpsc::channel::<Command>();
+        let pending = Arc::new(AtomicUsize::new(0));
         let mut worker = Worker::new(
             config,
             device,
@@ -95,6 +91,7 @@ impl Engine {
             })?;
         Ok(Self {
             tx,
+            pending,
             health,
             summary,
             tokenizer,
@@ -102,7 +99,8 @@ impl Engine {
     }
 
     /// Queues a request; its events arrive on the returned receiver, ending with exactly one
-    /// terminal event. A poisoned or failed model answers at once with an error.
+    /// terminal event. A poisoned or failed model answers at once with an error. A request
+    /// that has others in front of it first gets [`Progress::Queued`].
     pub fn submit(&self, request: GenerateRequest) -> UnboundedReceiver<EngineEvent> {
         let (tx, rx) = unbounded_channel();
         let sink = Sink::new(tx);
@@ -112,6 +110,14 @@ impl Engine {
                 partial: String::new(),
             });
             return rx;
+        }
+        let (sink, ahead) = sink.counted(self.pending.clone());
+        if ahead > 0 {
+            // Sent before the request is queued, so it always precedes the request's own
+            // events.
+            sink.send(EngineEvent::Progress(Progress::Queued {
+                ahead: u32::try_from(ahead).unwrap_or(u32::MAX),
+            }));
         }
         // If the thread is gone the command comes back and dropping its sink ends the
         // stream with an error.

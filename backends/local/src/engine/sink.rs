@@ -2,6 +2,9 @@
 //! consuming the sink, so a request ends exactly once; a sink dropped without a terminal
 //! (a bug or an unwinding thread) still ends its stream with an error.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use hearth_backend::FinishReason;
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -11,6 +14,10 @@ use crate::error::EngineError;
 pub(crate) struct Sink {
     tx: UnboundedSender<EngineEvent>,
     finished: bool,
+    /// The engine's count of requests not yet answered, when this request is in it: released
+    /// just before the terminal event goes out, so a caller that has seen the end of one
+    /// request and submits the next never counts the finished one as ahead.
+    pending: Option<Arc<AtomicUsize>>,
 }
 
 /// How a request ended.
@@ -25,6 +32,20 @@ impl Sink {
         Self {
             tx,
             finished: false,
+            pending: None,
+        }
+    }
+
+    /// Counts this request in `pending` until it ends; returns how many were counted before.
+    pub fn counted(mut self, pending: Arc<AtomicUsize>) -> (Self, usize) {
+        let before = pending.fetch_add(1, Ordering::SeqCst);
+        self.pending = Some(pending);
+        (self, before)
+    }
+
+    fn release(&mut self) {
+        if let Some(pending) = self.pending.take() {
+            pending.fetch_sub(1, Ordering::SeqCst);
         }
     }
 
@@ -42,6 +63,7 @@ impl Sink {
 
     pub fn finish(mut self, terminal: Terminal) {
         self.finished = true;
+        self.release();
         let event = match terminal {
             Terminal::Done(reason) => EngineEvent::Done(reason),
             Terminal::Failed { error, partial } => EngineEvent::Failed { error, partial },
@@ -53,6 +75,7 @@ impl Sink {
 
 impl Drop for Sink {
     fn drop(&mut self) {
+        self.release();
         if !self.finished {
             let _ = self.tx.send(EngineEvent::Failed {
                 error: EngineError::EngineGone("request dropped without an answer".into()),

@@ -19,7 +19,7 @@ use crate::engine::{EngineConfig, EngineEvent, GenerateRequest, Prompt};
 use crate::error::{EngineError, FaultClass};
 use crate::fault::{DeviceFaultKind, device_fault_kind};
 use crate::inject::Seam;
-use crate::model::{GgufFile, KvCache, LoadStage, Model};
+use crate::model::{KvCache, LoadStage, Model, ModelFiles};
 use crate::sampler::{Sampler, SamplingParams};
 use crate::tokenizer::TextTokenizer;
 
@@ -100,8 +100,7 @@ impl Worker {
             }
             faults.check(Seam::Load(stage))
         };
-        let mut file = GgufFile::open(&self.config.model_path)?;
-        let model = file.load_model(&self.device, &mut hook)?;
+        let model = ModelFiles::at(&self.config.model_path).load(&self.device, &mut hook)?;
         let output = self.run_canary(&model)?;
         match &self.canary {
             None => self.canary = Some(output),

@@ -100,7 +100,7 @@ impl ModelConfig {
         Ok(config)
     }
 
-    fn validate(&self) -> Result<(), EngineError> {
+    pub(crate) fn validate(&self) -> Result<(), EngineError> {
         let ok = self.num_heads > 0
             && self.num_kv_heads > 0
             && self.num_heads.is_multiple_of(self.num_kv_heads)

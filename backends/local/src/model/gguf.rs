@@ -12,6 +12,7 @@ use candle_core::quantized::{QMatMul, QTensor};
 use candle_core::{Device, Tensor};
 
 use crate::error::EngineError;
+use crate::model::stacked::SharedInput;
 use crate::model::transformer::{Attention, Block, Mlp};
 use crate::model::{Arch, Model, ModelConfig, Rope};
 
@@ -90,11 +91,16 @@ impl<R: Read + Seek> Reader<'_, R> {
         self.content.tensor_infos.contains_key(name)
     }
 
-    /// A weight for matmuls; counts its bytes as read per token.
-    fn matmul(&mut self, name: &str) -> Result<QMatMul, EngineError> {
+    /// A weight for matmuls, as stored; counts its bytes as read per token.
+    fn counted(&mut self, name: &str) -> Result<QTensor, EngineError> {
         let t = self.qtensor(name)?;
         self.bytes += t.storage_size_in_bytes();
-        Ok(QMatMul::from_qtensor(t)?)
+        Ok(t)
+    }
+
+    /// A weight for matmuls; counts its bytes as read per token.
+    fn matmul(&mut self, name: &str) -> Result<QMatMul, EngineError> {
+        Ok(QMatMul::from_qtensor(self.counted(name)?)?)
     }
 
     /// A small f32 vector (norms, biases).
@@ -161,7 +167,7 @@ fn load<R: Read + Seek>(
     Ok(Model {
         weight_bytes_per_token: r.bytes,
         config,
-        embed,
+        embed: QMatMul::from_arc(embed)?,
         blocks,
         norm,
         lm_head,
@@ -178,14 +184,18 @@ fn load_block<R: Read + Seek>(
 ) -> Result<Block, EngineError> {
     let p = |s: &str| format!("blk.{i}.{s}");
     let qk_norm = config.arch == Arch::Qwen3;
+    let qkv = ["attn_q", "attn_k", "attn_v"];
+    let weights = qkv
+        .iter()
+        .map(|n| r.counted(&p(&format!("{n}.weight"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    let biases = qkv
+        .iter()
+        .map(|n| r.optional_vector(&p(&format!("{n}.bias"))))
+        .collect::<Result<Vec<_>, _>>()?;
     let attn = Attention {
-        wq: r.matmul(&p("attn_q.weight"))?,
-        wk: r.matmul(&p("attn_k.weight"))?,
-        wv: r.matmul(&p("attn_v.weight"))?,
+        qkv: SharedInput::quantized(weights, biases)?,
         wo: r.matmul(&p("attn_output.weight"))?,
-        bq: r.optional_vector(&p("attn_q.bias"))?,
-        bk: r.optional_vector(&p("attn_k.bias"))?,
-        bv: r.optional_vector(&p("attn_v.bias"))?,
         q_norm: if qk_norm {
             Some(r.vector(&p("attn_q_norm.weight"))?)
         } else {
@@ -197,13 +207,16 @@ fn load_block<R: Read + Seek>(
             None
         },
     };
+    let gate_up = vec![
+        r.counted(&p("ffn_gate.weight"))?,
+        r.counted(&p("ffn_up.weight"))?,
+    ];
     Ok(Block {
         attn_norm: r.vector(&p("attn_norm.weight"))?,
         attn,
         ffn_norm: r.vector(&p("ffn_norm.weight"))?,
         mlp: Mlp {
-            gate: r.matmul(&p("ffn_gate.weight"))?,
-            up: r.matmul(&p("ffn_up.weight"))?,
+            gate_up: SharedInput::quantized(gate_up, vec![None, None])?,
             down: r.matmul(&p("ffn_down.weight"))?,
         },
     })

@@ -1,19 +1,26 @@
 //! Models as hearth's own code on candle ops: config, KV cache, RoPE, the decoder stack and
-//! the GGUF loader.
+//! the GGUF and safetensors loaders.
 
 mod config;
+mod files;
 mod gguf;
 mod kv_cache;
 mod rope;
+pub mod safetensors;
+mod stacked;
 mod transformer;
 
 pub use config::{Arch, ModelConfig};
+pub use files::{ModelFiles, ModelHeader};
 pub(crate) use gguf::quantization_label;
 pub use gguf::{GgufFile, LoadStage};
 pub use kv_cache::KvCache;
 pub use rope::Rope;
 pub use transformer::Model;
 
+#[cfg(test)]
+#[path = "safetensors_tests.rs"]
+mod safetensors_tests;
 #[cfg(test)]
 #[path = "model_tests.rs"]
 mod tests;

@@ -175,7 +175,7 @@ pub fn write(spec: &TinySpec, dir: &Path, name: &str) -> PathBuf {
     path
 }
 
-fn metadata(spec: &TinySpec) -> Vec<(String, Value)> {
+pub(crate) fn metadata(spec: &TinySpec) -> Vec<(String, Value)> {
     let a = spec.arch.gguf_name();
     let mut tokens: Vec<Value> = (0..=255u8).map(|b| Value::String(byte_token(b))).collect();
     let mut types: Vec<Value> = vec![Value::I32(1); 256];

@@ -5,29 +5,24 @@
 //! (for `L == 1` the mask would be all zeros and is skipped). Grouped-query attention folds the
 //! query heads of one KV head into the row dimension instead of copying K/V per head.
 
-use std::sync::Arc;
-
-use candle_core::quantized::{QMatMul, QTensor};
+use candle_core::quantized::QMatMul;
 use candle_core::{Device, Module, Tensor};
 
 use crate::error::EngineError;
+use crate::model::stacked::SharedInput;
 use crate::model::{KvCache, ModelConfig, Rope};
 
 pub(crate) struct Attention {
-    pub wq: QMatMul,
-    pub wk: QMatMul,
-    pub wv: QMatMul,
+    /// q, k and v projections (with their biases), in that order.
+    pub qkv: SharedInput,
     pub wo: QMatMul,
-    pub bq: Option<Tensor>,
-    pub bk: Option<Tensor>,
-    pub bv: Option<Tensor>,
     pub q_norm: Option<Tensor>,
     pub k_norm: Option<Tensor>,
 }
 
 pub(crate) struct Mlp {
-    pub gate: QMatMul,
-    pub up: QMatMul,
+    /// gate and up projections, in that order.
+    pub gate_up: SharedInput,
     pub down: QMatMul,
 }
 
@@ -42,7 +37,8 @@ pub(crate) struct Block {
 /// [`KvCache`].
 pub struct Model {
     pub(crate) config: ModelConfig,
-    pub(crate) embed: Arc<QTensor>,
+    /// Token embeddings (a quantized table, or a dense one from safetensors).
+    pub(crate) embed: QMatMul,
     pub(crate) blocks: Vec<Block>,
     pub(crate) norm: Tensor,
     pub(crate) lm_head: QMatMul,
@@ -123,8 +119,10 @@ impl Model {
         let attn = self.attention(&block.attn, index, &h, offset, mask, cache)?;
         let x = (x + attn)?;
         let h = candle_nn::ops::rms_norm(&x, &block.ffn_norm, eps)?;
-        let gate = candle_nn::ops::silu(&block.mlp.gate.forward(&h)?)?;
-        let up = block.mlp.up.forward(&h)?;
+        let (gate, up) = match block.mlp.gate_up.forward(&h)?.as_slice() {
+            [gate, up] => (candle_nn::ops::silu(gate)?, up.clone()),
+            _ => return Err(EngineError::InvalidRequest("gate/up arity".into())),
+        };
         let mlp = block.mlp.down.forward(&(gate * up)?)?;
         Ok((x + mlp)?)
     }
@@ -141,9 +139,14 @@ impl Model {
         let cfg = &self.config;
         let (_, l, _) = h.dims3()?;
         let (heads, kv_heads, dim) = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim);
-        let q = project(&attn.wq, attn.bq.as_ref(), h, l, heads, dim)?;
-        let k = project(&attn.wk, attn.bk.as_ref(), h, l, kv_heads, dim)?;
-        let v = project(&attn.wv, attn.bv.as_ref(), h, l, kv_heads, dim)?;
+        let (q, k, v) = match attn.qkv.forward(h)?.as_slice() {
+            [q, k, v] => (
+                q.reshape((1, l, heads, dim))?,
+                k.reshape((1, l, kv_heads, dim))?,
+                v.reshape((1, l, kv_heads, dim))?,
+            ),
+            _ => return Err(EngineError::InvalidRequest("q/k/v arity".into())),
+        };
         let eps = cfg.rms_eps as f32;
         let q = match &attn.q_norm {
             Some(w) => candle_nn::ops::rms_norm(&q, w, eps)?,
@@ -181,23 +184,6 @@ impl Model {
             .reshape((1, l, heads * dim))?;
         Ok(attn.wo.forward(&out)?)
     }
-}
-
-/// `x @ w^T (+ b)` reshaped to `(1, L, heads, dim)`.
-fn project(
-    w: &QMatMul,
-    b: Option<&Tensor>,
-    h: &Tensor,
-    l: usize,
-    heads: usize,
-    dim: usize,
-) -> Result<Tensor, EngineError> {
-    let y = w.forward(h)?;
-    let y = match b {
-        Some(b) => y.broadcast_add(b)?,
-        None => y,
-    };
-    Ok(y.reshape((1, l, heads, dim))?)
 }
 
 /// Additive causal mask `(L, offset + L)`: query `i` sees keys `0..=offset + i`. `None` for a
