@@ -12,6 +12,7 @@ use candle_core::quantized::{QMatMul, QTensor};
 use candle_core::{Device, Tensor};
 
 use crate::error::EngineError;
+use crate::model::linear::Linear;
 use crate::model::stacked::SharedInput;
 use crate::model::transformer::{Attention, Block, Mlp};
 use crate::model::{Arch, Model, ModelConfig, Rope};
@@ -195,7 +196,7 @@ fn load_block<R: Read + Seek>(
         .collect::<Result<Vec<_>, _>>()?;
     let attn = Attention {
         qkv: SharedInput::quantized(weights, biases)?,
-        wo: r.matmul(&p("attn_output.weight"))?,
+        wo: Linear::new(r.matmul(&p("attn_output.weight"))?)?,
         q_norm: if qk_norm {
             Some(r.vector(&p("attn_q_norm.weight"))?)
         } else {
@@ -217,7 +218,7 @@ fn load_block<R: Read + Seek>(
         ffn_norm: r.vector(&p("ffn_norm.weight"))?,
         mlp: Mlp {
             gate_up: SharedInput::quantized(gate_up, vec![None, None])?,
-            down: r.matmul(&p("ffn_down.weight"))?,
+            down: Linear::new(r.matmul(&p("ffn_down.weight"))?)?,
         },
     })
 }

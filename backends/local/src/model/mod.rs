@@ -5,6 +5,7 @@ mod config;
 mod files;
 mod gguf;
 mod kv_cache;
+mod linear;
 mod rope;
 pub mod safetensors;
 mod stacked;

@@ -4,15 +4,16 @@
 //! gate/up turns five of a block's seven matmuls into two.
 
 use candle_core::quantized::{QMatMul, QTensor, ggml_file::qtensor_from_ggml};
-use candle_core::{D, Module, Tensor};
+use candle_core::{D, Tensor};
 
 use crate::error::EngineError;
+use crate::model::linear::Linear;
 
 enum Kind {
     /// One weight whose rows are every part's rows in order, with the stacked bias.
-    Stacked { w: QMatMul, b: Option<Tensor> },
+    Stacked { w: Linear, b: Option<Tensor> },
     /// Weights that cannot be stacked (different quant types): one matmul each.
-    Separate(Vec<(QMatMul, Option<Tensor>)>),
+    Separate(Vec<(Linear, Option<Tensor>)>),
 }
 
 /// Several `x @ w_i^T (+ b_i)` sharing `x`.
@@ -65,7 +66,7 @@ impl SharedInput {
             let stacked = qtensor_from_ggml(dtype, &bytes, vec![rows, dims[0].1], &device)?;
             return Ok(Self {
                 kind: Kind::Stacked {
-                    w: QMatMul::from_qtensor(stacked)?,
+                    w: Linear::new(QMatMul::from_qtensor(stacked)?)?,
                     b: stack_biases(biases, &outs)?,
                 },
                 outs,
@@ -74,7 +75,7 @@ impl SharedInput {
         let separate = ws
             .into_iter()
             .zip(biases)
-            .map(|(w, b)| Ok((QMatMul::from_qtensor(w)?, b)))
+            .map(|(w, b)| Ok((Linear::new(QMatMul::from_qtensor(w)?)?, b)))
             .collect::<Result<Vec<_>, EngineError>>()?;
         Ok(Self {
             kind: Kind::Separate(separate),
@@ -87,7 +88,7 @@ impl SharedInput {
         let outs = ws.iter().map(|w| w.dim(0)).collect::<Result<Vec<_>, _>>()?;
         Ok(Self {
             kind: Kind::Stacked {
-                w: QMatMul::Tensor(Tensor::cat(&ws, 0)?),
+                w: Linear::Candle(QMatMul::Tensor(Tensor::cat(&ws, 0)?)),
                 b: stack_biases(biases, &outs)?,
             },
             outs,

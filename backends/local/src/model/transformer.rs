@@ -9,13 +9,14 @@ use candle_core::quantized::QMatMul;
 use candle_core::{Device, Module, Tensor};
 
 use crate::error::EngineError;
+use crate::model::linear::Linear;
 use crate::model::stacked::SharedInput;
 use crate::model::{KvCache, ModelConfig, Rope};
 
 pub(crate) struct Attention {
     /// q, k and v projections (with their biases), in that order.
     pub qkv: SharedInput,
-    pub wo: QMatMul,
+    pub wo: Linear,
     pub q_norm: Option<Tensor>,
     pub k_norm: Option<Tensor>,
 }
@@ -23,7 +24,7 @@ pub(crate) struct Attention {
 pub(crate) struct Mlp {
     /// gate and up projections, in that order.
     pub gate_up: SharedInput,
-    pub down: QMatMul,
+    pub down: Linear,
 }
 
 pub(crate) struct Block {
@@ -182,7 +183,7 @@ impl Model {
             .reshape((1, heads, l, dim))?
             .transpose(1, 2)?
             .reshape((1, l, heads * dim))?;
-        Ok(attn.wo.forward(&out)?)
+        attn.wo.forward(&out)
     }
 }
 

@@ -1,0 +1,106 @@
+//! The AVX-512 VNNI kernel: one group of 16 output columns against `MR` activation rows at a
+//! time. The eight weight registers of a tile are loaded once and reused by every row, and each
+//! row's block sum is split over two accumulators so that the `vpdpbusd` chains overlap.
+
+use std::ops::Range;
+
+use super::{QuantizedRows, TILE_ROWS, Tile};
+
+/// Activation rows per call of the micro-kernel: 8 weight + 1 scale + 6 accumulator registers
+/// and the temporaries fit the 32 zmm registers with room to spare.
+const MR: usize = 6;
+
+#[cfg(target_arch = "x86_64")]
+pub(super) fn available() -> bool {
+    is_x86_feature_detected!("avx512f")
+        && is_x86_feature_detected!("avx512bw")
+        && is_x86_feature_detected!("avx512vnni")
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+pub(super) fn available() -> bool {
+    false
+}
+
+/// Writes the 16 columns of one row group for activation rows `rows`: `out` points at the
+/// group's first column of row 0, rows are `stride` apart.
+///
+/// # Safety
+/// The CPU has AVX-512 F/BW/VNNI; `out` is valid for writes of `rows.end` rows × `stride` f32
+/// from the start of the output; `tiles` holds `acts.blocks` tiles.
+#[cfg(target_arch = "x86_64")]
+pub(super) unsafe fn group(
+    tiles: &[Tile],
+    acts: &QuantizedRows,
+    rows: Range<usize>,
+    out: *mut f32,
+    stride: usize,
+) {
+    debug_assert_eq!(tiles.len(), acts.blocks);
+    let mut first = rows.start;
+    // SAFETY (all calls): forwarded from the caller; each call covers rows `first..first + R`.
+    while first + MR <= rows.end {
+        unsafe { self::rows::<MR>(tiles, acts, first, out, stride) };
+        first += MR;
+    }
+    match rows.end - first {
+        1 => unsafe { self::rows::<1>(tiles, acts, first, out, stride) },
+        2 => unsafe { self::rows::<2>(tiles, acts, first, out, stride) },
+        3 => unsafe { self::rows::<3>(tiles, acts, first, out, stride) },
+        4 => unsafe { self::rows::<4>(tiles, acts, first, out, stride) },
+        5 => unsafe { self::rows::<5>(tiles, acts, first, out, stride) },
+        _ => {}
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+pub(super) unsafe fn group(_: &[Tile], _: &QuantizedRows, _: Range<usize>, _: *mut f32, _: usize) {
+    unreachable!("the packed kernel is only built on x86_64, and `pack` refuses elsewhere")
+}
+
+/// # Safety
+/// As for [`group`], for rows `first..first + R`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+unsafe fn rows<const R: usize>(
+    tiles: &[Tile],
+    acts: &QuantizedRows,
+    first: usize,
+    out: *mut f32,
+    stride: usize,
+) {
+    use std::arch::x86_64::*;
+    let blocks = acts.blocks;
+    let words = &acts.words[first * blocks..(first + R) * blocks];
+    let offsets = &acts.offsets[first * blocks..(first + R) * blocks];
+    let scales = &acts.scales[first * blocks..(first + R) * blocks];
+    let mut acc = [_mm512_setzero_ps(); R];
+    for (block, tile) in tiles.iter().enumerate() {
+        let qs = tile.qs.as_ptr().cast::<__m512i>();
+        let mut w = [_mm512_setzero_si512(); 8];
+        for (q, w) in w.iter_mut().enumerate() {
+            // SAFETY: `qs` is 512 bytes at the 64-byte aligned start of the tile.
+            *w = unsafe { _mm512_load_si512(qs.add(q)) };
+        }
+        // SAFETY: the scales follow the 512 bytes of `qs`, so they are 64-byte aligned too.
+        let weight_scales = unsafe { _mm512_load_ps(tile.scales.as_ptr()) };
+        for (r, acc) in acc.iter_mut().enumerate() {
+            let at = r * blocks + block;
+            let a = &words[at];
+            let mut even = _mm512_set1_epi32(offsets[at]);
+            let mut odd = _mm512_setzero_si512();
+            for q in (0..8).step_by(2) {
+                even = _mm512_dpbusd_epi32(even, w[q], _mm512_set1_epi32(a[q]));
+                odd = _mm512_dpbusd_epi32(odd, w[q + 1], _mm512_set1_epi32(a[q + 1]));
+            }
+            let sum = _mm512_cvtepi32_ps(_mm512_add_epi32(even, odd));
+            let scale = _mm512_mul_ps(weight_scales, _mm512_set1_ps(scales[at]));
+            *acc = _mm512_fmadd_ps(sum, scale, *acc);
+        }
+    }
+    for (r, acc) in acc.iter().enumerate() {
+        // SAFETY: row `first + r` is one of the caller's rows; 16 columns from `out`.
+        unsafe { _mm512_storeu_ps(out.add((first + r) * stride), *acc) };
+    }
+    debug_assert_eq!(TILE_ROWS, 16);
+}

@@ -1,0 +1,259 @@
+//! Q8_0 weights × f32 activations, with the weights repacked for `vpdpbusd`.
+//!
+//! GGUF stores a Q8_0 matrix as rows of 34-byte blocks (an f16 scale, then 32 signed bytes).
+//! A dot-product instruction wants the opposite grouping: one register holding the same four
+//! columns of sixteen different rows, so that one broadcast activation word multiplies all
+//! sixteen rows at once and the sixteen sums land in the sixteen lanes of the result with no
+//! horizontal reduction. [`PackedQ8_0`] holds that layout: for every group of 16 rows and every
+//! 32-column block, a [`Tile`] with the 512 weight bytes in dot-product order and the 16 scales
+//! as f32.
+//!
+//! `vpdpbusd` multiplies unsigned by signed bytes, so the weights are stored offset by 128
+//! (`w ^ 0x80`) and every activation block carries `-128 · Σa`, which starts its accumulator:
+//! `Σ a·(w + 128) − 128·Σa = Σ a·w`, exactly, in i32.
+
+mod avx512;
+#[cfg(test)]
+mod reference;
+#[cfg(test)]
+mod tests;
+
+use half::f16;
+
+/// Rows per tile: one 512-bit register of i32 lanes.
+const TILE_ROWS: usize = 16;
+/// Values per Q8_0 block.
+const BLOCK: usize = 32;
+/// Quantized activation bytes walked by all of a thread's row groups before the next slice.
+const ROW_CHUNK_BYTES: usize = 64 * 1024;
+/// Bytes per GGUF Q8_0 block: an f16 scale and 32 signed bytes.
+const BLOCK_BYTES: usize = 2 + BLOCK;
+
+/// Why a matrix cannot be packed; the caller keeps its ordinary path for it.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PackError {
+    #[error("{rows}x{cols} Q8_0 matrix: rows must be a multiple of 16 and columns of 32")]
+    Shape { rows: usize, cols: usize },
+    #[error("Q8_0 data is {got} bytes, a {rows}x{cols} matrix needs {want}")]
+    Length {
+        rows: usize,
+        cols: usize,
+        got: usize,
+        want: usize,
+    },
+    #[error("this CPU has no AVX-512 VNNI")]
+    Unsupported,
+}
+
+/// Sixteen rows × one 32-column block: `qs[(q * 16 + row) * 4 + t]` is column `q * 4 + t` of
+/// `row`, offset by 128; `scales[row]` is that row's block scale.
+#[derive(Clone)]
+#[repr(C, align(64))]
+struct Tile {
+    qs: [u8; TILE_ROWS * BLOCK],
+    scales: [f32; TILE_ROWS],
+}
+
+/// A Q8_0 matrix of `rows` × `cols` (the weight of a linear layer, one output per row), packed
+/// for [`PackedQ8_0::matmul`].
+pub struct PackedQ8_0 {
+    rows: usize,
+    cols: usize,
+    /// `tiles[group * blocks + block]`, where `blocks = cols / 32`.
+    tiles: Vec<Tile>,
+}
+
+/// Activation rows quantized to Q8_0 the way ggml does it (scale = max|x| / 127, rounded to
+/// nearest), one entry per row and block.
+struct QuantizedRows {
+    blocks: usize,
+    /// The 32 values of each block as 8 little-endian words of 4 signed bytes.
+    words: Vec<[i32; BLOCK / 4]>,
+    scales: Vec<f32>,
+    /// `-128 · Σ values`, the correction for the weights' offset.
+    offsets: Vec<i32>,
+}
+
+impl PackedQ8_0 {
+    /// Whether this CPU runs the packed kernel. Without it, callers keep their ordinary path.
+    pub fn supported() -> bool {
+        avx512::available()
+    }
+
+    /// Repacks GGUF Q8_0 `data` holding a `rows` × `cols` matrix.
+    pub fn pack(data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+        if !Self::supported() {
+            return Err(PackError::Unsupported);
+        }
+        Self::pack_portable(data, rows, cols)
+    }
+
+    /// [`Self::pack`] without the CPU check, for the scalar reference in tests.
+    fn pack_portable(data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+        if rows == 0 || cols == 0 || !rows.is_multiple_of(TILE_ROWS) || !cols.is_multiple_of(BLOCK)
+        {
+            return Err(PackError::Shape { rows, cols });
+        }
+        let blocks = cols / BLOCK;
+        let want = rows * blocks * BLOCK_BYTES;
+        if data.len() != want {
+            return Err(PackError::Length {
+                rows,
+                cols,
+                got: data.len(),
+                want,
+            });
+        }
+        let empty = Tile {
+            qs: [0; TILE_ROWS * BLOCK],
+            scales: [0.0; TILE_ROWS],
+        };
+        let mut tiles = vec![empty; rows / TILE_ROWS * blocks];
+        for (row, bytes) in data.chunks_exact(blocks * BLOCK_BYTES).enumerate() {
+            let (group, lane) = (row / TILE_ROWS, row % TILE_ROWS);
+            for (block, raw) in bytes.chunks_exact(BLOCK_BYTES).enumerate() {
+                let tile = &mut tiles[group * blocks + block];
+                tile.scales[lane] = f16::from_le_bytes([raw[0], raw[1]]).to_f32();
+                for (col, &q) in raw[2..].iter().enumerate() {
+                    let (word, t) = (col / 4, col % 4);
+                    tile.qs[(word * TILE_ROWS + lane) * 4 + t] = q ^ 0x80;
+                }
+            }
+        }
+        Ok(Self { rows, cols, tiles })
+    }
+
+    /// Output width (rows of the weight).
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Input width (columns of the weight).
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// Bytes held by the packed copy.
+    pub fn bytes(&self) -> usize {
+        self.tiles.len() * std::mem::size_of::<Tile>()
+    }
+
+    /// `out[i][r] = Σ_c lhs[i][c] · w[r][c]` for the `m` rows of `lhs` (`m × cols`, row-major),
+    /// into `out` (`m × rows`). Work is split over `threads` by groups of output columns.
+    ///
+    /// # Panics
+    /// If `lhs` or `out` do not have the sizes above.
+    pub fn matmul(&self, lhs: &[f32], m: usize, out: &mut [f32], threads: usize) {
+        assert_eq!(lhs.len(), m * self.cols, "lhs is not m x cols");
+        assert_eq!(out.len(), m * self.rows, "out is not m x rows");
+        let acts = QuantizedRows::quantize(lhs, m, self.cols, threads);
+        let groups = self.rows / TILE_ROWS;
+        let threads = threads.clamp(1, groups);
+        let per_thread = groups.div_ceil(threads);
+        let out_ptr = OutPtr(out.as_mut_ptr());
+        std::thread::scope(|scope| {
+            for first in (0..groups).step_by(per_thread) {
+                let range = first..groups.min(first + per_thread);
+                let acts = &acts;
+                scope.spawn(move || {
+                    // SAFETY: each thread writes only the output columns of its own groups, so
+                    // the writes of different threads never overlap, and `out` outlives the scope.
+                    unsafe { self.run_groups(acts, m, range, out_ptr) }
+                });
+            }
+        });
+    }
+
+    /// # Safety
+    /// `out` must point to `m × rows` f32 that no other thread writes in these groups' columns.
+    unsafe fn run_groups(
+        &self,
+        acts: &QuantizedRows,
+        m: usize,
+        groups: std::ops::Range<usize>,
+        out: OutPtr,
+    ) {
+        let blocks = self.cols / BLOCK;
+        // Rows in slices that stay in L2 while every group of this thread passes over them.
+        let chunk = (ROW_CHUNK_BYTES / self.cols).max(1);
+        for first in (0..m).step_by(chunk) {
+            let rows = first..m.min(first + chunk);
+            for group in groups.clone() {
+                let tiles = &self.tiles[group * blocks..(group + 1) * blocks];
+                // SAFETY: forwarded from the caller; `supported()` was checked in `pack`.
+                unsafe {
+                    avx512::group(
+                        tiles,
+                        acts,
+                        rows.clone(),
+                        out.0.add(group * TILE_ROWS),
+                        self.rows,
+                    )
+                };
+            }
+        }
+    }
+}
+
+/// The output pointer, shared by the worker threads (each writes disjoint columns).
+#[derive(Clone, Copy)]
+struct OutPtr(*mut f32);
+// SAFETY: see `matmul`: the threads write disjoint elements and the scope joins them.
+unsafe impl Send for OutPtr {}
+
+impl QuantizedRows {
+    /// Quantizes the `m` rows of `lhs`, spread over `threads` when there are rows enough.
+    fn quantize(lhs: &[f32], m: usize, cols: usize, threads: usize) -> Self {
+        let blocks = cols / BLOCK;
+        let mut rows = Self {
+            blocks,
+            words: vec![[0; BLOCK / 4]; m * blocks],
+            scales: vec![0.0; m * blocks],
+            offsets: vec![0; m * blocks],
+        };
+        if m < 2 * QUANTIZE_MIN_ROWS_PER_THREAD || threads < 2 {
+            quantize_blocks(lhs, &mut rows.words, &mut rows.scales, &mut rows.offsets);
+            return rows;
+        }
+        let per_thread = m.div_ceil(threads) * blocks;
+        std::thread::scope(|scope| {
+            let parts = lhs
+                .chunks(per_thread * BLOCK)
+                .zip(rows.words.chunks_mut(per_thread))
+                .zip(rows.scales.chunks_mut(per_thread))
+                .zip(rows.offsets.chunks_mut(per_thread));
+            for (((lhs, words), scales), offsets) in parts {
+                scope.spawn(move || quantize_blocks(lhs, words, scales, offsets));
+            }
+        });
+        rows
+    }
+}
+
+/// Below this many rows per thread, spawning costs more than quantizing.
+const QUANTIZE_MIN_ROWS_PER_THREAD: usize = 8;
+
+/// ggml's Q8_0 quantization (`quantize_row_q8_0`) of consecutive 32-value blocks of `lhs`.
+fn quantize_blocks(lhs: &[f32], words: &mut [[i32; 8]], scales: &mut [f32], offsets: &mut [i32]) {
+    let out = words
+        .iter_mut()
+        .zip(scales.iter_mut())
+        .zip(offsets.iter_mut());
+    for (block, ((words, scale), offset)) in lhs.chunks_exact(BLOCK).zip(out) {
+        let amax = block.iter().fold(0f32, |a, x| a.max(x.abs()));
+        let exact = amax / 127.0;
+        let inverse = if exact == 0.0 { 0.0 } else { 1.0 / exact };
+        // ggml rounds the stored scale to f16 (its block format) but quantizes with the f32
+        // one; doing the same keeps results identical to candle's and llama.cpp's Q8_0 paths.
+        *scale = f16::from_f32(exact).to_f32();
+        let mut q = [0i8; BLOCK];
+        for (q, x) in q.iter_mut().zip(block) {
+            *q = (x * inverse).round() as i8;
+        }
+        for (word, four) in words.iter_mut().zip(q.chunks_exact(4)) {
+            *word =
+                i32::from_le_bytes([four[0] as u8, four[1] as u8, four[2] as u8, four[3] as u8]);
+        }
+        *offset = -128 * q.iter().map(|&v| i32::from(v)).sum::<i32>();
+    }
+}

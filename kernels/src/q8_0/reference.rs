@@ -1,0 +1,31 @@
+//! The scalar reference for the packed kernel: the same quantized values, the same per-block
+//! order of summation, plain Rust. The SIMD kernel is tested against it.
+
+use super::{BLOCK, PackedQ8_0, QuantizedRows, TILE_ROWS};
+
+impl PackedQ8_0 {
+    /// What [`PackedQ8_0::matmul`] computes, one value at a time.
+    pub(super) fn matmul_reference(&self, lhs: &[f32], m: usize, out: &mut [f32]) {
+        let acts = QuantizedRows::quantize(lhs, m, self.cols, 1);
+        let blocks = self.cols / BLOCK;
+        for i in 0..m {
+            for row in 0..self.rows {
+                let (group, lane) = (row / TILE_ROWS, row % TILE_ROWS);
+                let mut acc = 0f32;
+                for block in 0..blocks {
+                    let tile = &self.tiles[group * blocks + block];
+                    let at = i * blocks + block;
+                    let mut sum = acts.offsets[at];
+                    for (word, packed) in acts.words[at].iter().enumerate() {
+                        for (t, a) in packed.to_le_bytes().into_iter().enumerate() {
+                            let w = tile.qs[(word * TILE_ROWS + lane) * 4 + t];
+                            sum += i32::from(w) * i32::from(a as i8);
+                        }
+                    }
+                    acc += sum as f32 * (tile.scales[lane] * acts.scales[at]);
+                }
+                out[i * self.rows + row] = acc;
+            }
+        }
+    }
+}

@@ -1,0 +1,141 @@
+use half::f16;
+
+use super::{BLOCK, BLOCK_BYTES, PackError, PackedQ8_0};
+
+/// A small deterministic generator, so failures reproduce.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u32 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) as u32
+    }
+
+    fn float(&mut self) -> f32 {
+        self.next() as f32 / (1u64 << 31) as f32 * 2.0 - 1.0
+    }
+}
+
+/// Random GGUF Q8_0 bytes for a `rows` × `cols` matrix, and the matrix they decode to.
+fn random_q8_0(rng: &mut Lcg, rows: usize, cols: usize) -> (Vec<u8>, Vec<f32>) {
+    let mut data = Vec::with_capacity(rows * cols / BLOCK * BLOCK_BYTES);
+    let mut dense = Vec::with_capacity(rows * cols);
+    for _ in 0..rows * cols / BLOCK {
+        let scale = f16::from_f32(0.001 + rng.float().abs() * 0.02);
+        data.extend_from_slice(&scale.to_le_bytes());
+        for _ in 0..BLOCK {
+            // The full range, -128 included, which ggml's quantizer never writes but a file may.
+            let q = (rng.next() % 256) as u8;
+            data.push(q);
+            dense.push(f32::from(q as i8) * scale.to_f32());
+        }
+    }
+    (data, dense)
+}
+
+fn random_rows(rng: &mut Lcg, m: usize, cols: usize) -> Vec<f32> {
+    (0..m * cols)
+        .map(|i| rng.float() * if i % 7 == 0 { 8.0 } else { 1.0 })
+        .collect()
+}
+
+/// Row-major `m × rows` of `lhs · wᵀ` in f64, the activations as given (unquantized).
+fn dense_matmul(lhs: &[f32], w: &[f32], m: usize, rows: usize, cols: usize) -> Vec<f32> {
+    let mut out = vec![0f32; m * rows];
+    for i in 0..m {
+        for r in 0..rows {
+            let dot: f64 = (0..cols)
+                .map(|c| f64::from(lhs[i * cols + c]) * f64::from(w[r * cols + c]))
+                .sum();
+            out[i * rows + r] = dot as f32;
+        }
+    }
+    out
+}
+
+fn max_relative_error(got: &[f32], want: &[f32]) -> f32 {
+    let scale = want.iter().fold(0f32, |a, x| a.max(x.abs())).max(1e-6);
+    got.iter()
+        .zip(want)
+        .fold(0f32, |a, (g, w)| a.max((g - w).abs() / scale))
+}
+
+#[test]
+fn the_reference_agrees_with_dense_math_on_the_unpacked_weights() {
+    let mut rng = Lcg(7);
+    for (m, rows, cols) in [(1, 16, 32), (3, 32, 96), (5, 48, 896)] {
+        let (data, dense) = random_q8_0(&mut rng, rows, cols);
+        let lhs = random_rows(&mut rng, m, cols);
+        let packed = PackedQ8_0::pack_portable(&data, rows, cols).unwrap();
+        let mut got = vec![0f32; m * rows];
+        packed.matmul_reference(&lhs, m, &mut got);
+        let want = dense_matmul(&lhs, &dense, m, rows, cols);
+        // Only the activations' 8-bit quantization separates the two.
+        let err = max_relative_error(&got, &want);
+        assert!(err < 0.02, "{m}x{rows}x{cols}: relative error {err}");
+    }
+}
+
+#[test]
+fn the_simd_kernel_matches_the_reference_for_every_row_remainder_and_thread_count() {
+    if !PackedQ8_0::supported() {
+        eprintln!("no AVX-512 VNNI on this CPU: the packed kernel is not used here");
+        return;
+    }
+    let mut rng = Lcg(11);
+    for (rows, cols) in [(16, 32), (48, 96), (64, 896)] {
+        let (data, _) = random_q8_0(&mut rng, rows, cols);
+        let packed = PackedQ8_0::pack(&data, rows, cols).unwrap();
+        for m in [1, 2, 3, 4, 5, 6, 7, 11, 12, 13, 40] {
+            let lhs = random_rows(&mut rng, m, cols);
+            let mut want = vec![0f32; m * rows];
+            packed.matmul_reference(&lhs, m, &mut want);
+            for threads in [1, 2, 3, 8] {
+                let mut got = vec![f32::NAN; m * rows];
+                packed.matmul(&lhs, m, &mut got, threads);
+                let err = max_relative_error(&got, &want);
+                assert!(err < 1e-5, "{m}x{rows}x{cols}, {threads} threads: {err}");
+            }
+        }
+    }
+}
+
+#[test]
+fn zero_rows_of_input_write_nothing_and_zero_blocks_give_zero() {
+    if !PackedQ8_0::supported() {
+        return;
+    }
+    let mut rng = Lcg(3);
+    let (data, _) = random_q8_0(&mut rng, 16, 64);
+    let packed = PackedQ8_0::pack(&data, 16, 64).unwrap();
+    packed.matmul(&[], 0, &mut [], 2);
+    let mut out = vec![f32::NAN; 16];
+    packed.matmul(&[0.0; 64], 1, &mut out, 2);
+    assert!(out.iter().all(|&x| x == 0.0), "{out:?}");
+}
+
+#[test]
+fn shapes_and_lengths_that_do_not_pack_are_refused() {
+    let data = vec![0u8; 16 * BLOCK_BYTES];
+    assert_eq!(
+        PackedQ8_0::pack_portable(&data, 8, 64).err(),
+        Some(PackError::Shape { rows: 8, cols: 64 })
+    );
+    assert_eq!(
+        PackedQ8_0::pack_portable(&data, 16, 40).err(),
+        Some(PackError::Shape { rows: 16, cols: 40 })
+    );
+    assert_eq!(
+        PackedQ8_0::pack_portable(&data, 16, 64).err(),
+        Some(PackError::Length {
+            rows: 16,
+            cols: 64,
+            got: 16 * BLOCK_BYTES,
+            want: 32 * BLOCK_BYTES
+        })
+    );
+    assert!(PackedQ8_0::pack_portable(&data, 16, 32).is_ok());
+}
