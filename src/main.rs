@@ -105,9 +105,13 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         "serving ACP on stdio"
     );
     let state = Arc::new(AcpState::new(core));
-    serve_stdio(state)
-        .await
-        .map_err(|e| anyhow::anyhow!("ACP connection failed: {}", e.message))?;
+    serve_stdio(state).await.map_err(|e| {
+        anyhow::anyhow!(
+            "ACP connection failed: {} {}",
+            e.message,
+            hearth::acp::error_data(&e)
+        )
+    })?;
     tracing::info!("client closed the connection");
     Ok(())
 }

@@ -25,5 +25,43 @@ use agent_client_protocol::Stdio;
 pub async fn serve_stdio(state: Arc<AcpState>) -> Result<(), agent_client_protocol::Error> {
     let served = agent(state.clone()).connect_to(Stdio::new()).await;
     state.close_all().await;
-    served
+    match served {
+        Err(err) if client_hung_up(&err) => {
+            // An update written just as the client went away (e.g. the command list after
+            // session/new) finds stdout closed: that is the client leaving, not a failure.
+            tracing::info!("the client closed the connection: {}", error_data(&err));
+            Ok(())
+        }
+        other => other,
+    }
+}
+
+/// Whether `err` is the transport finding the client's end of stdout closed.
+fn client_hung_up(err: &agent_client_protocol::Error) -> bool {
+    let data = error_data(err).to_lowercase();
+    data.contains("broken pipe") || data.contains("os error 32")
+}
+
+/// The error's data as text (the SDK puts the underlying I/O error there).
+pub fn error_data(err: &agent_client_protocol::Error) -> String {
+    match &err.data {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use agent_client_protocol::Error;
+
+    use super::client_hung_up;
+
+    #[test]
+    fn only_a_closed_stdout_counts_as_the_client_leaving() {
+        let epipe = std::io::Error::from(std::io::ErrorKind::BrokenPipe);
+        assert!(client_hung_up(&Error::into_internal_error(epipe)));
+        assert!(!client_hung_up(&Error::internal_error().data("disk full")));
+        assert!(!client_hung_up(&Error::internal_error()));
+    }
 }
