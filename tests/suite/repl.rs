@@ -179,6 +179,9 @@ fn a_write_asks_permission_and_y_runs_it_while_n_refuses_it() {
 
     term.send_line("/diff").unwrap();
     term.expect(Regex("\\+\\+\\+ .*b/b\\.txt")).unwrap();
+    // Ctrl-D only once the prompt is back: sent earlier it can be flushed when the line
+    // editor switches the terminal to raw mode, and the REPL would wait forever.
+    term.expect("ask> ").unwrap();
     leave(term);
 }
 
