@@ -106,11 +106,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     );
     let state = Arc::new(AcpState::new(core));
     serve_stdio(state).await.map_err(|e| {
-        anyhow::anyhow!(
-            "ACP connection failed: {} {}",
-            e.message,
-            hearth::acp::error_data(&e)
-        )
+        anyhow::anyhow!("ACP connection failed: {}", hearth::acp::describe_error(&e))
     })?;
     tracing::info!("client closed the connection");
     Ok(())

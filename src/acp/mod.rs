@@ -29,7 +29,7 @@ pub async fn serve_stdio(state: Arc<AcpState>) -> Result<(), agent_client_protoc
         Err(err) if client_hung_up(&err) => {
             // An update written just as the client went away (e.g. the command list after
             // session/new) finds stdout closed: that is the client leaving, not a failure.
-            tracing::info!("the client closed the connection: {}", error_data(&err));
+            tracing::debug!("stdout closed under a write: {}", describe_error(&err));
             Ok(())
         }
         other => other,
@@ -42,8 +42,15 @@ fn client_hung_up(err: &agent_client_protocol::Error) -> bool {
     data.contains("broken pipe") || data.contains("os error 32")
 }
 
-/// The error's data as text (the SDK puts the underlying I/O error there).
-pub fn error_data(err: &agent_client_protocol::Error) -> String {
+/// The error's message with its data, where the SDK puts the underlying I/O error.
+pub fn describe_error(err: &agent_client_protocol::Error) -> String {
+    match error_data(err) {
+        data if data.is_empty() => err.message.clone(),
+        data => format!("{}: {data}", err.message),
+    }
+}
+
+fn error_data(err: &agent_client_protocol::Error) -> String {
     match &err.data {
         Some(serde_json::Value::String(s)) => s.clone(),
         Some(other) => other.to_string(),
@@ -55,7 +62,7 @@ pub fn error_data(err: &agent_client_protocol::Error) -> String {
 mod tests {
     use agent_client_protocol::Error;
 
-    use super::client_hung_up;
+    use super::{client_hung_up, describe_error};
 
     #[test]
     fn only_a_closed_stdout_counts_as_the_client_leaving() {
@@ -63,5 +70,14 @@ mod tests {
         assert!(client_hung_up(&Error::into_internal_error(epipe)));
         assert!(!client_hung_up(&Error::internal_error().data("disk full")));
         assert!(!client_hung_up(&Error::internal_error()));
+    }
+
+    #[test]
+    fn errors_are_described_with_their_data_when_they_have_some() {
+        assert_eq!(describe_error(&Error::internal_error()), "Internal error");
+        assert_eq!(
+            describe_error(&Error::internal_error().data("disk full")),
+            "Internal error: disk full"
+        );
     }
 }

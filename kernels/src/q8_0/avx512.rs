@@ -10,6 +10,9 @@ use super::{QuantizedRows, TILE_ROWS, Tile};
 /// and the temporaries fit the 32 zmm registers with room to spare.
 const MR: usize = 6;
 
+// One tile's 16 rows are the 16 i32 lanes of a zmm register.
+const _: () = assert!(TILE_ROWS == 16);
+
 #[cfg(target_arch = "x86_64")]
 pub(super) fn available() -> bool {
     is_x86_feature_detected!("avx512f")
@@ -102,5 +105,4 @@ unsafe fn rows<const R: usize>(
         // SAFETY: row `first + r` is one of the caller's rows; 16 columns from `out`.
         unsafe { _mm512_storeu_ps(out.add((first + r) * stride), *acc) };
     }
-    debug_assert_eq!(TILE_ROWS, 16);
 }

@@ -63,8 +63,8 @@ pub struct PackedQ8_0 {
     tiles: Vec<Tile>,
 }
 
-/// Activation rows quantized to Q8_0 the way ggml does it (scale = max|x| / 127, rounded to
-/// nearest), one entry per row and block.
+/// Activation rows quantized to Q8_0 the way ggml does it (see [`quantize_blocks`]), one
+/// entry per row and block.
 struct QuantizedRows {
     blocks: usize,
     /// The 32 values of each block as 8 little-endian words of 4 signed bytes.
@@ -133,11 +133,6 @@ impl PackedQ8_0 {
         self.cols
     }
 
-    /// Bytes held by the packed copy.
-    pub fn bytes(&self) -> usize {
-        self.tiles.len() * std::mem::size_of::<Tile>()
-    }
-
     /// `out[i][r] = Σ_c lhs[i][c] · w[r][c]` for the `m` rows of `lhs` (`m × cols`, row-major),
     /// into `out` (`m × rows`). Work is split over `threads` by groups of output columns.
     ///
@@ -151,16 +146,18 @@ impl PackedQ8_0 {
         let threads = threads.clamp(1, groups);
         let per_thread = groups.div_ceil(threads);
         let out_ptr = OutPtr(out.as_mut_ptr());
+        // SAFETY (both calls): each range writes only the output columns of its own groups, so
+        // the writes never overlap, and `out` outlives the scope.
         std::thread::scope(|scope| {
-            for first in (0..groups).step_by(per_thread) {
-                let range = first..groups.min(first + per_thread);
-                let acts = &acts;
-                scope.spawn(move || {
-                    // SAFETY: each thread writes only the output columns of its own groups, so
-                    // the writes of different threads never overlap, and `out` outlives the scope.
-                    unsafe { self.run_groups(acts, m, range, out_ptr) }
-                });
+            let acts = &acts;
+            // The calling thread takes the last range itself: one spawn fewer per matmul, which
+            // is most of the overhead in decode.
+            let last = (groups - 1) / per_thread * per_thread;
+            for first in (0..last).step_by(per_thread) {
+                let range = first..first + per_thread;
+                scope.spawn(move || unsafe { self.run_groups(acts, m, range, out_ptr) });
             }
+            unsafe { self.run_groups(acts, m, last..groups, out_ptr) }
         });
     }
 
