@@ -2,7 +2,7 @@
 # Builds hearth-local with the `cuda` feature on a machine WITHOUT a GPU, using the CUDA 12
 # toolchain from PyPI (nvidia-cuda-nvcc-cu12 and friends) in a private venv. Compute capability
 # 9.0 (H100/H200) is set explicitly since there is no GPU to detect it from.
-# Untested on the development machine (no nvcc there); run it where pip can reach PyPI.
+# cuRAND is versioned 10.x within CUDA 12, hence its different pin.
 #   scripts/build-cuda.sh [extra cargo args]
 set -euo pipefail
 
@@ -15,7 +15,7 @@ if [[ ! -x "$VENV/bin/python" ]]; then
 fi
 "$VENV/bin/pip" install --quiet --disable-pip-version-check \
   "nvidia-cuda-nvcc-cu12==12.*" "nvidia-cuda-runtime-cu12==12.*" \
-  "nvidia-cublas-cu12==12.*" "nvidia-curand-cu12==12.*" "nvidia-cuda-cccl-cu12==12.*"
+  "nvidia-cublas-cu12==12.*" "nvidia-curand-cu12==10.*" "nvidia-cuda-cccl-cu12==12.*"
 
 SITE="$("$VENV/bin/python" -c 'import site; print(site.getsitepackages()[0])')/nvidia"
 NVCC_DIR="$SITE/cuda_nvcc"

@@ -26,4 +26,5 @@ echo "== llama.cpp ==" >&2
 "$BIN" -m "$MODEL" -t "$THREADS" -p 256 -n 32 -d 0,1024,4096
 echo "== hearth ==" >&2
 cd "$ROOT"
-RAYON_NUM_THREADS="$THREADS" cargo run --release -q -p hearth-local --example bench -- "$MODEL"
+cargo build --release -q --bin hearth
+RAYON_NUM_THREADS="$THREADS" "$ROOT/target/release/hearth" bench --model "$MODEL"
