@@ -34,6 +34,17 @@ done
 export LIBRARY_PATH="${LIBS#:}:${LIBRARY_PATH:-}"
 export LD_LIBRARY_PATH="${LIBS#:}:${LD_LIBRARY_PATH:-}"
 
+# Measured 2026-12: the CUDA 12 `nvidia-cuda-nvcc-cu12` wheels (12.4, 12.9) ship only ptxas, not
+# nvcc; only the CUDA 13 wheel `nvidia-cuda-nvcc` has the compiler. So a CUDA 12 nvcc must come from
+# the system toolkit (on PATH, or via CUDA_NVCC_DIR=/usr/local/cuda).
+if [[ -n "${CUDA_NVCC_DIR:-}" ]]; then
+  export PATH="$CUDA_NVCC_DIR/bin:$PATH" CUDA_ROOT="$CUDA_NVCC_DIR" CUDA_PATH="$CUDA_NVCC_DIR"
+fi
+if ! command -v nvcc >/dev/null; then
+  echo "no nvcc: the CUDA 12 wheels on PyPI carry only ptxas. Install a CUDA 12 toolkit and set" >&2
+  echo "CUDA_NVCC_DIR to it (the wheels above still supply cuBLAS, cuRAND and the runtime)." >&2
+  exit 1
+fi
 nvcc --version
 cd "$ROOT"
 cargo build --release -p hearth-local --features cuda --examples "$@"
