@@ -1,8 +1,8 @@
 //! Compute kernels for the local engine, each a SIMD path with a scalar reference that the
 //! tests hold it to.
 //!
-//! - [`PackedQ8_0`]: Q8_0 weights repacked for int8 dot-product instructions (AVX-512 VNNI),
-//!   multiplied by a batch of f32 activation rows. It is what makes prefill fast where candle's
+//! - [`PackedQ8_0`]: Q8_0 weights repacked for int8 dot-product instructions (AVX-512 VNNI,
+//!   or AVX2 where the CPU has no AVX-512), multiplied by a batch of f32 activation rows. It is what makes prefill fast where candle's
 //!   own repacked path does not apply (rows whose length is not a multiple of 256, such as the
 //!   896-wide projections of Qwen2.5-0.5B).
 
@@ -10,4 +10,4 @@
 
 mod q8_0;
 
-pub use q8_0::{PackError, PackedQ8_0};
+pub use q8_0::{Isa, PackError, PackedQ8_0};

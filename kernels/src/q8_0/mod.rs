@@ -12,6 +12,7 @@
 //! (`w ^ 0x80`) and every activation block carries `-128 · Σa`, which starts its accumulator:
 //! `Σ a·(w + 128) − 128·Σa = Σ a·w`, exactly, in i32.
 
+mod avx2;
 mod avx512;
 #[cfg(test)]
 mod reference;
@@ -41,8 +42,38 @@ pub enum PackError {
         got: usize,
         want: usize,
     },
-    #[error("this CPU has no AVX-512 VNNI")]
+    #[error("this CPU has neither AVX-512 VNNI nor AVX2")]
     Unsupported,
+}
+
+/// The instruction set a packed matrix runs on, chosen once at pack time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isa {
+    /// `vpdpbusd` on 512-bit registers: 16 rows × 4 columns per instruction.
+    Avx512Vnni,
+    /// `vpmaddubsw` + `vpmaddwd` on 256-bit registers, for CPUs without AVX-512.
+    Avx2,
+}
+
+impl Isa {
+    /// The fastest kernel this CPU runs, if any.
+    pub fn detect() -> Option<Self> {
+        if avx512::available() {
+            Some(Self::Avx512Vnni)
+        } else if avx2::available() {
+            Some(Self::Avx2)
+        } else {
+            None
+        }
+    }
+
+    /// Whether this CPU runs `self`.
+    pub fn available(self) -> bool {
+        match self {
+            Self::Avx512Vnni => avx512::available(),
+            Self::Avx2 => avx2::available(),
+        }
+    }
 }
 
 /// Sixteen rows × one 32-column block: `qs[(q * 16 + row) * 4 + t]` is column `q * 4 + t` of
@@ -57,6 +88,7 @@ struct Tile {
 /// A Q8_0 matrix of `rows` × `cols` (the weight of a linear layer, one output per row), packed
 /// for [`PackedQ8_0::matmul`].
 pub struct PackedQ8_0 {
+    isa: Isa,
     rows: usize,
     cols: usize,
     /// `tiles[group * blocks + block]`, where `blocks = cols / 32`.
@@ -75,21 +107,37 @@ struct QuantizedRows {
 }
 
 impl PackedQ8_0 {
-    /// Whether this CPU runs the packed kernel. Without it, callers keep their ordinary path.
+    /// Whether this CPU runs a packed kernel. Without it, callers keep their ordinary path.
     pub fn supported() -> bool {
-        avx512::available()
+        Isa::detect().is_some()
     }
 
-    /// Repacks GGUF Q8_0 `data` holding a `rows` × `cols` matrix.
+    /// Repacks GGUF Q8_0 `data` holding a `rows` × `cols` matrix for the fastest kernel this
+    /// CPU has.
     pub fn pack(data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
-        if !Self::supported() {
+        Self::pack_for(
+            Isa::detect().ok_or(PackError::Unsupported)?,
+            data,
+            rows,
+            cols,
+        )
+    }
+
+    /// [`Self::pack`] for a given kernel (tests run every kernel the CPU has).
+    pub fn pack_for(isa: Isa, data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+        if !isa.available() {
             return Err(PackError::Unsupported);
         }
-        Self::pack_portable(data, rows, cols)
+        Self::pack_portable(isa, data, rows, cols)
     }
 
-    /// [`Self::pack`] without the CPU check, for the scalar reference in tests.
-    fn pack_portable(data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+    /// The kernel this matrix runs on.
+    pub fn isa(&self) -> Isa {
+        self.isa
+    }
+
+    /// [`Self::pack_for`] without the CPU check, for the scalar reference in tests.
+    fn pack_portable(isa: Isa, data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
         if rows == 0 || cols == 0 || !rows.is_multiple_of(TILE_ROWS) || !cols.is_multiple_of(BLOCK)
         {
             return Err(PackError::Shape { rows, cols });
@@ -120,7 +168,12 @@ impl PackedQ8_0 {
                 }
             }
         }
-        Ok(Self { rows, cols, tiles })
+        Ok(Self {
+            isa,
+            rows,
+            cols,
+            tiles,
+        })
     }
 
     /// Output width (rows of the weight).
@@ -148,14 +201,13 @@ impl PackedQ8_0 {
         let out_ptr = OutPtr(out.as_mut_ptr());
         // SAFETY (both calls): each range writes only the output columns of its own groups, so
         // the writes never overlap, and `out` outlives the scope.
-        std::thread::scope(|scope| {
+        rayon::in_place_scope(|scope| {
             let acts = &acts;
-            // The calling thread takes the last range itself: one spawn fewer per matmul, which
-            // is most of the overhead in decode.
+            // The calling thread takes the last range itself, so a single range never leaves it.
             let last = (groups - 1) / per_thread * per_thread;
             for first in (0..last).step_by(per_thread) {
                 let range = first..first + per_thread;
-                scope.spawn(move || unsafe { self.run_groups(acts, m, range, out_ptr) });
+                scope.spawn(move |_| unsafe { self.run_groups(acts, m, range, out_ptr) });
             }
             unsafe { self.run_groups(acts, m, last..groups, out_ptr) }
         });
@@ -177,26 +229,27 @@ impl PackedQ8_0 {
             let rows = first..m.min(first + chunk);
             for group in groups.clone() {
                 let tiles = &self.tiles[group * blocks..(group + 1) * blocks];
-                // SAFETY: forwarded from the caller; `supported()` was checked in `pack`.
-                unsafe {
-                    avx512::group(
-                        tiles,
-                        acts,
-                        rows.clone(),
-                        out.0.add(group * TILE_ROWS),
-                        self.rows,
-                    )
-                };
+                // SAFETY: the group's first column is inside row 0 of `out`.
+                let out = unsafe { out.0.add(group * TILE_ROWS) };
+                // SAFETY: forwarded from the caller; `pack_for` checked that the CPU runs `isa`.
+                match self.isa {
+                    Isa::Avx512Vnni => unsafe {
+                        avx512::group(tiles, acts, rows.clone(), out, self.rows)
+                    },
+                    Isa::Avx2 => unsafe { avx2::group(tiles, acts, rows.clone(), out, self.rows) },
+                }
             }
         }
     }
 }
 
-/// The output pointer, shared by the worker threads (each writes disjoint columns).
+/// The output pointer, shared by the pool's threads (each writes disjoint columns).
 #[derive(Clone, Copy)]
 struct OutPtr(*mut f32);
 // SAFETY: see `matmul`: the threads write disjoint elements and the scope joins them.
 unsafe impl Send for OutPtr {}
+// SAFETY: as for `Send`; the pool's spawned closures borrow it.
+unsafe impl Sync for OutPtr {}
 
 impl QuantizedRows {
     /// Quantizes the `m` rows of `lhs`, spread over `threads` when there are rows enough.
@@ -213,14 +266,14 @@ impl QuantizedRows {
             return rows;
         }
         let per_thread = m.div_ceil(threads) * blocks;
-        std::thread::scope(|scope| {
+        rayon::in_place_scope(|scope| {
             let parts = lhs
                 .chunks(per_thread * BLOCK)
                 .zip(rows.words.chunks_mut(per_thread))
                 .zip(rows.scales.chunks_mut(per_thread))
                 .zip(rows.offsets.chunks_mut(per_thread));
             for (((lhs, words), scales), offsets) in parts {
-                scope.spawn(move || quantize_blocks(lhs, words, scales, offsets));
+                scope.spawn(move |_| quantize_blocks(lhs, words, scales, offsets));
             }
         });
         rows

@@ -1,6 +1,16 @@
 use half::f16;
 
-use super::{BLOCK, BLOCK_BYTES, PackError, PackedQ8_0};
+use super::{BLOCK, BLOCK_BYTES, Isa, PackError, PackedQ8_0};
+
+/// Every kernel this CPU runs; the tests cover each.
+fn kernels() -> Vec<Isa> {
+    let all = [Isa::Avx512Vnni, Isa::Avx2];
+    let here: Vec<Isa> = all.into_iter().filter(|isa| isa.available()).collect();
+    if here.is_empty() {
+        eprintln!("this CPU runs no packed kernel: only the reference is tested");
+    }
+    here
+}
 
 /// A small deterministic generator, so failures reproduce.
 struct Lcg(u64);
@@ -69,7 +79,7 @@ fn the_reference_agrees_with_dense_math_on_the_unpacked_weights() {
     for (m, rows, cols) in [(1, 16, 32), (3, 32, 96), (5, 48, 896)] {
         let (data, dense) = random_q8_0(&mut rng, rows, cols);
         let lhs = random_rows(&mut rng, m, cols);
-        let packed = PackedQ8_0::pack_portable(&data, rows, cols).unwrap();
+        let packed = PackedQ8_0::pack_portable(Isa::Avx2, &data, rows, cols).unwrap();
         let mut got = vec![0f32; m * rows];
         packed.matmul_reference(&lhs, m, &mut got);
         let want = dense_matmul(&lhs, &dense, m, rows, cols);
@@ -80,15 +90,14 @@ fn the_reference_agrees_with_dense_math_on_the_unpacked_weights() {
 }
 
 #[test]
-fn the_simd_kernel_matches_the_reference_for_every_row_remainder_and_thread_count() {
-    if !PackedQ8_0::supported() {
-        eprintln!("no AVX-512 VNNI on this CPU: the packed kernel is not used here");
-        return;
-    }
+fn every_simd_kernel_matches_the_reference_for_every_row_remainder_and_thread_count() {
     let mut rng = Lcg(11);
-    for (rows, cols) in [(16, 32), (48, 96), (64, 896)] {
+    for (isa, (rows, cols)) in kernels()
+        .into_iter()
+        .flat_map(|isa| [(16, 32), (48, 96), (64, 896)].map(|shape| (isa, shape)))
+    {
         let (data, _) = random_q8_0(&mut rng, rows, cols);
-        let packed = PackedQ8_0::pack(&data, rows, cols).unwrap();
+        let packed = PackedQ8_0::pack_for(isa, &data, rows, cols).unwrap();
         for m in [1, 2, 3, 4, 5, 6, 7, 11, 12, 13, 40] {
             let lhs = random_rows(&mut rng, m, cols);
             let mut want = vec![0f32; m * rows];
@@ -97,7 +106,10 @@ fn the_simd_kernel_matches_the_reference_for_every_row_remainder_and_thread_coun
                 let mut got = vec![f32::NAN; m * rows];
                 packed.matmul(&lhs, m, &mut got, threads);
                 let err = max_relative_error(&got, &want);
-                assert!(err < 1e-5, "{m}x{rows}x{cols}, {threads} threads: {err}");
+                assert!(
+                    err < 1e-5,
+                    "{isa:?} {m}x{rows}x{cols}, {threads} threads: {err}"
+                );
             }
         }
     }
@@ -105,31 +117,30 @@ fn the_simd_kernel_matches_the_reference_for_every_row_remainder_and_thread_coun
 
 #[test]
 fn zero_rows_of_input_write_nothing_and_zero_blocks_give_zero() {
-    if !PackedQ8_0::supported() {
-        return;
-    }
     let mut rng = Lcg(3);
     let (data, _) = random_q8_0(&mut rng, 16, 64);
-    let packed = PackedQ8_0::pack(&data, 16, 64).unwrap();
-    packed.matmul(&[], 0, &mut [], 2);
-    let mut out = vec![f32::NAN; 16];
-    packed.matmul(&[0.0; 64], 1, &mut out, 2);
-    assert!(out.iter().all(|&x| x == 0.0), "{out:?}");
+    for isa in kernels() {
+        let packed = PackedQ8_0::pack_for(isa, &data, 16, 64).unwrap();
+        packed.matmul(&[], 0, &mut [], 2);
+        let mut out = vec![f32::NAN; 16];
+        packed.matmul(&[0.0; 64], 1, &mut out, 2);
+        assert!(out.iter().all(|&x| x == 0.0), "{isa:?}: {out:?}");
+    }
 }
 
 #[test]
 fn shapes_and_lengths_that_do_not_pack_are_refused() {
     let data = vec![0u8; 16 * BLOCK_BYTES];
     assert_eq!(
-        PackedQ8_0::pack_portable(&data, 8, 64).err(),
+        PackedQ8_0::pack_portable(Isa::Avx2, &data, 8, 64).err(),
         Some(PackError::Shape { rows: 8, cols: 64 })
     );
     assert_eq!(
-        PackedQ8_0::pack_portable(&data, 16, 40).err(),
+        PackedQ8_0::pack_portable(Isa::Avx2, &data, 16, 40).err(),
         Some(PackError::Shape { rows: 16, cols: 40 })
     );
     assert_eq!(
-        PackedQ8_0::pack_portable(&data, 16, 64).err(),
+        PackedQ8_0::pack_portable(Isa::Avx2, &data, 16, 64).err(),
         Some(PackError::Length {
             rows: 16,
             cols: 64,
@@ -137,5 +148,5 @@ fn shapes_and_lengths_that_do_not_pack_are_refused() {
             want: 32 * BLOCK_BYTES
         })
     );
-    assert!(PackedQ8_0::pack_portable(&data, 16, 32).is_ok());
+    assert!(PackedQ8_0::pack_portable(Isa::Avx2, &data, 16, 32).is_ok());
 }

@@ -1,5 +1,5 @@
 //! A linear layer's weight on the fastest matmul this CPU has for it: Q8_0 weights are
-//! repacked for the AVX-512 VNNI kernel of hearth-kernels where the CPU has one (candle's own
+//! repacked for hearth-kernels' AVX-512 VNNI or AVX2 kernel where the CPU has one (candle's own
 //! fast path needs rows that are multiples of 256, which Qwen2.5-0.5B's 896-wide projections
 //! are not: prefill there ran at about a sixth of the speed); everything else stays on
 //! candle's `QMatMul`.

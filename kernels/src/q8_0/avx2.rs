@@ -1,0 +1,131 @@
+//! The AVX2 kernel, for CPUs without AVX-512 VNNI (Zen 2 and 3, most Intel desktop parts).
+//!
+//! AVX2 has no 4-way byte dot product, only `vpmaddubsw` (unsigned × signed bytes, adjacent
+//! pairs summed to i16) and `vpmaddwd` (i16 pairs summed to i32). The stored weights carry the
+//! +128 offset of the VNNI layout, which would overflow the i16 pair sums, so each weight vector
+//! is turned back into signed bytes and multiplied the way ggml does it: `|w|` as the unsigned
+//! operand and the activation with `w`'s sign as the signed one. Both factors are then at most
+//! 128 and 127 in magnitude, so a pair sum stays below `i16::MAX`.
+//!
+//! A tile's 16 rows are two 8-lane halves. The weight registers of one 4-column word are
+//! loaded once per `MR` activation rows.
+
+use std::ops::Range;
+
+use super::{QuantizedRows, TILE_ROWS, Tile};
+
+/// Activation rows per micro-kernel call: two i32 and two f32 accumulators per row, plus the
+/// four weight registers and temporaries, within AVX2's sixteen ymm registers.
+const MR: usize = 2;
+
+const _: () = assert!(TILE_ROWS == 16);
+
+#[cfg(target_arch = "x86_64")]
+pub(super) fn available() -> bool {
+    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+pub(super) fn available() -> bool {
+    false
+}
+
+/// Writes the 16 columns of one row group for activation rows `rows`, as
+/// [`super::avx512::group`] does.
+///
+/// # Safety
+/// The CPU has AVX2 and FMA; `out` is valid for writes of `rows.end` rows × `stride` f32 from
+/// the start of the output; `tiles` holds `acts.blocks` tiles.
+#[cfg(target_arch = "x86_64")]
+pub(super) unsafe fn group(
+    tiles: &[Tile],
+    acts: &QuantizedRows,
+    rows: Range<usize>,
+    out: *mut f32,
+    stride: usize,
+) {
+    debug_assert_eq!(tiles.len(), acts.blocks);
+    let mut first = rows.start;
+    // SAFETY (both calls): forwarded from the caller; each call covers rows `first..first + R`.
+    while first + MR <= rows.end {
+        unsafe { self::rows::<MR>(tiles, acts, first, out, stride) };
+        first += MR;
+    }
+    if first < rows.end {
+        unsafe { self::rows::<1>(tiles, acts, first, out, stride) };
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+pub(super) unsafe fn group(_: &[Tile], _: &QuantizedRows, _: Range<usize>, _: *mut f32, _: usize) {
+    unreachable!("the packed kernel is only built on x86_64, and `pack` refuses elsewhere")
+}
+
+/// # Safety
+/// As for [`group`], for rows `first..first + R`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn rows<const R: usize>(
+    tiles: &[Tile],
+    acts: &QuantizedRows,
+    first: usize,
+    out: *mut f32,
+    stride: usize,
+) {
+    use std::arch::x86_64::*;
+    let blocks = acts.blocks;
+    let words = &acts.words[first * blocks..(first + R) * blocks];
+    let scales = &acts.scales[first * blocks..(first + R) * blocks];
+    let offset = _mm256_set1_epi8(-128);
+    let ones = _mm256_set1_epi16(1);
+    let mut acc = [[_mm256_setzero_ps(); 2]; R];
+    for (block, tile) in tiles.iter().enumerate() {
+        let qs = tile.qs.as_ptr().cast::<__m256i>();
+        let mut sums = [[_mm256_setzero_si256(); 2]; R];
+        #[expect(
+            clippy::needless_range_loop,
+            reason = "`q` picks the same word from the tile and from every row's block"
+        )]
+        for q in 0..8 {
+            // SAFETY: `qs` is 512 bytes at the 64-byte aligned start of the tile; word `q` is
+            // its 64 bytes from `q * 64`, rows 0–7 then rows 8–15.
+            let (lo, hi) = unsafe {
+                (
+                    _mm256_load_si256(qs.add(2 * q)),
+                    _mm256_load_si256(qs.add(2 * q + 1)),
+                )
+            };
+            let w = [_mm256_xor_si256(lo, offset), _mm256_xor_si256(hi, offset)];
+            let magnitude = [_mm256_abs_epi8(w[0]), _mm256_abs_epi8(w[1])];
+            for (r, sums) in sums.iter_mut().enumerate() {
+                let a = _mm256_set1_epi32(words[r * blocks + block][q]);
+                for h in 0..2 {
+                    let pairs = _mm256_maddubs_epi16(magnitude[h], _mm256_sign_epi8(a, w[h]));
+                    sums[h] = _mm256_add_epi32(sums[h], _mm256_madd_epi16(pairs, ones));
+                }
+            }
+        }
+        // SAFETY: the 16 scales follow the 512 bytes of `qs`, 64-byte aligned.
+        let weight_scales = unsafe {
+            [
+                _mm256_load_ps(tile.scales.as_ptr()),
+                _mm256_load_ps(tile.scales.as_ptr().add(8)),
+            ]
+        };
+        for (r, acc) in acc.iter_mut().enumerate() {
+            let scale = _mm256_set1_ps(scales[r * blocks + block]);
+            for h in 0..2 {
+                let scale = _mm256_mul_ps(weight_scales[h], scale);
+                acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[r][h]), scale, acc[h]);
+            }
+        }
+    }
+    for (r, acc) in acc.iter().enumerate() {
+        // SAFETY: row `first + r` is one of the caller's rows; 16 columns from `out`.
+        unsafe {
+            let row = out.add((first + r) * stride);
+            _mm256_storeu_ps(row, acc[0]);
+            _mm256_storeu_ps(row.add(8), acc[1]);
+        }
+    }
+}
