@@ -44,6 +44,12 @@ pub enum Command {
         /// A GGUF file (default: the cached default model).
         #[arg(long, value_name = "PATH")]
         model: Option<PathBuf>,
+        /// Context depths to measure at, comma-separated (default: 0,1024,4096).
+        #[arg(long = "depth", value_name = "TOKENS", value_delimiter = ',')]
+        depths: Vec<usize>,
+        /// Skip the cold/warm time-to-first-token comparison (the slowest part).
+        #[arg(long)]
+        no_ttft: bool,
     },
 }
 

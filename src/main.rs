@@ -61,7 +61,13 @@ fn main() -> ExitCode {
                 Ok(ExitCode::SUCCESS)
             }
             Command::Model { action } => model_command(action).await.map(|()| ExitCode::SUCCESS),
-            Command::Bench { model } => bench(model).await.map(|()| ExitCode::SUCCESS),
+            Command::Bench {
+                model,
+                depths,
+                no_ttft,
+            } => bench(model, depths, no_ttft)
+                .await
+                .map(|()| ExitCode::SUCCESS),
             Command::Repl(args) => {
                 let core = build_core(config)?;
                 hearth::repl::run(core, args).await?;
@@ -181,12 +187,20 @@ async fn model_command(action: ModelAction) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn bench(model: Option<std::path::PathBuf>) -> anyhow::Result<()> {
+async fn bench(
+    model: Option<std::path::PathBuf>,
+    depths: Vec<usize>,
+    no_ttft: bool,
+) -> anyhow::Result<()> {
     let path = match model.or_else(hearth_local::fetch::cached_default_model) {
         Some(path) => path,
         None => anyhow::bail!("no model: pass --model PATH or run `hearth model pull` first"),
     };
-    let config = hearth_local::bench::BenchConfig::new(path);
+    let mut config = hearth_local::bench::BenchConfig::new(path);
+    if !depths.is_empty() {
+        config.depths = depths;
+    }
+    config.ttft = !no_ttft;
     let report =
         tokio::task::spawn_blocking(move || hearth_local::bench::run_bench(&config)).await??;
     println!("{report}");

@@ -2,12 +2,16 @@
 //! tests hold it to.
 //!
 //! - [`PackedQ8_0`]: Q8_0 weights repacked for int8 dot-product instructions (AVX-512 VNNI,
-//!   or AVX2 where the CPU has no AVX-512), multiplied by a batch of f32 activation rows. It is what makes prefill fast where candle's
-//!   own repacked path does not apply (rows whose length is not a multiple of 256, such as the
-//!   896-wide projections of Qwen2.5-0.5B).
+//!   or AVX2 where the CPU has no AVX-512), multiplied by a batch of f32 activation rows. It
+//!   is what makes prefill fast where candle's own repacked path does not apply (rows whose
+//!   length is not a multiple of 256, such as the 896-wide projections of Qwen2.5-0.5B).
+//! - [`causal_attention`]: attention over a preallocated f32 KV cache read in place, with an
+//!   online softmax instead of a materialized score matrix and mask.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod attention;
 mod q8_0;
 
+pub use attention::{AttentionShape, ShapeError, causal_attention};
 pub use q8_0::{Isa, PackError, PackedQ8_0};

@@ -26,6 +26,8 @@ pub struct BenchConfig {
     pub conversation_tokens: usize,
     /// New tokens the warm turn adds.
     pub turn_tokens: usize,
+    /// Whether to run the cold/warm comparison at all.
+    pub ttft: bool,
 }
 
 impl BenchConfig {
@@ -37,6 +39,7 @@ impl BenchConfig {
             decode_tokens: 32,
             conversation_tokens: 4096,
             turn_tokens: 100,
+            ttft: true,
         }
     }
 }
@@ -58,8 +61,8 @@ pub struct BenchReport {
     pub threads: usize,
     pub load: Duration,
     pub rows: Vec<DepthRow>,
-    pub cold_ttft: Duration,
-    pub warm_ttft: Duration,
+    /// Cold and warm time to first token, when measured.
+    pub ttft: Option<(Duration, Duration)>,
     pub peak_rss_bytes: Option<u64>,
     pub bandwidth_bytes_s: f64,
     pub weight_bytes_per_token: usize,
@@ -76,7 +79,7 @@ impl fmt::Display for BenchReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "model      {}", self.model.display())?;
         writeln!(f, "quant      {}", self.quantization)?;
-        writeln!(f, "device     {} (threads {})", self.device, self.threads)?;
+        writeln!(f, "device     {}", self.device)?;
         writeln!(f, "load       {:.2} s", self.load.as_secs_f64())?;
         writeln!(f, "depth  prefill tok/s  decode tok/s")?;
         for r in &self.rows {
@@ -86,12 +89,14 @@ impl fmt::Display for BenchReport {
                 r.depth, r.prefill_tok_s, r.decode_tok_s
             )?;
         }
-        let (cold, warm) = (self.cold_ttft.as_secs_f64(), self.warm_ttft.as_secs_f64());
-        writeln!(
-            f,
-            "ttft       cold {cold:.2} s, warm {warm:.3} s ({:.0}x)",
-            cold / warm.max(1e-9)
-        )?;
+        if let Some((cold, warm)) = self.ttft {
+            let (cold, warm) = (cold.as_secs_f64(), warm.as_secs_f64());
+            writeln!(
+                f,
+                "ttft       cold {cold:.2} s, warm {warm:.3} s ({:.0}x)",
+                cold / warm.max(1e-9)
+            )?;
+        }
         match self.peak_rss_bytes {
             Some(b) => writeln!(f, "peak rss   {:.0} MiB", b as f64 / (1 << 20) as f64)?,
             None => writeln!(f, "peak rss   unknown")?,
@@ -116,10 +121,8 @@ pub fn run_bench(config: &BenchConfig) -> Result<BenchReport, EngineError> {
     let tokenizer = TextTokenizer::from_gguf(&file.content)?;
     let max_depth = config.depths.iter().copied().max().unwrap_or(0);
     let need = max_depth + config.prefill_tokens + config.decode_tokens + 1;
-    let text = filler_tokens(
-        &tokenizer,
-        need.max(config.conversation_tokens + config.turn_tokens),
-    )?;
+    let conversation = config.conversation_tokens + config.turn_tokens;
+    let text = filler_tokens(&tokenizer, need.max(conversation))?;
     let mut rows = Vec::new();
     for &depth in &config.depths {
         rows.push(measure_depth(&model, &text, depth, config)?);
@@ -127,7 +130,10 @@ pub fn run_bench(config: &BenchConfig) -> Result<BenchReport, EngineError> {
     let quantization = model.quantization().to_string();
     let weight_bytes_per_token = model.weight_bytes_per_token();
     drop(model);
-    let (cold_ttft, warm_ttft) = measure_ttft(config, &text)?;
+    let ttft = match config.ttft {
+        true => Some(measure_ttft(config, &text)?),
+        false => None,
+    };
     Ok(BenchReport {
         model: config.model_path.clone(),
         quantization,
@@ -135,8 +141,7 @@ pub fn run_bench(config: &BenchConfig) -> Result<BenchReport, EngineError> {
         threads: candle_core::utils::get_num_threads(),
         load,
         rows,
-        cold_ttft,
-        warm_ttft,
+        ttft,
         peak_rss_bytes: peak_rss(),
         bandwidth_bytes_s: measure_bandwidth(),
         weight_bytes_per_token,

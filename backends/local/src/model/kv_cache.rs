@@ -146,19 +146,16 @@ impl KvCache {
         Ok(())
     }
 
-    /// Writes `k`/`v` of shape `(1, kv_heads, L, head_dim)` for `layer` at position `len` and
-    /// returns views of positions `0..len+L`. Does not advance `len`; see [`Self::commit`].
+    /// Writes `k`/`v` of shape `(1, kv_heads, L, head_dim)` for `layer` at position `len`.
+    /// Does not advance `len`; see [`Self::commit`].
     pub(crate) fn write(
         &mut self,
         layer: usize,
         k: &Tensor,
         v: &Tensor,
-    ) -> Result<(Tensor, Tensor), EngineError> {
+    ) -> Result<(), EngineError> {
         let l = k.dim(2)?;
-        let slot = self.layers.get(layer).ok_or(EngineError::BadPosition {
-            position: layer,
-            len: self.layers.len(),
-        })?;
+        let slot = self.layer(layer)?;
         if self.len + l > self.capacity {
             return Err(EngineError::ContextOverflow {
                 needed: self.len + l,
@@ -167,8 +164,27 @@ impl KvCache {
         }
         slot.k.slice_set(&k.contiguous()?, 2, self.len)?;
         slot.v.slice_set(&v.contiguous()?, 2, self.len)?;
-        let end = self.len + l;
+        Ok(())
+    }
+
+    /// Views of `layer`'s K and V at positions `0..end`, `(1, kv_heads, end, head_dim)`.
+    pub(crate) fn view(&self, layer: usize, end: usize) -> Result<(Tensor, Tensor), EngineError> {
+        let slot = self.layer(layer)?;
         Ok((slot.k.narrow(2, 0, end)?, slot.v.narrow(2, 0, end)?))
+    }
+
+    /// `layer`'s whole K and V buffers, `(1, kv_heads, capacity, head_dim)`, for kernels that
+    /// read the cache in place.
+    pub(crate) fn buffers(&self, layer: usize) -> Result<(&Tensor, &Tensor), EngineError> {
+        let slot = self.layer(layer)?;
+        Ok((&slot.k, &slot.v))
+    }
+
+    fn layer(&self, layer: usize) -> Result<&LayerKv, EngineError> {
+        self.layers.get(layer).ok_or(EngineError::BadPosition {
+            position: layer,
+            len: self.layers.len(),
+        })
     }
 
     /// Marks `n` tokens written by the last forward pass as held.

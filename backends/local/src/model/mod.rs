@@ -2,6 +2,7 @@
 //! the GGUF and safetensors loaders.
 
 mod config;
+mod cpu_attention;
 mod files;
 mod gguf;
 mod kv_cache;

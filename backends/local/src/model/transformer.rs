@@ -1,9 +1,10 @@
 //! The decoder stack shared by Qwen2, Qwen3 and Llama: weights and the forward pass.
 //!
 //! One attention path serves every chunk size, single-token decode included: queries of
-//! `L` new tokens attend over the cache's `len + L` keys with a causal mask offset by `len`
-//! (for `L == 1` the mask would be all zeros and is skipped). Grouped-query attention folds the
-//! query heads of one KV head into the row dimension instead of copying K/V per head.
+//! `L` new tokens attend over the cache's `len + L` keys, query `i` seeing keys `0..=len + i`.
+//! On the CPU that is hearth-kernels' fused kernel over the cache buffers; elsewhere it is
+//! candle ops with an additive causal mask offset by `len`, built only when that path runs
+//! (for `L == 1` the mask would be all zeros and is skipped).
 
 use candle_core::quantized::QMatMul;
 use candle_core::{Device, Module, Tensor};
@@ -95,9 +96,9 @@ impl Model {
         let offset = cache.len();
         let ids = Tensor::new(tokens, &self.device)?;
         let mut x = self.embed.embedding(&ids)?.unsqueeze(0)?;
-        let mask = causal_mask(l, offset, &self.device)?;
+        let mask = LazyMask::new(l, offset, &self.device);
         for (i, block) in self.blocks.iter().enumerate() {
-            x = self.block_forward(block, i, &x, offset, mask.as_ref(), cache)?;
+            x = self.block_forward(block, i, &x, offset, &mask, cache)?;
         }
         let last = x.narrow(1, l - 1, 1)?;
         let last = candle_nn::ops::rms_norm(&last, &self.norm, self.config.rms_eps as f32)?;
@@ -112,7 +113,7 @@ impl Model {
         index: usize,
         x: &Tensor,
         offset: usize,
-        mask: Option<&Tensor>,
+        mask: &LazyMask,
         cache: &mut KvCache,
     ) -> Result<Tensor, EngineError> {
         let eps = self.config.rms_eps as f32;
@@ -134,7 +135,7 @@ impl Model {
         index: usize,
         h: &Tensor,
         offset: usize,
-        mask: Option<&Tensor>,
+        mask: &LazyMask,
         cache: &mut KvCache,
     ) -> Result<Tensor, EngineError> {
         let cfg = &self.config;
@@ -161,35 +162,87 @@ impl Model {
         let q = self.rope.apply(&q.transpose(1, 2)?, offset)?;
         let k = self.rope.apply(&k.transpose(1, 2)?, offset)?;
         let v = v.transpose(1, 2)?.contiguous()?;
-        let (k_all, v_all) = cache.write(index, &k, &v)?;
-        let kv_len = offset + l;
-        let groups = heads / kv_heads;
-        // Query heads h = g_kv * groups + g, so (1, H, L, D) is (KV, groups * L, D) in memory.
-        let q = q.reshape((kv_heads, groups * l, dim))?;
-        let k_all = k_all.squeeze(0)?;
-        let v_all = v_all.squeeze(0)?;
-        let scale = 1.0 / (dim as f64).sqrt();
-        let scores = (q.matmul(&k_all.t()?)? * scale)?;
-        let scores = match mask {
-            Some(mask) => scores
-                .reshape((kv_heads, groups, l, kv_len))?
-                .broadcast_add(mask)?
-                .reshape((kv_heads, groups * l, kv_len))?,
-            None => scores,
+        cache.write(index, &k, &v)?;
+        let (k_buf, v_buf) = cache.buffers(index)?;
+        let out = match crate::model::cpu_attention::attend(&q, k_buf, v_buf, offset)? {
+            Some(out) => out,
+            None => {
+                let (k_all, v_all) = cache.view(index, offset + l)?;
+                generic_attention(&q, &k_all, &v_all, mask.get()?, (heads, kv_heads, dim))?
+            }
         };
-        let probs = candle_nn::ops::softmax_last_dim(&scores)?;
-        let out = probs.matmul(&v_all)?; // (KV, groups * L, D)
-        let out = out
-            .reshape((1, heads, l, dim))?
-            .transpose(1, 2)?
-            .reshape((1, l, heads * dim))?;
         attn.wo.forward(&out)
+    }
+}
+
+/// Attention on candle ops, for devices and dtypes the fused CPU kernel does not cover.
+/// Grouped-query attention folds the query heads of one KV head into the row dimension
+/// instead of copying K/V per head. `q`: `(1, H, L, D)`; `k`, `v`: `(1, KV, len + L, D)`.
+pub(crate) fn generic_attention(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    mask: Option<&Tensor>,
+    (heads, kv_heads, dim): (usize, usize, usize),
+) -> Result<Tensor, EngineError> {
+    let l = q.dim(2)?;
+    let kv_len = k.dim(2)?;
+    let groups = heads / kv_heads;
+    // Query heads h = g_kv * groups + g, so (1, H, L, D) is (KV, groups * L, D) in memory.
+    let q = q.reshape((kv_heads, groups * l, dim))?;
+    let k = k.squeeze(0)?;
+    let v = v.squeeze(0)?;
+    let scale = 1.0 / (dim as f64).sqrt();
+    let scores = (q.matmul(&k.t()?)? * scale)?;
+    let scores = match mask {
+        Some(mask) => scores
+            .reshape((kv_heads, groups, l, kv_len))?
+            .broadcast_add(mask)?
+            .reshape((kv_heads, groups * l, kv_len))?,
+        None => scores,
+    };
+    let probs = candle_nn::ops::softmax_last_dim(&scores)?;
+    let out = probs.matmul(&v)?; // (KV, groups * L, D)
+    Ok(out
+        .reshape((1, heads, l, dim))?
+        .transpose(1, 2)?
+        .reshape((1, l, heads * dim))?)
+}
+
+/// The causal mask of one forward pass, built on first use by a layer that needs it.
+struct LazyMask<'a> {
+    l: usize,
+    offset: usize,
+    device: &'a Device,
+    mask: std::cell::OnceCell<Option<Tensor>>,
+}
+
+impl<'a> LazyMask<'a> {
+    fn new(l: usize, offset: usize, device: &'a Device) -> Self {
+        Self {
+            l,
+            offset,
+            device,
+            mask: std::cell::OnceCell::new(),
+        }
+    }
+
+    fn get(&self) -> Result<Option<&Tensor>, EngineError> {
+        if self.mask.get().is_none() {
+            let mask = causal_mask(self.l, self.offset, self.device)?;
+            let _ = self.mask.set(mask);
+        }
+        Ok(self.mask.get().and_then(Option::as_ref))
     }
 }
 
 /// Additive causal mask `(L, offset + L)`: query `i` sees keys `0..=offset + i`. `None` for a
 /// single query, which sees every key.
-fn causal_mask(l: usize, offset: usize, device: &Device) -> Result<Option<Tensor>, EngineError> {
+pub(crate) fn causal_mask(
+    l: usize,
+    offset: usize,
+    device: &Device,
+) -> Result<Option<Tensor>, EngineError> {
     if l == 1 {
         return Ok(None);
     }

@@ -1,0 +1,159 @@
+use super::{AttentionShape, causal_attention, exp_shifted};
+
+/// A small deterministic generator, so failures reproduce.
+struct Lcg(u64);
+
+impl Lcg {
+    fn float(&mut self) -> f32 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
+    }
+
+    fn fill(&mut self, n: usize, scale: f32) -> Vec<f32> {
+        (0..n).map(|_| self.float() * scale).collect()
+    }
+}
+
+/// Softmax attention in f64 with an explicit mask, straight from the definition.
+fn reference(q: &[f32], k: &[f32], v: &[f32], s: AttentionShape) -> Vec<f32> {
+    let d = s.head_dim;
+    let mut out = vec![0f32; s.queries * s.heads * d];
+    for h in 0..s.heads {
+        let kv = h / (s.heads / s.kv_heads);
+        for i in 0..s.queries {
+            let query = &q[(h * s.queries + i) * d..][..d];
+            let key = |j: usize| &k[(kv * s.capacity + j) * d..][..d];
+            let scores: Vec<f64> = (0..=s.offset + i)
+                .map(|j| {
+                    let dot: f64 = query
+                        .iter()
+                        .zip(key(j))
+                        .map(|(a, b)| f64::from(*a) * f64::from(*b))
+                        .sum();
+                    dot / (d as f64).sqrt()
+                })
+                .collect();
+            let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let weights: Vec<f64> = scores.iter().map(|x| (x - max).exp()).collect();
+            let total: f64 = weights.iter().sum();
+            for dd in 0..d {
+                let value: f64 = weights
+                    .iter()
+                    .enumerate()
+                    .map(|(j, w)| w * f64::from(v[(kv * s.capacity + j) * d + dd]))
+                    .sum();
+                out[(i * s.heads + h) * d + dd] = (value / total) as f32;
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn matches_the_definition_for_every_mix_of_depth_chunk_and_head_layout() {
+    let mut rng = Lcg(5);
+    // (heads, kv_heads, head_dim): grouped, multi-head, a dim that is not a multiple of 8.
+    for (heads, kv_heads, head_dim) in [(4, 2, 16), (3, 3, 8), (14, 2, 64), (2, 1, 12)] {
+        for (queries, offset) in [
+            (1, 0),
+            (1, 5),
+            (1, 130),
+            (3, 0),
+            (17, 0),
+            (17, 63),
+            (40, 70),
+        ] {
+            let shape = AttentionShape {
+                heads,
+                kv_heads,
+                head_dim,
+                queries,
+                offset,
+                capacity: offset + queries + 9,
+            };
+            let cache = kv_heads * shape.capacity * head_dim;
+            let q = rng.fill(heads * queries * head_dim, 2.0);
+            let (k, v) = (rng.fill(cache, 2.0), rng.fill(cache, 1.0));
+            let want = reference(&q, &k, &v, shape);
+            let mut got = vec![f32::NAN; want.len()];
+            causal_attention(&q, &k, &v, shape, &mut got).unwrap();
+            let err = got
+                .iter()
+                .zip(&want)
+                .fold(0f32, |m, (g, w)| m.max((g - w).abs()));
+            assert!(err < 2e-5, "{shape:?}: max abs error {err}");
+        }
+    }
+}
+
+#[test]
+fn keys_after_a_query_never_reach_it() {
+    let shape = AttentionShape {
+        heads: 2,
+        kv_heads: 1,
+        head_dim: 8,
+        queries: 4,
+        offset: 0,
+        capacity: 4,
+    };
+    let mut rng = Lcg(9);
+    let q = rng.fill(2 * 4 * 8, 1.0);
+    let k = rng.fill(4 * 8, 1.0);
+    let mut v = rng.fill(4 * 8, 1.0);
+    let mut before = vec![0f32; q.len()];
+    causal_attention(&q, &k, &v, shape, &mut before).unwrap();
+    // Changing the last value row may only change the last query's output.
+    v[3 * 8..].iter_mut().for_each(|x| *x += 100.0);
+    let mut after = vec![0f32; q.len()];
+    causal_attention(&q, &k, &v, shape, &mut after).unwrap();
+    assert_eq!(before[..3 * 2 * 8], after[..3 * 2 * 8]);
+    assert_ne!(before[3 * 2 * 8..], after[3 * 2 * 8..]);
+}
+
+#[test]
+fn exp_is_within_a_few_ulp_of_std_over_the_softmax_range() {
+    let xs: Vec<f32> = (0..=87_000).map(|i| -(i as f32) / 1000.0).collect();
+    let mut got = xs.clone();
+    exp_shifted(&mut got, 0.0);
+    for (x, g) in xs.iter().zip(&got) {
+        let want = x.exp();
+        assert!(
+            (g - want).abs() <= want * 3e-7,
+            "exp({x}) = {g}, std says {want}"
+        );
+    }
+    let mut far = [-1e30f32, f32::NEG_INFINITY];
+    exp_shifted(&mut far, 0.0);
+    assert!(far.iter().all(|&x| (0.0..1e-37).contains(&x)), "{far:?}");
+}
+
+#[test]
+fn mismatched_buffers_are_errors_not_panics() {
+    let shape = AttentionShape {
+        heads: 4,
+        kv_heads: 2,
+        head_dim: 8,
+        queries: 2,
+        offset: 3,
+        capacity: 5,
+    };
+    let (q, kv) = (vec![0f32; 4 * 2 * 8], vec![0f32; 2 * 5 * 8]);
+    let mut out = vec![0f32; q.len()];
+    assert!(causal_attention(&q, &kv, &kv, shape, &mut out).is_ok());
+    let overflow = AttentionShape {
+        capacity: 4,
+        ..shape
+    };
+    let err = causal_attention(&q, &kv, &kv, overflow, &mut out).unwrap_err();
+    assert!(err.to_string().contains("exceed"), "{err}");
+    let uneven = AttentionShape {
+        kv_heads: 3,
+        ..shape
+    };
+    assert!(causal_attention(&q, &kv, &kv, uneven, &mut out).is_err());
+    assert!(causal_attention(&q[1..], &kv, &kv, shape, &mut out).is_err());
+    assert!(causal_attention(&q, &kv, &kv[1..], shape, &mut out).is_err());
+}
