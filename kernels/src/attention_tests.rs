@@ -1,4 +1,4 @@
-use super::{AttentionShape, causal_attention, exp_shifted};
+use super::{AttentionShape, Simd, attention_on, causal_attention, exp_shifted};
 
 /// A small deterministic generator, so failures reproduce.
 struct Lcg(u64);
@@ -56,7 +56,8 @@ fn reference(q: &[f32], k: &[f32], v: &[f32], s: AttentionShape) -> Vec<f32> {
 fn matches_the_definition_for_every_mix_of_depth_chunk_and_head_layout() {
     let mut rng = Lcg(5);
     // (heads, kv_heads, head_dim): grouped, multi-head, a dim that is not a multiple of 8.
-    for (heads, kv_heads, head_dim) in [(4, 2, 16), (3, 3, 8), (14, 2, 64), (2, 1, 12)] {
+    for (heads, kv_heads, head_dim) in [(4, 2, 16), (3, 3, 8), (14, 2, 64), (4, 2, 128), (2, 1, 12)]
+    {
         for (queries, offset) in [
             (1, 0),
             (1, 5),
@@ -78,13 +79,15 @@ fn matches_the_definition_for_every_mix_of_depth_chunk_and_head_layout() {
             let q = rng.fill(heads * queries * head_dim, 2.0);
             let (k, v) = (rng.fill(cache, 2.0), rng.fill(cache, 1.0));
             let want = reference(&q, &k, &v, shape);
-            let mut got = vec![f32::NAN; want.len()];
-            causal_attention(&q, &k, &v, shape, &mut got).unwrap();
-            let err = got
-                .iter()
-                .zip(&want)
-                .fold(0f32, |m, (g, w)| m.max((g - w).abs()));
-            assert!(err < 2e-5, "{shape:?}: max abs error {err}");
+            for simd in [Simd::Detect, Simd::Portable] {
+                let mut got = vec![f32::NAN; want.len()];
+                attention_on(simd, &q, &k, &v, shape, &mut got).unwrap();
+                let err = got
+                    .iter()
+                    .zip(&want)
+                    .fold(0f32, |m, (g, w)| m.max((g - w).abs()));
+                assert!(err < 2e-5, "{simd:?} {shape:?}: max abs error {err}");
+            }
         }
     }
 }
