@@ -186,6 +186,26 @@ impl PackedQ8_0 {
         self.cols
     }
 
+    /// Row `row` of the weight, dequantized into `out` (`cols` values): an embedding lookup
+    /// for a table tied to an output head, so the model keeps one copy of it.
+    ///
+    /// # Panics
+    /// If `row` is not below `rows` or `out` is not `cols` long.
+    pub fn dequantize_row(&self, row: usize, out: &mut [f32]) {
+        assert!(row < self.rows, "row {row} of {}", self.rows);
+        assert_eq!(out.len(), self.cols, "out is not cols long");
+        let (group, lane) = (row / TILE_ROWS, row % TILE_ROWS);
+        let blocks = self.cols / BLOCK;
+        let tiles = &self.tiles[group * blocks..(group + 1) * blocks];
+        for (tile, out) in tiles.iter().zip(out.chunks_exact_mut(BLOCK)) {
+            let scale = tile.scales[lane];
+            for (col, x) in out.iter_mut().enumerate() {
+                let q = tile.qs[(col / 4 * TILE_ROWS + lane) * 4 + col % 4] ^ 0x80;
+                *x = f32::from(q as i8) * scale;
+            }
+        }
+    }
+
     /// `out[i][r] = Σ_c lhs[i][c] · w[r][c]` for the `m` rows of `lhs` (`m × cols`, row-major),
     /// into `out` (`m × rows`). Work is split over `threads` by groups of output columns.
     ///

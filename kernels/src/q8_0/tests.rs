@@ -150,3 +150,16 @@ fn shapes_and_lengths_that_do_not_pack_are_refused() {
     );
     assert!(PackedQ8_0::pack_portable(Isa::Avx2, &data, 16, 32).is_ok());
 }
+
+#[test]
+fn dequantized_rows_are_the_unpacked_weights() {
+    let mut rng = Lcg(13);
+    let (rows, cols) = (48, 96);
+    let (data, dense) = random_q8_0(&mut rng, rows, cols);
+    let packed = PackedQ8_0::pack_portable(Isa::Avx2, &data, rows, cols).unwrap();
+    let mut row = vec![f32::NAN; cols];
+    for r in [0, 1, 15, 16, 47] {
+        packed.dequantize_row(r, &mut row);
+        assert_eq!(row, dense[r * cols..(r + 1) * cols], "row {r}");
+    }
+}

@@ -14,7 +14,7 @@ use candle_core::{Device, Tensor};
 use crate::error::EngineError;
 use crate::model::linear::Linear;
 use crate::model::stacked::SharedInput;
-use crate::model::transformer::{Attention, Block, Mlp};
+use crate::model::transformer::{Attention, Block, Embedding, Mlp};
 use crate::model::{Arch, Model, ModelConfig, Rope};
 
 /// The stages of a load, reported to a hook (progress and, in tests, fault injection).
@@ -150,11 +150,18 @@ fn load<R: Read + Seek>(
         })?;
     }
     let norm = r.vector("output_norm.weight")?;
-    let lm_head = if r.has("output.weight") {
-        r.matmul("output.weight")?
+    let (embed, lm_head) = if r.has("output.weight") {
+        let head = Linear::new(r.matmul("output.weight")?)?;
+        (Embedding::Table(QMatMul::from_arc(embed)?), head)
     } else {
         r.bytes += embed.storage_size_in_bytes();
-        QMatMul::from_arc(embed.clone())?
+        let head = Linear::new(QMatMul::from_arc(embed.clone())?)?;
+        // A packed head holds the table's values itself; the embedding reads them there and
+        // the original table is dropped.
+        match head.is_packed() {
+            true => (Embedding::TiedToHead, head),
+            false => (Embedding::Table(QMatMul::from_arc(embed)?), head),
+        }
     };
     hook(LoadStage::Head)?;
     let quantization = quantization_label(content);
@@ -168,7 +175,7 @@ fn load<R: Read + Seek>(
     Ok(Model {
         weight_bytes_per_token: r.bytes,
         config,
-        embed: QMatMul::from_arc(embed)?,
+        embed,
         blocks,
         norm,
         lm_head,

@@ -5,7 +5,7 @@
 //! candle's `QMatMul`.
 
 use candle_core::quantized::{GgmlDType, QMatMul};
-use candle_core::{DType, Module, Tensor};
+use candle_core::{DType, Device, Module, Tensor};
 use hearth_kernels::PackedQ8_0;
 
 use crate::error::EngineError;
@@ -33,6 +33,30 @@ impl Linear {
         Ok(Self::Candle(weight))
     }
 
+    /// Rows `ids` of the weight as a `(ids.len(), cols)` f32 tensor: the embedding lookup of a
+    /// table tied to this (packed) output head. `None` on candle's path, which keeps its own
+    /// table.
+    pub fn rows(&self, ids: &[u32], device: &Device) -> Result<Option<Tensor>, EngineError> {
+        let Self::Packed(w) = self else {
+            return Ok(None);
+        };
+        let mut out = vec![0f32; ids.len() * w.cols()];
+        for (&id, row) in ids.iter().zip(out.chunks_exact_mut(w.cols())) {
+            if id as usize >= w.rows() {
+                return Err(EngineError::TokenOutOfRange {
+                    id,
+                    vocab: w.rows(),
+                });
+            }
+            w.dequantize_row(id as usize, row);
+        }
+        Ok(Some(Tensor::from_vec(out, (ids.len(), w.cols()), device)?))
+    }
+
+    pub fn is_packed(&self) -> bool {
+        matches!(self, Self::Packed(_))
+    }
+
     /// `x @ wᵀ` over the last dimension of `x`.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor, EngineError> {
         match self {
@@ -54,5 +78,58 @@ impl Linear {
                 Ok(Tensor::from_vec(out, dims, x.device())?.to_dtype(x.dtype())?)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
+    use candle_core::{Device, Module, Tensor};
+
+    use super::Linear;
+
+    fn q8_0(rows: usize, cols: usize) -> QTensor {
+        let dev = Device::Cpu;
+        let w = Tensor::randn(0f32, 1.0, (rows, cols), &dev).unwrap();
+        QTensor::quantize(&w, GgmlDType::Q8_0).unwrap()
+    }
+
+    /// Where the CPU packs Q8_0, the packed layer answers as candle's does: the same
+    /// embedding rows for a tied table, and the same products up to rounding.
+    #[test]
+    fn a_packed_weight_agrees_with_candle_on_rows_and_products() {
+        let dev = Device::Cpu;
+        let (rows, cols) = (288, 64);
+        let candle = QMatMul::from_qtensor(q8_0(rows, cols)).unwrap();
+        let QMatMul::QTensor(t) = &candle else {
+            unreachable!()
+        };
+        let packed = Linear::new(QMatMul::from_arc(t.clone()).unwrap()).unwrap();
+        if !packed.is_packed() {
+            eprintln!("this CPU has no packed kernel: candle serves the weight");
+            assert!(packed.rows(&[0], &dev).unwrap().is_none());
+            return;
+        }
+        let ids = [0u32, 5, 17, 287];
+        let got = packed.rows(&ids, &dev).unwrap().unwrap();
+        let want = candle
+            .embedding(&Tensor::new(&ids[..], &dev).unwrap())
+            .unwrap();
+        let diff = (got - want).unwrap().abs().unwrap().max_all().unwrap();
+        assert_eq!(diff.to_scalar::<f32>().unwrap(), 0.0);
+        assert!(packed.rows(&[288], &dev).is_err(), "an id past the table");
+
+        let x = Tensor::randn(0f32, 1.0, (1, 3, cols), &dev).unwrap();
+        let got = packed.forward(&x).unwrap();
+        let want = candle.forward(&x).unwrap();
+        let scale = want
+            .abs()
+            .unwrap()
+            .max_all()
+            .unwrap()
+            .to_scalar::<f32>()
+            .unwrap();
+        let diff = (got - want).unwrap().abs().unwrap().max_all().unwrap();
+        assert!(diff.to_scalar::<f32>().unwrap() <= scale * 1e-4);
     }
 }

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use crate::error::EngineError;
 use crate::model::linear::Linear;
 use crate::model::stacked::SharedInput;
-use crate::model::transformer::{Attention, Block, Mlp};
+use crate::model::transformer::{Attention, Block, Embedding, Mlp};
 use crate::model::{Arch, LoadStage, Model, ModelConfig, Rope};
 
 /// The index of a sharded checkpoint.
@@ -277,10 +277,10 @@ pub fn load(
     }
     let norm = w.vector("model.norm.weight", h)?;
     let lm_head = if !tied {
-        w.matmul("lm_head.weight", vocab, h)?
+        Linear::Candle(w.matmul("lm_head.weight", vocab, h)?)
     } else {
         w.bytes += vocab * h * 4;
-        QMatMul::Tensor(embed.clone())
+        Linear::Candle(QMatMul::Tensor(embed.clone()))
     };
     hook(LoadStage::Head)?;
     let rope = Rope::new(
@@ -293,7 +293,7 @@ pub fn load(
     Ok(Model {
         weight_bytes_per_token: w.bytes,
         config,
-        embed: QMatMul::Tensor(embed),
+        embed: Embedding::Table(QMatMul::Tensor(embed)),
         blocks,
         norm,
         lm_head,

@@ -7,7 +7,7 @@
 //! (for `L == 1` the mask would be all zeros and is skipped).
 
 use candle_core::quantized::QMatMul;
-use candle_core::{Device, Module, Tensor};
+use candle_core::{Device, Tensor};
 
 use crate::error::EngineError;
 use crate::model::linear::Linear;
@@ -35,15 +35,23 @@ pub(crate) struct Block {
     pub mlp: Mlp,
 }
 
+/// Where token embeddings come from.
+pub(crate) enum Embedding {
+    /// A table of their own (quantized, or dense from safetensors).
+    Table(QMatMul),
+    /// The rows of the packed output head the table is tied to: one copy of the weights
+    /// instead of two.
+    TiedToHead,
+}
+
 /// A loaded model: weights, RoPE tables and config. Immutable; every sequence brings its own
 /// [`KvCache`].
 pub struct Model {
     pub(crate) config: ModelConfig,
-    /// Token embeddings (a quantized table, or a dense one from safetensors).
-    pub(crate) embed: QMatMul,
+    pub(crate) embed: Embedding,
     pub(crate) blocks: Vec<Block>,
     pub(crate) norm: Tensor,
-    pub(crate) lm_head: QMatMul,
+    pub(crate) lm_head: Linear,
     pub(crate) rope: Rope,
     pub(crate) device: Device,
     pub(crate) quantization: String,
@@ -95,7 +103,13 @@ impl Model {
         cache.reserve(l)?;
         let offset = cache.len();
         let ids = Tensor::new(tokens, &self.device)?;
-        let mut x = self.embed.embedding(&ids)?.unsqueeze(0)?;
+        let x = match &self.embed {
+            Embedding::Table(table) => Some(table.embedding(&ids)?),
+            Embedding::TiedToHead => self.lm_head.rows(tokens, &self.device)?,
+        };
+        let mut x = x
+            .ok_or_else(|| EngineError::InvalidRequest("tied embedding without a head".into()))?
+            .unsqueeze(0)?;
         let mask = LazyMask::new(l, offset, &self.device);
         for (i, block) in self.blocks.iter().enumerate() {
             x = self.block_forward(block, i, &x, offset, &mask, cache)?;
