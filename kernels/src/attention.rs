@@ -260,9 +260,9 @@ impl Task<'_> {
     }
 }
 
-/// `scores[j] = scale · (query · key j)` for the consecutive keys of `keys`. Four keys at a
-/// time, each with its own accumulators, so the multiply-adds of one key do not wait on each
-/// other.
+/// `scores[j] = scale · (query · key j)` for the consecutive keys of `keys`. Several keys at
+/// a time, each with its own accumulators, so the multiply-adds of one key do not wait on
+/// each other.
 ///
 /// # Safety
 /// For `AVX2`, the CPU has AVX2 and FMA.
@@ -318,10 +318,12 @@ mod x86 {
         assert!(keys.len() >= n * dim && dim.is_multiple_of(8));
         let (q, k) = (query.as_ptr(), keys.as_ptr());
         let mut j = 0;
-        while j + 4 <= n {
-            let mut acc = [_mm256_setzero_ps(); 4];
+        // Eight keys at a time: eight independent multiply-add chains, enough to cover the
+        // instruction's latency, and one 8-wide store of the finished scores.
+        while j + 8 <= n {
+            let mut acc = [_mm256_setzero_ps(); 8];
             for c in (0..dim).step_by(8) {
-                // SAFETY: `c + 8 <= dim`, and keys `j..j + 4` are inside `keys` (asserted).
+                // SAFETY: `c + 8 <= dim`, and keys `j..j + 8` are inside `keys` (asserted).
                 unsafe {
                     let x = _mm256_loadu_ps(q.add(c));
                     for (key, acc) in acc.iter_mut().enumerate() {
@@ -330,20 +332,24 @@ mod x86 {
                     }
                 }
             }
-            // Two rounds of pairwise sums leave, in each 128-bit half, the four keys' partial
-            // dot products; adding the halves finishes them.
-            let pairs = _mm256_hadd_ps(
+            // Pairwise sums leave, in each 128-bit half, four keys' partial dot products
+            // (keys 0-3 in one vector, 4-7 in the other); adding the halves finishes them.
+            let low = _mm256_hadd_ps(
                 _mm256_hadd_ps(acc[0], acc[1]),
                 _mm256_hadd_ps(acc[2], acc[3]),
             );
-            let dots = _mm_add_ps(
-                _mm256_castps256_ps128(pairs),
-                _mm256_extractf128_ps(pairs, 1),
+            let high = _mm256_hadd_ps(
+                _mm256_hadd_ps(acc[4], acc[5]),
+                _mm256_hadd_ps(acc[6], acc[7]),
             );
-            let dots = _mm_mul_ps(dots, _mm_set1_ps(scale));
-            // SAFETY: `j + 4 <= n`.
-            unsafe { _mm_storeu_ps(scores.as_mut_ptr().add(j), dots) };
-            j += 4;
+            let dots = _mm256_add_ps(
+                _mm256_permute2f128_ps(low, high, 0x20),
+                _mm256_permute2f128_ps(low, high, 0x31),
+            );
+            let dots = _mm256_mul_ps(dots, _mm256_set1_ps(scale));
+            // SAFETY: `j + 8 <= n`.
+            unsafe { _mm256_storeu_ps(scores.as_mut_ptr().add(j), dots) };
+            j += 8;
         }
         for (jj, score) in scores.iter_mut().enumerate().skip(j) {
             let mut acc = _mm256_setzero_ps();
