@@ -1,24 +1,53 @@
 //! End-to-end checks on a real model file. Skipped (with a printed reason) unless
 //! `HEARTH_TEST_MODEL` names a Qwen2.5-Coder GGUF (scripts/fetch-model.sh fetches one). Build
 //! the engine's dependencies optimized for tests, or run with `--release`.
+//!
+//! The tests run on a Q8_0 copy of that file, made once per target directory, because that is
+//! what users run: the engine makes the same copy of the default model when it fetches it, and
+//! Q8_0 is what hearth's packed kernels and fused attention serve.
 // A test binary: panics are the failures.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::path::Path;
+use std::sync::OnceLock;
 use std::time::Duration;
 
+use candle_core::quantized::GgmlDType;
+
 use hearth_backend::Message;
+use hearth_local::requant::requantize;
 use hearth_local::{
     Engine, EngineConfig, EngineEvent, GenerateRequest, Health, Prompt, SamplingParams,
 };
 
 fn model_path() -> Option<String> {
     match std::env::var("HEARTH_TEST_MODEL") {
-        Ok(p) if !p.is_empty() => Some(p),
+        Ok(p) if !p.is_empty() => Some(q8_0_copy(&p)),
         _ => {
             eprintln!("skipped: set HEARTH_TEST_MODEL to a Qwen2.5-Coder GGUF to run");
             None
         }
     }
+}
+
+/// The Q8_0 copy of `original`, made on first use (a few seconds) and shared by the tests.
+fn q8_0_copy(original: &str) -> String {
+    static COPY: OnceLock<String> = OnceLock::new();
+    COPY.get_or_init(|| {
+        let name = Path::new(original).file_stem().unwrap().to_string_lossy();
+        let copy = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-q8_0.gguf"));
+        let stale = match (std::fs::metadata(original), std::fs::metadata(&copy)) {
+            (Ok(src), Ok(dst)) => src.modified().unwrap() > dst.modified().unwrap(),
+            _ => true,
+        };
+        if stale {
+            let partial = copy.with_extension("gguf.partial");
+            requantize(original.as_ref(), &partial, GgmlDType::Q8_0).unwrap();
+            std::fs::rename(&partial, &copy).unwrap();
+        }
+        copy.to_string_lossy().into_owned()
+    })
+    .clone()
 }
 
 fn answer(path: &str, messages: Vec<Message>, max: usize) -> String {
