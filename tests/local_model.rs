@@ -1,14 +1,33 @@
 //! The real local model, end to end through `hearth run` (needs HEARTH_TEST_MODEL, a GGUF of
-//! Qwen2.5-Coder-0.5B-Instruct; `.ci/run` fetches it with scripts/fetch-model.sh).
+//! Qwen2.5-Coder-0.5B-Instruct; `.ci/run` fetches it with scripts/fetch-model.sh). It runs on a
+//! Q8_0 copy of that file, as users do: the engine makes the same copy of the default model.
 //!
 //! A test binary of its own: it keeps both cores busy for minutes, which must not starve the
 //! timing-sensitive suites in `tests/all.rs` running beside it.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
+
+/// The Q8_0 copy of `original` in the target's test directory, made once (a few seconds).
+fn q8_0_copy(original: &str) -> PathBuf {
+    let name = Path::new(original).file_stem().unwrap().to_string_lossy();
+    let copy = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-q8_0-run.gguf"));
+    let stale = match (std::fs::metadata(original), std::fs::metadata(&copy)) {
+        (Ok(src), Ok(dst)) => src.modified().unwrap() > dst.modified().unwrap(),
+        _ => true,
+    };
+    if stale {
+        let partial = copy.with_extension("gguf.partial");
+        let q8_0 = candle_core::quantized::GgmlDType::Q8_0;
+        hearth_local::requant::requantize(original.as_ref(), &partial, q8_0).unwrap();
+        std::fs::rename(&partial, &copy).unwrap();
+    }
+    copy
+}
 
 #[test]
 fn hearth_run_answers_a_coding_question_on_the_local_engine() {
@@ -16,11 +35,15 @@ fn hearth_run_answers_a_coding_question_on_the_local_engine() {
         eprintln!("skipped: set HEARTH_TEST_MODEL to a Qwen2.5-Coder GGUF to run this test");
         return;
     };
+    let model = q8_0_copy(&model);
     let home = tempfile::tempdir().unwrap();
     let config = home.path().join("config.toml");
     std::fs::write(
         &config,
-        format!("[local]\nmodel = \"{model}\"\nmax_tokens = 160\n"),
+        format!(
+            "[local]\nmodel = \"{}\"\nmax_tokens = 160\n",
+            model.display()
+        ),
     )
     .unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_hearth"))
