@@ -16,16 +16,7 @@ use serde_json::Value;
 fn q8_0_copy(original: &str) -> PathBuf {
     let name = Path::new(original).file_stem().unwrap().to_string_lossy();
     let copy = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-q8_0-run.gguf"));
-    let stale = match (std::fs::metadata(original), std::fs::metadata(&copy)) {
-        (Ok(src), Ok(dst)) => src.modified().unwrap() > dst.modified().unwrap(),
-        _ => true,
-    };
-    if stale {
-        let partial = copy.with_extension("gguf.partial");
-        let q8_0 = candle_core::quantized::GgmlDType::Q8_0;
-        hearth_local::requant::requantize(original.as_ref(), &partial, q8_0).unwrap();
-        std::fs::rename(&partial, &copy).unwrap();
-    }
+    hearth_local::requant::q8_0_copy(original.as_ref(), &copy).unwrap();
     copy
 }
 

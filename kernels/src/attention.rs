@@ -15,6 +15,8 @@ use std::fmt;
 
 use rayon::prelude::*;
 
+use crate::OutPtr;
+
 /// Query positions per task (times the query heads of its KV head): they share every key
 /// block they read.
 const QUERY_BLOCK: usize = 16;
@@ -136,14 +138,6 @@ fn attention_on(
         });
     Ok(())
 }
-
-/// The output pointer, shared by the tasks (each writes disjoint elements).
-#[derive(Clone, Copy)]
-struct OutPtr(*mut f32);
-// SAFETY: see `causal_attention`: tasks write disjoint elements and the loop joins them.
-unsafe impl Send for OutPtr {}
-// SAFETY: as for `Send`.
-unsafe impl Sync for OutPtr {}
 
 /// Attention of the query heads of one KV head, for a block of query rows.
 struct Task<'a> {

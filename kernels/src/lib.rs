@@ -15,3 +15,13 @@ mod q8_0;
 
 pub use attention::{AttentionShape, ShapeError, causal_attention};
 pub use q8_0::{Isa, PackError, PackedQ8_0};
+
+/// An output buffer's start, shared by the threads of one parallel kernel call. Each thread
+/// writes only its own elements, and the call joins them all before it returns.
+#[derive(Clone, Copy)]
+struct OutPtr(*mut f32);
+// SAFETY: every user splits the output into disjoint parts per thread and joins the threads
+// before the buffer's borrow ends (see `PackedQ8_0::matmul` and `causal_attention`).
+unsafe impl Send for OutPtr {}
+// SAFETY: as for `Send`; the closures that share it only read the pointer itself.
+unsafe impl Sync for OutPtr {}

@@ -143,20 +143,13 @@ fn fetch_fraction(p: FetchProgress) -> Option<f32> {
 /// copy made once beside it (a few seconds) runs faster. Falls back to the original on failure.
 fn faster_copy(original: &std::path::Path, model: &str) -> PathBuf {
     let copy = original.with_file_name(format!("{model}-q8_0.gguf"));
-    if copy.exists() {
-        return copy;
-    }
-    let partial = copy.with_extension("gguf.partial");
-    match crate::requant::requantize(original, &partial, candle_core::quantized::GgmlDType::Q8_0)
-        .and_then(|()| std::fs::rename(&partial, &copy).map_err(Into::into))
-    {
+    match crate::requant::q8_0_copy(original, &copy) {
         Ok(()) => copy,
         Err(err) => {
             tracing::warn!(
                 "cannot make a Q8_0 copy of {}: {err}; using the original",
                 original.display()
             );
-            let _ = std::fs::remove_file(&partial);
             original.to_path_buf()
         }
     }

@@ -61,6 +61,18 @@ pub fn requantize(src: &Path, dst: &Path, dtype: GgmlDType) -> Result<(), Engine
     Ok(())
 }
 
+/// Makes `copy` a Q8_0 copy of `original`, unless one at least as new as the original is there
+/// already. The engine makes this copy of its default model; tests make it of theirs.
+pub fn q8_0_copy(original: &Path, copy: &Path) -> Result<(), EngineError> {
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified());
+    match (modified(original), modified(copy)) {
+        (Ok(src), Ok(dst)) if dst >= src => Ok(()),
+        // The original is gone but its copy is not: the copy is what there is.
+        (Err(_), Ok(_)) => Ok(()),
+        _ => requantize(original, copy, GgmlDType::Q8_0),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

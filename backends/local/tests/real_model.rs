@@ -12,10 +12,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use candle_core::quantized::GgmlDType;
-
 use hearth_backend::Message;
-use hearth_local::requant::requantize;
 use hearth_local::{
     Engine, EngineConfig, EngineEvent, GenerateRequest, Health, Prompt, SamplingParams,
 };
@@ -36,15 +33,7 @@ fn q8_0_copy(original: &str) -> String {
     COPY.get_or_init(|| {
         let name = Path::new(original).file_stem().unwrap().to_string_lossy();
         let copy = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-q8_0.gguf"));
-        let stale = match (std::fs::metadata(original), std::fs::metadata(&copy)) {
-            (Ok(src), Ok(dst)) => src.modified().unwrap() > dst.modified().unwrap(),
-            _ => true,
-        };
-        if stale {
-            let partial = copy.with_extension("gguf.partial");
-            requantize(original.as_ref(), &partial, GgmlDType::Q8_0).unwrap();
-            std::fs::rename(&partial, &copy).unwrap();
-        }
+        hearth_local::requant::q8_0_copy(original.as_ref(), &copy).unwrap();
         copy.to_string_lossy().into_owned()
     })
     .clone()

@@ -21,6 +21,8 @@ mod tests;
 
 use half::f16;
 
+use crate::OutPtr;
+
 /// Rows per tile: one 512-bit register of i32 lanes.
 const TILE_ROWS: usize = 16;
 /// Values per Q8_0 block.
@@ -262,14 +264,6 @@ impl PackedQ8_0 {
         }
     }
 }
-
-/// The output pointer, shared by the pool's threads (each writes disjoint columns).
-#[derive(Clone, Copy)]
-struct OutPtr(*mut f32);
-// SAFETY: see `matmul`: the threads write disjoint elements and the scope joins them.
-unsafe impl Send for OutPtr {}
-// SAFETY: as for `Send`; the pool's spawned closures borrow it.
-unsafe impl Sync for OutPtr {}
 
 impl QuantizedRows {
     /// Quantizes the `m` rows of `lhs`, spread over `threads` when there are rows enough.
