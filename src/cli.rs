@@ -17,6 +17,9 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
+/// The hidden subcommand the local engine's worker process runs.
+pub const ENGINE_WORKER: &str = "engine-worker";
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve ACP over stdio (the default).
@@ -51,6 +54,11 @@ pub enum Command {
         #[arg(long)]
         no_ttft: bool,
     },
+    /// Internal: serve the local engine to the hearth that started this process, as JSON
+    /// lines on stdin and stdout (the engine runs in a worker process on a GPU, so that a
+    /// lost CUDA context ends only the worker).
+    #[command(name = ENGINE_WORKER, hide = true)]
+    EngineWorker,
 }
 
 #[derive(Debug, Subcommand)]

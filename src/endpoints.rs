@@ -4,10 +4,11 @@
 use std::sync::Arc;
 
 use hearth_backend::BackendError;
-use hearth_local::{EngineConfig, LazyLocalBackend, ModelSource};
+use hearth_local::{EngineConfig, Isolation, LazyLocalBackend, ModelSource, WorkerCommand};
 use hearth_openai::{OpenAiBackend, OpenAiEndpoint};
 
 use crate::agent::{Catalog, Endpoint};
+use crate::cli::ENGINE_WORKER;
 use crate::config::{Config, EndpointConfig, LOCAL_ENDPOINT, LocalSettings, Timeouts};
 use crate::parse::ToolFormat;
 
@@ -51,6 +52,12 @@ fn local_endpoint(local: &LocalSettings) -> Endpoint {
         let mut engine = EngineConfig::new(path);
         engine.max_context = max_context.map(|n| n as usize);
         engine.prefill_chunk = prefill_chunk.map(|n| n as usize);
+        // On a GPU the model runs in a worker process this binary serves, so a sticky CUDA
+        // fault costs a reload, not the whole agent.
+        engine.isolation = WorkerCommand::this_program([ENGINE_WORKER])
+            .map_or(Isolation::Thread, |w| {
+                Isolation::for_device(engine.device, w)
+            });
         engine
     });
     let config = EndpointConfig {

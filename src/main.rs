@@ -19,6 +19,9 @@ fn env(key: &str) -> Option<String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(Command::EngineWorker) = cli.command {
+        return engine_worker();
+    }
     let config = match config::load(cli.config.as_deref(), &env) {
         Ok(config) => config,
         Err(err) => {
@@ -73,6 +76,7 @@ fn main() -> ExitCode {
                 hearth::repl::run(core, args).await?;
                 Ok(ExitCode::SUCCESS)
             }
+            Command::EngineWorker => Ok(engine_worker()),
         }
     });
     match result {
@@ -83,6 +87,15 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The local engine's worker process. It reads no config (its parent already did and sends
+/// what the engine needs) and logs warnings and errors to the stderr it shares with its parent.
+fn engine_worker() -> ExitCode {
+    let _log = hearth::logging::init(&config::LogSettings::default(), LogAudience::Terminal);
+    let input = std::io::BufReader::new(std::io::stdin());
+    let exit = hearth_local::engine::serve_worker(input, std::io::stdout());
+    ExitCode::from(exit.code())
 }
 
 /// The agent core every front end shares, with sessions saved when a data directory exists.

@@ -10,6 +10,11 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use hearth_backend::Message;
+use hearth_local::{
+    Engine, EngineConfig, EngineEvent, GenerateRequest, Health, Isolation, Prompt, SamplingParams,
+    WorkerCommand,
+};
 use serde_json::Value;
 
 /// The Q8_0 copy of `original` in the target's test directory, made once (a few seconds).
@@ -75,5 +80,57 @@ fn hearth_run_answers_a_coding_question_on_the_local_engine() {
             Some("end_turn" | "max_tokens")
         ),
         "{result}"
+    );
+}
+
+/// The greedy answer of an engine run with `isolation`, and its worker's process id.
+fn greedy_answer(model: &Path, isolation: Isolation) -> (String, Option<u32>) {
+    let mut config = EngineConfig::new(model);
+    config.device = hearth_local::DeviceChoice::Cpu;
+    config.max_context = Some(2048);
+    config.isolation = isolation;
+    let engine = Engine::spawn(config).unwrap();
+    assert_eq!(
+        engine.wait_ready(std::time::Duration::from_secs(300)),
+        Health::Healthy
+    );
+    let prompt = Prompt::Messages(vec![Message::user(
+        "Write a Python function that reverses a string.",
+    )]);
+    let mut request = GenerateRequest::new(prompt, SamplingParams::greedy());
+    request.max_tokens = Some(24);
+    let mut events = engine.submit(request);
+    let mut text = String::new();
+    while let Some(event) = events.blocking_recv() {
+        match event {
+            EngineEvent::Text(t) => text.push_str(&t),
+            EngineEvent::Done(_) => break,
+            other if other.is_terminal() => panic!("{other:?}"),
+            _ => {}
+        }
+    }
+    (text, engine.worker_pid())
+}
+
+#[test]
+fn the_hearth_binary_serves_the_engine_in_a_worker_process() {
+    let Ok(model) = std::env::var("HEARTH_TEST_MODEL") else {
+        eprintln!("skipped: set HEARTH_TEST_MODEL to a Qwen2.5-Coder GGUF to run this test");
+        return;
+    };
+    let model = q8_0_copy(&model);
+    let (in_thread, no_worker) = greedy_answer(&model, Isolation::Thread);
+    assert_eq!(no_worker, None);
+    let worker = WorkerCommand {
+        program: env!("CARGO_BIN_EXE_hearth").into(),
+        args: vec!["engine-worker".into()],
+        env: Vec::new(),
+    };
+    let (in_worker, pid) = greedy_answer(&model, Isolation::Process(worker));
+    assert!(pid.is_some_and(|pid| pid != std::process::id()));
+    assert!(!in_thread.trim().is_empty());
+    assert_eq!(
+        in_worker, in_thread,
+        "the same tokens through `hearth engine-worker`"
     );
 }

@@ -6,7 +6,7 @@ use candle_core::Device;
 use crate::error::EngineError;
 
 /// Where the model runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum DeviceChoice {
     /// CUDA device 0 when built with `cuda` and a GPU is present, else the CPU.
     #[default]
@@ -53,6 +53,15 @@ fn open_cuda(_n: usize) -> Result<Device, EngineError> {
 /// memory grows), 1024 on a GPU.
 pub fn default_prefill_chunk(device: &Device) -> usize {
     if device.is_cpu() { 256 } else { 1024 }
+}
+
+/// Short human name of a device choice, for a device this process does not open.
+pub fn describe_choice(choice: DeviceChoice) -> String {
+    match choice {
+        DeviceChoice::Auto => "auto".into(),
+        DeviceChoice::Cpu => "cpu".into(),
+        DeviceChoice::Cuda(n) => format!("cuda:{n}"),
+    }
 }
 
 /// Short human name of the device for reports.

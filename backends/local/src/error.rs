@@ -82,7 +82,7 @@ pub enum EngineError {
 }
 
 /// The three fault classes of the engine.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum FaultClass {
     /// Validation, overflow, bad ids, cancel, CPU-side panics and ordinary tensor errors: the
     /// model stays healthy.

@@ -7,7 +7,7 @@ use crate::error::EngineError;
 use crate::model::LoadStage;
 
 /// Where a fault can be injected.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Seam {
     Load(LoadStage),
     /// After prefill chunk `k` (0-based) ran.
@@ -19,7 +19,7 @@ pub enum Seam {
 }
 
 /// What an injected fault looks like.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum InjectedFault {
     /// An ordinary tensor error (e.g. a shape mismatch).
     Tensor,
@@ -31,7 +31,13 @@ pub enum InjectedFault {
     UnknownCuda,
     /// A panic in the engine's code.
     Panic,
+    /// Not an error: the engine stalls at the seam for [`STALL`], like a slow device, so a
+    /// test can act while a request is surely in flight (across a process boundary too).
+    Stall,
 }
+
+/// How long an [`InjectedFault::Stall`] holds the engine.
+pub const STALL: std::time::Duration = std::time::Duration::from_secs(3);
 
 impl InjectedFault {
     /// The synthetic error (panics for [`InjectedFault::Panic`]).
@@ -47,16 +53,21 @@ impl InjectedFault {
             Self::StickyCuda => cuda("CUDA_ERROR_ILLEGAL_ADDRESS"),
             Self::UnknownCuda => cuda("CUDA_ERROR_NEVER_SEEN_BEFORE"),
             Self::Panic => panic!("injected panic"),
+            Self::Stall => candle_core::Error::Msg("a stall is not an error".into()),
         };
         EngineError::Tensor(err)
     }
 }
 
+/// One armed fault: where, what, and how many more times it fires. What crosses into an
+/// engine worker process (see `engine::process`).
+pub type ArmedFault = (Seam, InjectedFault, usize);
+
 #[cfg(any(test, feature = "fault-injection"))]
 mod plan {
     use std::sync::{Arc, Condvar, Mutex};
 
-    use super::{InjectedFault, Seam};
+    use super::{ArmedFault, InjectedFault, Seam};
     use crate::error::EngineError;
 
     /// Armed faults, shared with the engine thread so a test can arm them at any time.
@@ -97,6 +108,20 @@ mod plan {
             }
         }
 
+        /// The faults still armed, to re-arm in a worker process.
+        pub fn armed(&self) -> Vec<ArmedFault> {
+            self.armed.lock().map(|a| a.clone()).unwrap_or_default()
+        }
+
+        /// A plan with `armed` faults and nothing paused.
+        pub fn with_armed(armed: Vec<ArmedFault>) -> Self {
+            let plan = Self::default();
+            for (seam, fault, times) in armed {
+                plan.arm(seam, fault, times);
+            }
+            plan
+        }
+
         /// Fires `fault` the next `times` times `seam` is reached.
         pub fn arm(&self, seam: Seam, fault: InjectedFault, times: usize) {
             if let Ok(mut armed) = self.armed.lock() {
@@ -120,6 +145,10 @@ mod plan {
                 }
             };
             match fault {
+                Some(InjectedFault::Stall) => {
+                    std::thread::sleep(super::STALL);
+                    Ok(())
+                }
                 Some(fault) => Err(fault.raise()),
                 None => Ok(()),
             }
@@ -129,7 +158,7 @@ mod plan {
 
 #[cfg(not(any(test, feature = "fault-injection")))]
 mod plan {
-    use super::Seam;
+    use super::{ArmedFault, Seam};
     use crate::error::EngineError;
 
     /// No faults in production builds.
@@ -139,6 +168,15 @@ mod plan {
     }
 
     impl FaultPlan {
+        pub fn armed(&self) -> Vec<ArmedFault> {
+            Vec::new()
+        }
+
+        /// Production builds arm nothing: a worker process never injects faults.
+        pub fn with_armed(_armed: Vec<ArmedFault>) -> Self {
+            Self::default()
+        }
+
         #[inline(always)]
         pub fn check(&self, _seam: Seam) -> Result<(), EngineError> {
             Ok(())

@@ -21,7 +21,9 @@ pub mod tokenizer;
 
 pub use backend::LocalBackend;
 pub use device::DeviceChoice;
-pub use engine::{Engine, EngineConfig, EngineEvent, GenerateRequest, Health, Prompt};
+pub use engine::{
+    Engine, EngineConfig, EngineEvent, GenerateRequest, Health, Isolation, Prompt, WorkerCommand,
+};
 pub use error::{EngineError, FaultClass};
 pub use lazy::{LazyLocalBackend, ModelSource};
 pub use model::{Arch, GgufFile, KvCache, LoadStage, Model, ModelConfig, ModelFiles};

@@ -4,7 +4,7 @@
 use crate::error::EngineError;
 
 /// How to pick the next token.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SamplingParams {
     /// 0 (or less) means greedy.
     pub temperature: f32,

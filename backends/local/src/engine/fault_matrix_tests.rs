@@ -15,6 +15,7 @@ fn expected_class(fault: InjectedFault) -> FaultClass {
         InjectedFault::Tensor | InjectedFault::Panic => FaultClass::Request,
         InjectedFault::OutOfMemory => FaultClass::Resource,
         InjectedFault::StickyCuda | InjectedFault::UnknownCuda => FaultClass::Device,
+        InjectedFault::Stall => unreachable!("a stall is not a fault"),
     }
 }
 

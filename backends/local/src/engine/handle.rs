@@ -10,6 +10,7 @@ use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tracing::info;
 
 use crate::engine::health::{Health, HealthCell};
+use crate::engine::process::{Isolation, Supervisor};
 use crate::engine::sink::{Sink, Terminal};
 use crate::engine::worker::Worker;
 use crate::engine::{EngineConfig, EngineEvent, GenerateRequest};
@@ -33,10 +34,19 @@ enum Command {
     Generate(Box<GenerateRequest>, Sink),
 }
 
-/// The running engine: a dedicated OS thread owns the model; requests go over a channel and
-/// events stream back. Dropping the engine lets the thread finish its current request and exit.
+/// Who owns the model.
+enum Runner {
+    /// A dedicated OS thread of this process; requests go over a channel.
+    Thread(mpsc::Sender<Command>),
+    /// A supervised worker process (see [`crate::engine::process`]).
+    Process(Supervisor),
+}
+
+/// The running engine: a dedicated OS thread (or a worker process) owns the model; requests
+/// go over a channel and events stream back. Dropping the engine lets the thread finish its
+/// current request and exit, or ends the worker process.
 pub struct Engine {
-    tx: mpsc::Sender<Command>,
+    runner: Runner,
     /// Requests handed to the engine thread and not yet answered (the one being served
     /// included): what a new request waits behind.
     pending: Arc<AtomicUsize>,
@@ -50,7 +60,6 @@ impl Engine {
     /// thread. Returns before the weights are in; [`Engine::health`] tells when they are.
     /// Blocks for the header read: call from a blocking context.
     pub fn spawn(config: EngineConfig) -> Result<Self, EngineError> {
-        let device = crate::device::open(config.device)?;
         let files = ModelFiles::at(&config.model_path);
         let header = files.header()?;
         let tokenizer = Arc::new(header.tokenizer);
@@ -62,36 +71,43 @@ impl Engine {
             .model_id
             .clone()
             .unwrap_or_else(|| ModelFiles::default_id(&config.model_path));
+        let model_path = config.model_path.clone();
+        let health = HealthCell::new(Health::Loading { fraction: 0.0 });
+        let (runner, device) = match &config.isolation {
+            Isolation::Process(command) => {
+                // The parent never opens the device: a lost CUDA context stays in the worker.
+                let device = format!(
+                    "{} (engine worker process)",
+                    crate::device::describe_choice(config.device)
+                );
+                let command = command.clone();
+                let supervisor = Supervisor::start(config, command, health.clone())?;
+                (Runner::Process(supervisor), device)
+            }
+            Isolation::Thread | Isolation::Worker => {
+                let device = crate::device::open(config.device)?;
+                let described = crate::device::describe(&device);
+                let worker = Worker::new(
+                    config,
+                    device,
+                    tokenizer.clone(),
+                    health.clone(),
+                    context_length,
+                );
+                (Runner::Thread(start_thread(worker)?), described)
+            }
+        };
         let summary = ModelSummary {
             id,
-            path: config.model_path.clone(),
+            path: model_path,
             arch: model_config.arch,
             context_length,
             quantization: header.quantization,
-            device: crate::device::describe(&device),
-        };
-        let health = HealthCell::new(Health::Loading { fraction: 0.0 });
-        let (tx, rx) = mpsc::channel::<Command>();
-        let pending = Arc::new(AtomicUsize::new(0));
-        let mut worker = Worker::new(
-            config,
             device,
-            tokenizer.clone(),
-            health.clone(),
-            context_length,
-        );
-        thread::Builder::new()
-            .name("hearth-engine".into())
-            .spawn(move || {
-                worker.start();
-                while let Ok(Command::Generate(req, sink)) = rx.recv() {
-                    worker.handle(*req, sink);
-                }
-                info!("engine thread exits");
-            })?;
+        };
         Ok(Self {
-            tx,
-            pending,
+            runner,
+            pending: Arc::new(AtomicUsize::new(0)),
             health,
             summary,
             tokenizer,
@@ -111,6 +127,14 @@ impl Engine {
             });
             return rx;
         }
+        let tx = match &self.runner {
+            Runner::Thread(tx) => tx,
+            // The worker's own engine counts what is queued and says so.
+            Runner::Process(supervisor) => {
+                supervisor.submit(request, sink);
+                return rx;
+            }
+        };
         let (sink, ahead) = sink.counted(self.pending.clone());
         if ahead > 0 {
             // Sent before the request is queued, so it always precedes the request's own
@@ -121,8 +145,16 @@ impl Engine {
         }
         // If the thread is gone the command comes back and dropping its sink ends the
         // stream with an error.
-        let _ = self.tx.send(Command::Generate(Box::new(request), sink));
+        let _ = tx.send(Command::Generate(Box::new(request), sink));
         rx
+    }
+
+    /// The worker process's id when the engine runs in one (and one is running).
+    pub fn worker_pid(&self) -> Option<u32> {
+        match &self.runner {
+            Runner::Thread(_) => None,
+            Runner::Process(supervisor) => supervisor.pid(),
+        }
     }
 
     pub fn health(&self) -> Health {
@@ -148,4 +180,19 @@ impl Engine {
             thread::sleep(std::time::Duration::from_millis(5));
         }
     }
+}
+
+/// Starts the engine thread: it loads the model, then serves requests until the engine drops.
+fn start_thread(mut worker: Worker) -> Result<mpsc::Sender<Command>, EngineError> {
+    let (tx, rx) = mpsc::channel::<Command>();
+    thread::Builder::new()
+        .name("hearth-engine".into())
+        .spawn(move || {
+            worker.start();
+            while let Ok(Command::Generate(req, sink)) = rx.recv() {
+                worker.handle(*req, sink);
+            }
+            info!("engine thread exits");
+        })?;
+    Ok(tx)
 }

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use crate::error::EngineError;
 
 /// Where the model stands.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Health {
     /// Weights are loading; `fraction` in 0..=1.
     Loading {
@@ -15,6 +15,11 @@ pub enum Health {
     Healthy,
     /// A device fault poisoned the model; a reload is under way.
     Poisoned {
+        cause: String,
+    },
+    /// A sticky device fault lost this process's device context, which no in-process reload
+    /// can bring back: the engine's worker process ends and its supervisor starts a new one.
+    Restarting {
         cause: String,
     },
     /// Loading failed or reloads are exhausted; the model refuses all work.
@@ -49,7 +54,9 @@ impl HealthCell {
     /// The error a new request gets now, if it must be refused.
     pub fn refusal(&self) -> Option<EngineError> {
         match self.get() {
-            Health::Poisoned { cause } => Some(EngineError::Poisoned { cause }),
+            Health::Poisoned { cause } | Health::Restarting { cause } => {
+                Some(EngineError::Poisoned { cause })
+            }
             Health::Failed { reason } => Some(EngineError::Failed(reason)),
             Health::Loading { .. } | Health::Healthy => None,
         }

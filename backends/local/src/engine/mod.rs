@@ -5,6 +5,7 @@ mod generate;
 mod handle;
 mod health;
 mod pool;
+pub mod process;
 mod sink;
 mod types;
 mod worker;
@@ -12,6 +13,7 @@ mod worker;
 pub use handle::{Engine, ModelSummary};
 pub use health::Health;
 pub use pool::ColdCause;
+pub use process::{Isolation, WorkerCommand, WorkerExit, serve_worker};
 pub use types::{EngineConfig, EngineEvent, GenerateRequest, Prompt};
 
 #[cfg(test)]

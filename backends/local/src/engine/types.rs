@@ -3,15 +3,17 @@
 use std::path::PathBuf;
 
 use hearth_backend::{FinishReason, Message, Progress, Usage};
+use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::device::DeviceChoice;
+use crate::engine::process::Isolation;
 use crate::error::EngineError;
 use crate::inject::FaultPlan;
 use crate::sampler::SamplingParams;
 
 /// The prompt of a request.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum Prompt {
     /// Rendered as ChatML with the generation prompt.
     Messages(Vec<Message>),
@@ -67,8 +69,9 @@ impl EngineEvent {
     }
 }
 
-/// How to run the engine.
-#[derive(Debug, Clone)]
+/// How to run the engine. It crosses into a worker process as JSON (see
+/// [`crate::engine::process`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EngineConfig {
     /// The GGUF file.
     pub model_path: PathBuf,
@@ -83,9 +86,13 @@ pub struct EngineConfig {
     pub cache_budget_bytes: usize,
     /// Most cached sequences kept at once.
     pub max_cached_sequences: usize,
-    /// Reloads allowed within ten minutes before the model stays failed.
+    /// Reloads (or worker restarts) allowed within ten minutes before the model stays failed.
     pub max_reloads: usize,
-    /// Fault injection (empty outside tests).
+    /// A thread of this process, or a supervised worker process (for CUDA).
+    pub isolation: Isolation,
+    /// Fault injection (empty outside tests). With [`Isolation::Process`] the faults armed
+    /// before the engine starts go to its first worker.
+    #[serde(skip)]
     pub faults: FaultPlan,
 }
 
@@ -100,6 +107,7 @@ impl EngineConfig {
             cache_budget_bytes: 1 << 30,
             max_cached_sequences: 8,
             max_reloads: 3,
+            isolation: Isolation::Thread,
             faults: FaultPlan::default(),
         }
     }

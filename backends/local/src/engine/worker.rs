@@ -14,6 +14,7 @@ use crate::chat::render_chatml;
 use crate::engine::generate::{GenState, GenerateCtx, Plan};
 use crate::engine::health::{Health, HealthCell};
 use crate::engine::pool::{ColdCause, PrefixPool, Sequence};
+use crate::engine::process::Isolation;
 use crate::engine::sink::{Sink, Terminal};
 use crate::engine::{EngineConfig, EngineEvent, GenerateRequest, Prompt};
 use crate::error::{EngineError, FaultClass};
@@ -298,12 +299,19 @@ impl Worker {
         }
     }
 
-    /// Poisoned: drop the model and every cache, then reload (or give up on a sticky CUDA
-    /// fault, which no in-process reload can fix).
+    /// Poisoned: drop the model and every cache, then reload. A sticky CUDA fault no
+    /// in-process reload can fix: a worker process ends for its supervisor to replace it, and
+    /// an engine on a thread gives up.
     fn recover(&mut self, cause: String, sticky: bool) {
         error!(%cause, "model poisoned");
         self.model = None;
         self.pool.clear(ColdCause::Reload);
+        // In a worker a sticky code ends the process even on the CPU, where only fault
+        // injection produces one: that is how the restart path is tested without a GPU.
+        if sticky && self.config.isolation == Isolation::Worker {
+            self.health.set(Health::Restarting { cause });
+            return;
+        }
         if sticky && self.device.is_cuda() {
             self.health.set(Health::Failed {
                 reason: format!("{cause}; the CUDA context is lost, restart hearth"),

@@ -18,7 +18,7 @@ use crate::model::transformer::{Attention, Block, Embedding, Mlp};
 use crate::model::{Arch, Model, ModelConfig, Rope};
 
 /// The stages of a load, reported to a hook (progress and, in tests, fault injection).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum LoadStage {
     /// The GGUF header and metadata were read.
     Header,
