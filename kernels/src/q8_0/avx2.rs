@@ -1,22 +1,24 @@
 //! The AVX2 kernel, for CPUs without AVX-512 VNNI (Zen 2 and 3, most Intel desktop parts).
 //!
 //! AVX2 has no 4-way byte dot product, only `vpmaddubsw` (unsigned × signed bytes, adjacent
-//! pairs summed to i16) and `vpmaddwd` (i16 pairs summed to i32). The stored weights carry the
-//! +128 offset of the VNNI layout, which would overflow the i16 pair sums, so each weight vector
-//! is turned back into signed bytes and multiplied the way ggml does it: `|w|` as the unsigned
-//! operand and the activation with `w`'s sign as the signed one. Both factors are then at most
-//! 128 and 127 in magnitude, so a pair sum stays below `i16::MAX`.
+//! pairs summed to i16) and `vpmaddwd` (i16 pairs summed to i32). The weights are packed signed
+//! (no offset; [`super::Isa::weight_bias`]) and multiplied the way ggml does it: `|w|` as the
+//! unsigned operand and the activation with `w`'s sign as the signed one. Both factors are then
+//! at most 128 and 127 in magnitude, so a pair sum stays below `i16::MAX`.
 //!
-//! A tile's 16 rows are two 8-lane halves. The weight registers of one 4-column word are
-//! loaded once per `MR` activation rows.
+//! A tile's 16 rows are two 8-lane halves. The weight registers of one 4-column word, and
+//! their magnitudes, are computed once per `MR` activation rows (ggml takes `|w|` again for
+//! every row).
 
 use std::ops::Range;
 
 use super::{QuantizedRows, TILE_ROWS, Tile};
 
-/// Activation rows per micro-kernel call: two i32 and two f32 accumulators per row, plus the
-/// four weight registers and temporaries, within AVX2's sixteen ymm registers.
-const MR: usize = 2;
+/// Activation rows per micro-kernel call. Four rows' i32 sums for both halves plus the
+/// weights and their magnitudes fill the sixteen registers; the f32 accumulators, touched
+/// once per block, live in L1. Measured on Zen (2 threads, m = 256): 1.2–1.5× the throughput
+/// of two rows.
+const MR: usize = 4;
 
 const _: () = assert!(TILE_ROWS == 16);
 
@@ -46,10 +48,14 @@ pub(super) unsafe fn group(
 ) {
     debug_assert_eq!(tiles.len(), acts.blocks);
     let mut first = rows.start;
-    // SAFETY (both calls): forwarded from the caller; each call covers rows `first..first + R`.
+    // SAFETY (all calls): forwarded from the caller; each call covers rows `first..first + R`.
     while first + MR <= rows.end {
         unsafe { self::rows::<MR>(tiles, acts, first, out, stride) };
         first += MR;
+    }
+    if first + 2 <= rows.end {
+        unsafe { self::rows::<2>(tiles, acts, first, out, stride) };
+        first += 2;
     }
     if first < rows.end {
         unsafe { self::rows::<1>(tiles, acts, first, out, stride) };
@@ -76,7 +82,6 @@ unsafe fn rows<const R: usize>(
     let blocks = acts.blocks;
     let words = &acts.words[first * blocks..(first + R) * blocks];
     let scales = &acts.scales[first * blocks..(first + R) * blocks];
-    let offset = _mm256_set1_epi8(-128);
     let ones = _mm256_set1_epi16(1);
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
     for (block, tile) in tiles.iter().enumerate() {
@@ -89,13 +94,12 @@ unsafe fn rows<const R: usize>(
         for q in 0..8 {
             // SAFETY: `qs` is 512 bytes at the 64-byte aligned start of the tile; word `q` is
             // its 64 bytes from `q * 64`, rows 0–7 then rows 8–15.
-            let (lo, hi) = unsafe {
-                (
+            let w = unsafe {
+                [
                     _mm256_load_si256(qs.add(2 * q)),
                     _mm256_load_si256(qs.add(2 * q + 1)),
-                )
+                ]
             };
-            let w = [_mm256_xor_si256(lo, offset), _mm256_xor_si256(hi, offset)];
             let magnitude = [_mm256_abs_epi8(w[0]), _mm256_abs_epi8(w[1])];
             for (r, sums) in sums.iter_mut().enumerate() {
                 let a = _mm256_set1_epi32(words[r * blocks + block][q]);

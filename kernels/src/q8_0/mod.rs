@@ -8,9 +8,10 @@
 //! 32-column block, a [`Tile`] with the 512 weight bytes in dot-product order and the 16 scales
 //! as f32.
 //!
-//! `vpdpbusd` multiplies unsigned by signed bytes, so the weights are stored offset by 128
-//! (`w ^ 0x80`) and every activation block carries `-128 · Σa`, which starts its accumulator:
-//! `Σ a·(w + 128) − 128·Σa = Σ a·w`, exactly, in i32.
+//! `vpdpbusd` multiplies unsigned by signed bytes, so for it the weights are stored offset by
+//! 128 (`w ^ 0x80`) and every activation block carries `-128 · Σa`, which starts its
+//! accumulator: `Σ a·(w + 128) − 128·Σa = Σ a·w`, exactly, in i32. The AVX2 kernel takes the
+//! weights as they are (see [`Isa::weight_bias`]).
 
 mod avx2;
 mod avx512;
@@ -76,10 +77,19 @@ impl Isa {
             Self::Avx2 => avx2::available(),
         }
     }
+
+    /// What the packed weight bytes are xored with: `vpdpbusd` wants them unsigned (offset by
+    /// 128); AVX2's kernel wants them signed, as GGUF has them.
+    fn weight_bias(self) -> u8 {
+        match self {
+            Self::Avx512Vnni => 0x80,
+            Self::Avx2 => 0,
+        }
+    }
 }
 
 /// Sixteen rows × one 32-column block: `qs[(q * 16 + row) * 4 + t]` is column `q * 4 + t` of
-/// `row`, offset by 128; `scales[row]` is that row's block scale.
+/// `row`, xored with the kernel's [`Isa::weight_bias`]; `scales[row]` is that row's block scale.
 #[derive(Clone)]
 #[repr(C, align(64))]
 struct Tile {
@@ -158,6 +168,7 @@ impl PackedQ8_0 {
             qs: [0; TILE_ROWS * BLOCK],
             scales: [0.0; TILE_ROWS],
         };
+        let bias = isa.weight_bias();
         let mut tiles = vec![empty; rows / TILE_ROWS * blocks];
         for (row, bytes) in data.chunks_exact(blocks * BLOCK_BYTES).enumerate() {
             let (group, lane) = (row / TILE_ROWS, row % TILE_ROWS);
@@ -166,7 +177,7 @@ impl PackedQ8_0 {
                 tile.scales[lane] = f16::from_le_bytes([raw[0], raw[1]]).to_f32();
                 for (col, &q) in raw[2..].iter().enumerate() {
                     let (word, t) = (col / 4, col % 4);
-                    tile.qs[(word * TILE_ROWS + lane) * 4 + t] = q ^ 0x80;
+                    tile.qs[(word * TILE_ROWS + lane) * 4 + t] = q ^ bias;
                 }
             }
         }
@@ -199,10 +210,11 @@ impl PackedQ8_0 {
         let (group, lane) = (row / TILE_ROWS, row % TILE_ROWS);
         let blocks = self.cols / BLOCK;
         let tiles = &self.tiles[group * blocks..(group + 1) * blocks];
+        let bias = self.isa.weight_bias();
         for (tile, out) in tiles.iter().zip(out.chunks_exact_mut(BLOCK)) {
             let scale = tile.scales[lane];
             for (col, x) in out.iter_mut().enumerate() {
-                let q = tile.qs[(col / 4 * TILE_ROWS + lane) * 4 + col % 4] ^ 0x80;
+                let q = tile.qs[(col / 4 * TILE_ROWS + lane) * 4 + col % 4] ^ bias;
                 *x = f32::from(q as i8) * scale;
             }
         }
@@ -246,7 +258,7 @@ impl PackedQ8_0 {
     ) {
         let blocks = self.cols / BLOCK;
         // Rows in slices that stay in L2 while every group of this thread passes over them.
-        let chunk = (ROW_CHUNK_BYTES / self.cols).max(1);
+        let chunk = (ROW_CHUNK_BYTES / self.cols).next_multiple_of(4).max(4);
         for first in (0..m).step_by(chunk) {
             let rows = first..m.min(first + chunk);
             for group in groups.clone() {

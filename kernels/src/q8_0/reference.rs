@@ -8,6 +8,7 @@ impl PackedQ8_0 {
     pub(super) fn matmul_reference(&self, lhs: &[f32], m: usize, out: &mut [f32]) {
         let acts = QuantizedRows::quantize(lhs, m, self.cols, 1);
         let blocks = self.cols / BLOCK;
+        let bias = self.isa.weight_bias();
         for i in 0..m {
             for row in 0..self.rows {
                 let (group, lane) = (row / TILE_ROWS, row % TILE_ROWS);
@@ -15,10 +16,12 @@ impl PackedQ8_0 {
                 for block in 0..blocks {
                     let tile = &self.tiles[group * blocks + block];
                     let at = i * blocks + block;
-                    let mut sum = acts.offsets[at];
+                    // Integer sums are exact, so the signed weights give what the offset
+                    // weights plus the activation block's correction give.
+                    let mut sum = 0i32;
                     for (word, packed) in acts.words[at].iter().enumerate() {
                         for (t, a) in packed.to_le_bytes().into_iter().enumerate() {
-                            let w = tile.qs[(word * TILE_ROWS + lane) * 4 + t];
+                            let w = (tile.qs[(word * TILE_ROWS + lane) * 4 + t] ^ bias) as i8;
                             sum += i32::from(w) * i32::from(a as i8);
                         }
                     }
