@@ -10,8 +10,10 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod activations;
 mod attention;
 mod q8_0;
+mod tiled;
 
 pub use attention::{AttentionShape, ShapeError, causal_attention};
 pub use q8_0::{Isa, PackError, PackedQ8_0};
@@ -25,3 +27,15 @@ struct OutPtr(*mut f32);
 unsafe impl Send for OutPtr {}
 // SAFETY: as for `Send`; the closures that share it only read the pointer itself.
 unsafe impl Sync for OutPtr {}
+
+impl OutPtr {
+    /// The pointer `n` elements further. A method, so that closures capture the whole
+    /// (`Sync`) wrapper rather than its raw pointer field.
+    ///
+    /// # Safety
+    /// As for `pointer::add`: the result stays inside the buffer.
+    unsafe fn add(self, n: usize) -> *mut f32 {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.0.add(n) }
+    }
+}

@@ -22,14 +22,11 @@ mod tests;
 
 use half::f16;
 
-use crate::OutPtr;
+use crate::activations::{BLOCK, QuantizedRows};
+use crate::{OutPtr, tiled};
 
 /// Rows per tile: one 512-bit register of i32 lanes.
 const TILE_ROWS: usize = 16;
-/// Values per Q8_0 block.
-const BLOCK: usize = 32;
-/// Quantized activation bytes walked by all of a thread's row groups before the next slice.
-const ROW_CHUNK_BYTES: usize = 64 * 1024;
 /// Bytes per GGUF Q8_0 block: an f16 scale and 32 signed bytes.
 const BLOCK_BYTES: usize = 2 + BLOCK;
 
@@ -105,17 +102,6 @@ pub struct PackedQ8_0 {
     cols: usize,
     /// `tiles[group * blocks + block]`, where `blocks = cols / 32`.
     tiles: Vec<Tile>,
-}
-
-/// Activation rows quantized to Q8_0 the way ggml does it (see [`quantize_blocks`]), one
-/// entry per row and block.
-struct QuantizedRows {
-    blocks: usize,
-    /// The 32 values of each block as 8 little-endian words of 4 signed bytes.
-    words: Vec<[i32; BLOCK / 4]>,
-    scales: Vec<f32>,
-    /// `-128 · Σ values`, the correction for the weights' offset.
-    offsets: Vec<i32>,
 }
 
 impl PackedQ8_0 {
@@ -229,107 +215,26 @@ impl PackedQ8_0 {
         assert_eq!(lhs.len(), m * self.cols, "lhs is not m x cols");
         assert_eq!(out.len(), m * self.rows, "out is not m x rows");
         let acts = QuantizedRows::quantize(lhs, m, self.cols, threads);
-        let groups = self.rows / TILE_ROWS;
-        let threads = threads.clamp(1, groups);
-        let per_thread = groups.div_ceil(threads);
-        let out_ptr = OutPtr(out.as_mut_ptr());
-        // SAFETY (both calls): each range writes only the output columns of its own groups, so
-        // the writes never overlap, and `out` outlives the scope.
-        rayon::in_place_scope(|scope| {
-            let acts = &acts;
-            // The calling thread takes the last range itself, so a single range never leaves it.
-            let last = (groups - 1) / per_thread * per_thread;
-            for first in (0..last).step_by(per_thread) {
-                let range = first..first + per_thread;
-                scope.spawn(move |_| unsafe { self.run_groups(acts, m, range, out_ptr) });
-            }
-            unsafe { self.run_groups(acts, m, last..groups, out_ptr) }
-        });
-    }
-
-    /// # Safety
-    /// `out` must point to `m × rows` f32 that no other thread writes in these groups' columns.
-    unsafe fn run_groups(
-        &self,
-        acts: &QuantizedRows,
-        m: usize,
-        groups: std::ops::Range<usize>,
-        out: OutPtr,
-    ) {
         let blocks = self.cols / BLOCK;
-        // Rows in slices that stay in L2 while every group of this thread passes over them.
-        let chunk = (ROW_CHUNK_BYTES / self.cols).next_multiple_of(4).max(4);
-        for first in (0..m).step_by(chunk) {
-            let rows = first..m.min(first + chunk);
-            for group in groups.clone() {
+        let out = OutPtr(out.as_mut_ptr());
+        tiled::run(
+            self.rows / TILE_ROWS,
+            m,
+            self.cols,
+            threads,
+            &|group, rows| {
                 let tiles = &self.tiles[group * blocks..(group + 1) * blocks];
-                // SAFETY: the group's first column is inside row 0 of `out`.
-                let out = unsafe { out.0.add(group * TILE_ROWS) };
-                // SAFETY: forwarded from the caller; `pack_for` checked that the CPU runs `isa`.
-                match self.isa {
-                    Isa::Avx512Vnni => unsafe {
-                        avx512::group(tiles, acts, rows.clone(), out, self.rows)
-                    },
-                    Isa::Avx2 => unsafe { avx2::group(tiles, acts, rows.clone(), out, self.rows) },
+                // SAFETY: the group's 16 output columns are its own (`tiled::run` hands each group
+                // to one thread) inside `m` rows of `self.rows`; `pack_for` checked that the CPU
+                // runs `isa`.
+                unsafe {
+                    let out = out.add(group * TILE_ROWS);
+                    match self.isa {
+                        Isa::Avx512Vnni => avx512::group(tiles, &acts, rows, out, self.rows),
+                        Isa::Avx2 => avx2::group(tiles, &acts, rows, out, self.rows),
+                    }
                 }
-            }
-        }
-    }
-}
-
-impl QuantizedRows {
-    /// Quantizes the `m` rows of `lhs`, spread over `threads` when there are rows enough.
-    fn quantize(lhs: &[f32], m: usize, cols: usize, threads: usize) -> Self {
-        let blocks = cols / BLOCK;
-        let mut rows = Self {
-            blocks,
-            words: vec![[0; BLOCK / 4]; m * blocks],
-            scales: vec![0.0; m * blocks],
-            offsets: vec![0; m * blocks],
-        };
-        if m < 2 * QUANTIZE_MIN_ROWS_PER_THREAD || threads < 2 {
-            quantize_blocks(lhs, &mut rows.words, &mut rows.scales, &mut rows.offsets);
-            return rows;
-        }
-        let per_thread = m.div_ceil(threads) * blocks;
-        rayon::in_place_scope(|scope| {
-            let parts = lhs
-                .chunks(per_thread * BLOCK)
-                .zip(rows.words.chunks_mut(per_thread))
-                .zip(rows.scales.chunks_mut(per_thread))
-                .zip(rows.offsets.chunks_mut(per_thread));
-            for (((lhs, words), scales), offsets) in parts {
-                scope.spawn(move |_| quantize_blocks(lhs, words, scales, offsets));
-            }
-        });
-        rows
-    }
-}
-
-/// Below this many rows per thread, spawning costs more than quantizing.
-const QUANTIZE_MIN_ROWS_PER_THREAD: usize = 8;
-
-/// ggml's Q8_0 quantization (`quantize_row_q8_0`) of consecutive 32-value blocks of `lhs`.
-fn quantize_blocks(lhs: &[f32], words: &mut [[i32; 8]], scales: &mut [f32], offsets: &mut [i32]) {
-    let out = words
-        .iter_mut()
-        .zip(scales.iter_mut())
-        .zip(offsets.iter_mut());
-    for (block, ((words, scale), offset)) in lhs.chunks_exact(BLOCK).zip(out) {
-        let amax = block.iter().fold(0f32, |a, x| a.max(x.abs()));
-        let exact = amax / 127.0;
-        let inverse = if exact == 0.0 { 0.0 } else { 1.0 / exact };
-        // ggml rounds the stored scale to f16 (its block format) but quantizes with the f32
-        // one; doing the same keeps results identical to candle's and llama.cpp's Q8_0 paths.
-        *scale = f16::from_f32(exact).to_f32();
-        let mut q = [0i8; BLOCK];
-        for (q, x) in q.iter_mut().zip(block) {
-            *q = (x * inverse).round() as i8;
-        }
-        for (word, four) in words.iter_mut().zip(q.chunks_exact(4)) {
-            *word =
-                i32::from_le_bytes([four[0] as u8, four[1] as u8, four[2] as u8, four[3] as u8]);
-        }
-        *offset = -128 * q.iter().map(|&v| i32::from(v)).sum::<i32>();
+            },
+        );
     }
 }

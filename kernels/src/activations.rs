@@ -1,0 +1,74 @@
+//! Activation rows quantized to Q8_0 blocks, the left operand of every packed kernel.
+
+use half::f16;
+
+/// Values per block, in GGUF's Q8_0 and Q4_0 alike.
+pub(crate) const BLOCK: usize = 32;
+
+/// Activation rows quantized to Q8_0 the way ggml does it (see [`quantize_blocks`]), one
+/// entry per row and block.
+pub(crate) struct QuantizedRows {
+    pub blocks: usize,
+    /// The 32 values of each block as 8 little-endian words of 4 signed bytes.
+    pub words: Vec<[i32; BLOCK / 4]>,
+    pub scales: Vec<f32>,
+    /// `-128 · Σ values`, the correction for the weights' offset.
+    pub offsets: Vec<i32>,
+}
+
+impl QuantizedRows {
+    /// Quantizes the `m` rows of `lhs`, spread over `threads` when there are rows enough.
+    pub fn quantize(lhs: &[f32], m: usize, cols: usize, threads: usize) -> Self {
+        let blocks = cols / BLOCK;
+        let mut rows = Self {
+            blocks,
+            words: vec![[0; BLOCK / 4]; m * blocks],
+            scales: vec![0.0; m * blocks],
+            offsets: vec![0; m * blocks],
+        };
+        if m < 2 * QUANTIZE_MIN_ROWS_PER_THREAD || threads < 2 {
+            quantize_blocks(lhs, &mut rows.words, &mut rows.scales, &mut rows.offsets);
+            return rows;
+        }
+        let per_thread = m.div_ceil(threads) * blocks;
+        rayon::in_place_scope(|scope| {
+            let parts = lhs
+                .chunks(per_thread * BLOCK)
+                .zip(rows.words.chunks_mut(per_thread))
+                .zip(rows.scales.chunks_mut(per_thread))
+                .zip(rows.offsets.chunks_mut(per_thread));
+            for (((lhs, words), scales), offsets) in parts {
+                scope.spawn(move |_| quantize_blocks(lhs, words, scales, offsets));
+            }
+        });
+        rows
+    }
+}
+
+/// Below this many rows per thread, spawning costs more than quantizing.
+const QUANTIZE_MIN_ROWS_PER_THREAD: usize = 8;
+
+/// ggml's Q8_0 quantization (`quantize_row_q8_0`) of consecutive 32-value blocks of `lhs`.
+fn quantize_blocks(lhs: &[f32], words: &mut [[i32; 8]], scales: &mut [f32], offsets: &mut [i32]) {
+    let out = words
+        .iter_mut()
+        .zip(scales.iter_mut())
+        .zip(offsets.iter_mut());
+    for (block, ((words, scale), offset)) in lhs.chunks_exact(BLOCK).zip(out) {
+        let amax = block.iter().fold(0f32, |a, x| a.max(x.abs()));
+        let exact = amax / 127.0;
+        let inverse = if exact == 0.0 { 0.0 } else { 1.0 / exact };
+        // ggml rounds the stored scale to f16 (its block format) but quantizes with the f32
+        // one; doing the same keeps results identical to candle's and llama.cpp's Q8_0 paths.
+        *scale = f16::from_f32(exact).to_f32();
+        let mut q = [0i8; BLOCK];
+        for (q, x) in q.iter_mut().zip(block) {
+            *q = (x * inverse).round() as i8;
+        }
+        for (word, four) in words.iter_mut().zip(q.chunks_exact(4)) {
+            *word =
+                i32::from_le_bytes([four[0] as u8, four[1] as u8, four[2] as u8, four[3] as u8]);
+        }
+        *offset = -128 * q.iter().map(|&v| i32::from(v)).sum::<i32>();
+    }
+}
