@@ -12,10 +12,14 @@
 
 mod activations;
 mod attention;
+mod q4_0;
 mod q8_0;
+#[cfg(test)]
+mod test_support;
 mod tiled;
 
 pub use attention::{AttentionShape, ShapeError, causal_attention};
+pub use q4_0::PackedQ4_0;
 pub use q8_0::{Isa, PackError, PackedQ8_0};
 
 /// An output buffer's start, shared by the threads of one parallel kernel call. Each thread

@@ -33,9 +33,9 @@ const BLOCK_BYTES: usize = 2 + BLOCK;
 /// Why a matrix cannot be packed; the caller keeps its ordinary path for it.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum PackError {
-    #[error("{rows}x{cols} Q8_0 matrix: rows must be a multiple of 16 and columns of 32")]
+    #[error("{rows}x{cols} matrix: rows must be a multiple of 16 and columns of 32")]
     Shape { rows: usize, cols: usize },
-    #[error("Q8_0 data is {got} bytes, a {rows}x{cols} matrix needs {want}")]
+    #[error("quantized data is {got} bytes, a {rows}x{cols} matrix needs {want}")]
     Length {
         rows: usize,
         cols: usize,

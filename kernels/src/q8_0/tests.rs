@@ -1,6 +1,7 @@
 use half::f16;
 
 use super::{BLOCK, BLOCK_BYTES, Isa, PackError, PackedQ8_0};
+use crate::test_support::{Lcg, dense_matmul, max_relative_error, random_rows};
 
 /// Every kernel this CPU runs; the tests cover each.
 fn kernels() -> Vec<Isa> {
@@ -10,23 +11,6 @@ fn kernels() -> Vec<Isa> {
         eprintln!("this CPU runs no packed kernel: only the reference is tested");
     }
     here
-}
-
-/// A small deterministic generator, so failures reproduce.
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self) -> u32 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) as u32
-    }
-
-    fn float(&mut self) -> f32 {
-        self.next() as f32 / (1u64 << 31) as f32 * 2.0 - 1.0
-    }
 }
 
 /// Random GGUF Q8_0 bytes for a `rows` × `cols` matrix, and the matrix they decode to.
@@ -44,33 +28,6 @@ fn random_q8_0(rng: &mut Lcg, rows: usize, cols: usize) -> (Vec<u8>, Vec<f32>) {
         }
     }
     (data, dense)
-}
-
-fn random_rows(rng: &mut Lcg, m: usize, cols: usize) -> Vec<f32> {
-    (0..m * cols)
-        .map(|i| rng.float() * if i % 7 == 0 { 8.0 } else { 1.0 })
-        .collect()
-}
-
-/// Row-major `m × rows` of `lhs · wᵀ` in f64, the activations as given (unquantized).
-fn dense_matmul(lhs: &[f32], w: &[f32], m: usize, rows: usize, cols: usize) -> Vec<f32> {
-    let mut out = vec![0f32; m * rows];
-    for i in 0..m {
-        for r in 0..rows {
-            let dot: f64 = (0..cols)
-                .map(|c| f64::from(lhs[i * cols + c]) * f64::from(w[r * cols + c]))
-                .sum();
-            out[i * rows + r] = dot as f32;
-        }
-    }
-    out
-}
-
-fn max_relative_error(got: &[f32], want: &[f32]) -> f32 {
-    let scale = want.iter().fold(0f32, |a, x| a.max(x.abs())).max(1e-6);
-    got.iter()
-        .zip(want)
-        .fold(0f32, |a, (g, w)| a.max((g - w).abs() / scale))
 }
 
 #[test]

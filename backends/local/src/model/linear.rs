@@ -1,33 +1,44 @@
-//! A linear layer's weight on the fastest matmul this CPU has for it: Q8_0 weights are
-//! repacked for hearth-kernels' AVX-512 VNNI or AVX2 kernel where the CPU has one (candle's own
-//! fast path needs rows that are multiples of 256, which Qwen2.5-0.5B's 896-wide projections
-//! are not: prefill there ran at about a sixth of the speed); everything else stays on
-//! candle's `QMatMul`.
+//! A linear layer's weight on the fastest matmul this CPU has for it: Q8_0 and Q4_0 weights
+//! are repacked for hearth-kernels' AVX-512 VNNI or AVX2 kernels where the CPU has one
+//! (candle's own fast path needs rows that are multiples of 256, which Qwen2.5-0.5B's 896-wide
+//! projections are not: prefill there ran at about a sixth of the speed); everything else
+//! stays on candle's `QMatMul`.
 
 use candle_core::quantized::{GgmlDType, QMatMul};
 use candle_core::{DType, Device, Module, Tensor};
-use hearth_kernels::PackedQ8_0;
+use hearth_kernels::{PackedQ4_0, PackedQ8_0};
 
 use crate::error::EngineError;
 
 pub(crate) enum Linear {
     Candle(QMatMul),
     /// Replaces the candle weight (same bytes, plus 6%), for prefill and decode alike.
-    Packed(PackedQ8_0),
+    Q8_0(PackedQ8_0),
+    /// Replaces the candle weight (the same nibbles, plus 11% for f32 scales).
+    Q4_0(PackedQ4_0),
 }
 
 impl Linear {
-    /// Packs `weight` when it is a Q8_0 matrix on the CPU and this CPU runs the kernel.
+    /// Packs `weight` when it is a Q8_0 or Q4_0 matrix on the CPU and this CPU runs the
+    /// kernel.
     pub fn new(weight: QMatMul) -> Result<Self, EngineError> {
         if let QMatMul::QTensor(t) = &weight
-            && t.dtype() == GgmlDType::Q8_0
             && t.device().is_cpu()
-            && PackedQ8_0::supported()
         {
             let (rows, cols) = t.shape().dims2()?;
-            match PackedQ8_0::pack(&t.data()?, rows, cols) {
-                Ok(packed) => return Ok(Self::Packed(packed)),
-                Err(err) => tracing::debug!("{rows}x{cols} weight stays on candle: {err}"),
+            let packed = match t.dtype() {
+                GgmlDType::Q8_0 if PackedQ8_0::supported() => {
+                    Some(PackedQ8_0::pack(&t.data()?, rows, cols).map(Self::Q8_0))
+                }
+                GgmlDType::Q4_0 if PackedQ4_0::supported() => {
+                    Some(PackedQ4_0::pack(&t.data()?, rows, cols).map(Self::Q4_0))
+                }
+                _ => None,
+            };
+            match packed {
+                Some(Ok(packed)) => return Ok(packed),
+                Some(Err(err)) => tracing::debug!("{rows}x{cols} weight stays on candle: {err}"),
+                None => {}
             }
         }
         Ok(Self::Candle(weight))
@@ -37,47 +48,54 @@ impl Linear {
     /// table tied to this (packed) output head. `None` on candle's path, which keeps its own
     /// table.
     pub fn rows(&self, ids: &[u32], device: &Device) -> Result<Option<Tensor>, EngineError> {
-        let Self::Packed(w) = self else {
-            return Ok(None);
+        let (rows, cols) = match self {
+            Self::Candle(_) => return Ok(None),
+            Self::Q8_0(w) => (w.rows(), w.cols()),
+            Self::Q4_0(w) => (w.rows(), w.cols()),
         };
-        let mut out = vec![0f32; ids.len() * w.cols()];
-        for (&id, row) in ids.iter().zip(out.chunks_exact_mut(w.cols())) {
-            if id as usize >= w.rows() {
-                return Err(EngineError::TokenOutOfRange {
-                    id,
-                    vocab: w.rows(),
-                });
+        let mut out = vec![0f32; ids.len() * cols];
+        for (&id, row) in ids.iter().zip(out.chunks_exact_mut(cols)) {
+            if id as usize >= rows {
+                return Err(EngineError::TokenOutOfRange { id, vocab: rows });
             }
-            w.dequantize_row(id as usize, row);
+            match self {
+                Self::Q8_0(w) => w.dequantize_row(id as usize, row),
+                Self::Q4_0(w) => w.dequantize_row(id as usize, row),
+                Self::Candle(_) => {}
+            }
         }
-        Ok(Some(Tensor::from_vec(out, (ids.len(), w.cols()), device)?))
+        Ok(Some(Tensor::from_vec(out, (ids.len(), cols), device)?))
     }
 
     pub fn is_packed(&self) -> bool {
-        matches!(self, Self::Packed(_))
+        !matches!(self, Self::Candle(_))
     }
 
     /// `x @ wᵀ` over the last dimension of `x`.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor, EngineError> {
-        match self {
-            Self::Candle(w) => Ok(w.forward(x)?),
-            Self::Packed(w) => {
-                let mut dims = x.dims().to_vec();
-                let cols = dims.pop().unwrap_or(0);
-                if cols != w.cols() {
-                    return Err(EngineError::InvalidRequest(format!(
-                        "matmul input is {cols} wide, the weight takes {}",
-                        w.cols()
-                    )));
-                }
-                let lhs = x.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
-                let m = lhs.len() / cols;
-                let mut out = vec![0f32; m * w.rows()];
-                w.matmul(&lhs, m, &mut out, candle_core::utils::get_num_threads());
-                dims.push(w.rows());
-                Ok(Tensor::from_vec(out, dims, x.device())?.to_dtype(x.dtype())?)
-            }
+        let (rows, cols) = match self {
+            Self::Candle(w) => return Ok(w.forward(x)?),
+            Self::Q8_0(w) => (w.rows(), w.cols()),
+            Self::Q4_0(w) => (w.rows(), w.cols()),
+        };
+        let mut dims = x.dims().to_vec();
+        if dims.pop() != Some(cols) {
+            return Err(EngineError::InvalidRequest(format!(
+                "matmul input is {:?}, the weight takes {cols} columns",
+                x.dims()
+            )));
         }
+        let lhs = x.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
+        let m = lhs.len() / cols;
+        let mut out = vec![0f32; m * rows];
+        let threads = candle_core::utils::get_num_threads();
+        match self {
+            Self::Q8_0(w) => w.matmul(&lhs, m, &mut out, threads),
+            Self::Q4_0(w) => w.matmul(&lhs, m, &mut out, threads),
+            Self::Candle(_) => {}
+        }
+        dims.push(rows);
+        Ok(Tensor::from_vec(out, dims, x.device())?.to_dtype(x.dtype())?)
     }
 }
 
@@ -88,19 +106,25 @@ mod tests {
 
     use super::Linear;
 
-    fn q8_0(rows: usize, cols: usize) -> QTensor {
+    fn quantized(dtype: GgmlDType, rows: usize, cols: usize) -> QTensor {
         let dev = Device::Cpu;
         let w = Tensor::randn(0f32, 1.0, (rows, cols), &dev).unwrap();
-        QTensor::quantize(&w, GgmlDType::Q8_0).unwrap()
+        QTensor::quantize(&w, dtype).unwrap()
     }
 
-    /// Where the CPU packs Q8_0, the packed layer answers as candle's does: the same
+    /// Where the CPU packs Q8_0 and Q4_0, the packed layer answers as candle's does: the same
     /// embedding rows for a tied table, and the same products up to rounding.
     #[test]
     fn a_packed_weight_agrees_with_candle_on_rows_and_products() {
+        for dtype in [GgmlDType::Q8_0, GgmlDType::Q4_0] {
+            packed_agrees_with_candle(dtype);
+        }
+    }
+
+    fn packed_agrees_with_candle(dtype: GgmlDType) {
         let dev = Device::Cpu;
         let (rows, cols) = (288, 64);
-        let candle = QMatMul::from_qtensor(q8_0(rows, cols)).unwrap();
+        let candle = QMatMul::from_qtensor(quantized(dtype, rows, cols)).unwrap();
         let QMatMul::QTensor(t) = &candle else {
             unreachable!()
         };

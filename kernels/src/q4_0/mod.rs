@@ -1,0 +1,150 @@
+//! Q4_0 weights × f32 activations, packed for AVX2 (which AVX-512 CPUs run too).
+//!
+//! A GGUF Q4_0 block is an f16 scale `d` and 16 bytes: byte `j` holds value `j` in its low
+//! nibble and value `j + 16` in its high nibble, each meaning `d · (nibble − 8)`. A [`Tile`]
+//! takes 16 rows of one block with the bytes regrouped the way [`crate::PackedQ8_0`] groups
+//! them: `qs[(q * 16 + row) * 4 + t]` is byte `4q + t` of `row`'s block, so its low nibble is
+//! column `4q + t` and its high nibble column `4q + 16 + t` — activation words `q` and `q + 4`.
+//! The weights stay 4-bit in memory (320 bytes per 16 × 32 tile, 1.1× the file), which is what
+//! decode, bound by memory bandwidth, wants.
+//!
+//! The kernel multiplies the nibbles as unsigned bytes (0..=15) by the signed activation bytes
+//! with `vpmaddubsw`. No sign trick is needed, and a block's sixteen products per lane sum to
+//! at most 16 · 15 · 127 = 30480, inside i16, so a block accumulates in i16 and widens once.
+//! The `− 8` comes back as `− 8 · Σa` per activation block.
+
+mod avx2;
+#[cfg(test)]
+mod tests;
+
+use half::f16;
+
+use crate::activations::{BLOCK, QuantizedRows};
+use crate::q8_0::PackError;
+use crate::{OutPtr, tiled};
+
+/// Rows per tile, as for Q8_0.
+const TILE_ROWS: usize = 16;
+/// Bytes per GGUF Q4_0 block: an f16 scale and 16 bytes of nibbles.
+const BLOCK_BYTES: usize = 2 + BLOCK / 2;
+
+/// Sixteen rows × one 32-column block (see the module documentation for the byte order).
+#[derive(Clone)]
+#[repr(C, align(64))]
+struct Tile {
+    qs: [u8; TILE_ROWS * BLOCK / 2],
+    scales: [f32; TILE_ROWS],
+}
+
+/// A Q4_0 matrix of `rows` × `cols` (one output per row), packed for
+/// [`PackedQ4_0::matmul`].
+pub struct PackedQ4_0 {
+    rows: usize,
+    cols: usize,
+    /// `tiles[group * blocks + block]`, where `blocks = cols / 32`.
+    tiles: Vec<Tile>,
+}
+
+impl PackedQ4_0 {
+    /// Whether this CPU runs the kernel (AVX2 and FMA).
+    pub fn supported() -> bool {
+        avx2::available()
+    }
+
+    /// Repacks GGUF Q4_0 `data` holding a `rows` × `cols` matrix.
+    pub fn pack(data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+        if !Self::supported() {
+            return Err(PackError::Unsupported);
+        }
+        Self::pack_portable(data, rows, cols)
+    }
+
+    /// The layout alone, which the tests check on any CPU.
+    fn pack_portable(data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+        if rows == 0 || cols == 0 || !rows.is_multiple_of(TILE_ROWS) || !cols.is_multiple_of(BLOCK)
+        {
+            return Err(PackError::Shape { rows, cols });
+        }
+        let blocks = cols / BLOCK;
+        let want = rows * blocks * BLOCK_BYTES;
+        if data.len() != want {
+            return Err(PackError::Length {
+                rows,
+                cols,
+                got: data.len(),
+                want,
+            });
+        }
+        let empty = Tile {
+            qs: [0; TILE_ROWS * BLOCK / 2],
+            scales: [0.0; TILE_ROWS],
+        };
+        let mut tiles = vec![empty; rows / TILE_ROWS * blocks];
+        for (row, bytes) in data.chunks_exact(blocks * BLOCK_BYTES).enumerate() {
+            let (group, lane) = (row / TILE_ROWS, row % TILE_ROWS);
+            for (block, raw) in bytes.chunks_exact(BLOCK_BYTES).enumerate() {
+                let tile = &mut tiles[group * blocks + block];
+                tile.scales[lane] = f16::from_le_bytes([raw[0], raw[1]]).to_f32();
+                for (j, &byte) in raw[2..].iter().enumerate() {
+                    tile.qs[(j / 4 * TILE_ROWS + lane) * 4 + j % 4] = byte;
+                }
+            }
+        }
+        Ok(Self { rows, cols, tiles })
+    }
+
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// Row `row` of the weight, dequantized into `out` (`cols` long): an embedding lookup in
+    /// a table tied to this matrix.
+    ///
+    /// # Panics
+    /// If `row` is out of range or `out` is not `cols` long.
+    pub fn dequantize_row(&self, row: usize, out: &mut [f32]) {
+        assert!(row < self.rows, "row {row} of {}", self.rows);
+        assert_eq!(out.len(), self.cols, "out is not cols long");
+        let (group, lane) = (row / TILE_ROWS, row % TILE_ROWS);
+        let blocks = self.cols / BLOCK;
+        let tiles = &self.tiles[group * blocks..(group + 1) * blocks];
+        for (tile, out) in tiles.iter().zip(out.chunks_exact_mut(BLOCK)) {
+            let scale = tile.scales[lane];
+            for j in 0..BLOCK / 2 {
+                let byte = tile.qs[(j / 4 * TILE_ROWS + lane) * 4 + j % 4];
+                out[j] = f32::from(i16::from(byte & 0x0f) - 8) * scale;
+                out[j + BLOCK / 2] = f32::from(i16::from(byte >> 4) - 8) * scale;
+            }
+        }
+    }
+
+    /// `out = lhs · Wᵀ` for `m` rows of `lhs` (`m × cols`, row-major) into `out` (`m × rows`),
+    /// on `threads` threads of rayon's pool. The activations are quantized to Q8_0 first, as
+    /// ggml does.
+    ///
+    /// # Panics
+    /// If `lhs` or `out` do not have the sizes above.
+    pub fn matmul(&self, lhs: &[f32], m: usize, out: &mut [f32], threads: usize) {
+        assert_eq!(lhs.len(), m * self.cols, "lhs is not m x cols");
+        assert_eq!(out.len(), m * self.rows, "out is not m x rows");
+        let acts = QuantizedRows::quantize(lhs, m, self.cols, threads);
+        let blocks = self.cols / BLOCK;
+        let out = OutPtr(out.as_mut_ptr());
+        tiled::run(
+            self.rows / TILE_ROWS,
+            m,
+            self.cols,
+            threads,
+            &|group, rows| {
+                let tiles = &self.tiles[group * blocks..(group + 1) * blocks];
+                // SAFETY: the group's 16 output columns are its own (`tiled::run` hands each group
+                // to one thread) inside `m` rows of `self.rows`; `pack` checked for AVX2.
+                unsafe { avx2::group(tiles, &acts, rows, out.add(group * TILE_ROWS), self.rows) }
+            },
+        );
+    }
+}
