@@ -24,9 +24,13 @@ fn main() -> anyhow::Result<()> {
     let (mut forward, mut readout) = (Duration::ZERO, Duration::ZERO);
     let cpu_start = cpu_seconds();
     let mut token = 100u32;
+    // As the engine runs it: inside a pool of its own (see `engine::handle::start_thread`).
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(candle_core::utils::get_num_threads())
+        .build()?;
     for _ in 0..tokens {
         let t = Instant::now();
-        let logits = model.forward(&[token], &mut cache)?;
+        let logits = pool.install(|| model.forward(&[token], &mut cache))?;
         forward += t.elapsed();
         let t = Instant::now();
         token = argmax(&logits.to_vec1::<f32>()?);
