@@ -5,6 +5,8 @@
 //!   or AVX2 where the CPU has no AVX-512), multiplied by a batch of f32 activation rows. It
 //!   is what makes prefill fast where candle's own repacked path does not apply (rows whose
 //!   length is not a multiple of 256, such as the 896-wide projections of Qwen2.5-0.5B).
+//! - [`PackedQ4_0`]: Q4_0 weights, kept 4-bit, on an AVX2 kernel that multiplies the nibbles
+//!   unsigned and sums a whole block in i16.
 //! - [`causal_attention`]: attention over a preallocated f32 KV cache read in place, with an
 //!   online softmax instead of a materialized score matrix and mask.
 
