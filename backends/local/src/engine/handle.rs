@@ -9,7 +9,7 @@ use hearth_backend::Progress;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tracing::info;
 
-use crate::engine::health::{Health, HealthCell};
+use crate::engine::health::{CanaryCell, Health, HealthCell};
 use crate::engine::process::{Isolation, Supervisor};
 use crate::engine::sink::{Sink, Terminal};
 use crate::engine::worker::Worker;
@@ -51,6 +51,7 @@ pub struct Engine {
     /// included): what a new request waits behind.
     pending: Arc<AtomicUsize>,
     pub(crate) health: HealthCell,
+    canary: CanaryCell,
     summary: ModelSummary,
     tokenizer: Arc<TextTokenizer>,
 }
@@ -73,6 +74,7 @@ impl Engine {
             .unwrap_or_else(|| ModelFiles::default_id(&config.model_path));
         let model_path = config.model_path.clone();
         let health = HealthCell::new(Health::Loading { fraction: 0.0 });
+        let canary = CanaryCell::new(config.expected_canary.clone());
         let (runner, device) = match &config.isolation {
             Isolation::Process(command) => {
                 // The parent never opens the device: a lost CUDA context stays in the worker.
@@ -81,7 +83,8 @@ impl Engine {
                     crate::device::describe_choice(config.device)
                 );
                 let command = command.clone();
-                let supervisor = Supervisor::start(config, command, health.clone())?;
+                let supervisor =
+                    Supervisor::start(config, command, health.clone(), canary.clone())?;
                 (Runner::Process(supervisor), device)
             }
             Isolation::Thread | Isolation::Worker => {
@@ -92,6 +95,7 @@ impl Engine {
                     device,
                     tokenizer.clone(),
                     health.clone(),
+                    canary.clone(),
                     context_length,
                 );
                 (Runner::Thread(start_thread(worker)?), described)
@@ -109,6 +113,7 @@ impl Engine {
             runner,
             pending: Arc::new(AtomicUsize::new(0)),
             health,
+            canary,
             summary,
             tokenizer,
         })
@@ -159,6 +164,12 @@ impl Engine {
 
     pub fn health(&self) -> Health {
         self.health.get()
+    }
+
+    /// The greedy tokens of the canary prompt, once the first load recorded them: every
+    /// reload, and every replacement worker process, must reproduce them.
+    pub fn canary(&self) -> Option<Vec<u32>> {
+        self.canary.get()
     }
 
     pub fn summary(&self) -> &ModelSummary {

@@ -62,3 +62,29 @@ impl HealthCell {
         }
     }
 }
+
+/// The canary's greedy tokens once a load recorded them, shared like [`HealthCell`].
+#[derive(Debug, Clone, Default)]
+pub struct CanaryCell(Arc<Mutex<Option<Vec<u32>>>>);
+
+impl CanaryCell {
+    pub fn new(initial: Option<Vec<u32>>) -> Self {
+        Self(Arc::new(Mutex::new(initial)))
+    }
+
+    pub fn get(&self) -> Option<Vec<u32>> {
+        match self.0.lock() {
+            Ok(c) => c.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Records `tokens` unless some are recorded already.
+    pub fn set(&self, tokens: Vec<u32>) {
+        let mut cell = match self.0.lock() {
+            Ok(c) => c,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        cell.get_or_insert(tokens);
+    }
+}

@@ -90,6 +90,11 @@ pub struct EngineConfig {
     pub max_reloads: usize,
     /// A thread of this process, or a supervised worker process (for CUDA).
     pub isolation: Isolation,
+    /// Greedy tokens of the canary prompt that the first load must reproduce, as later loads
+    /// must: a replacement worker process gets its predecessor's, so that it too proves it
+    /// computes what the first load computed. `None` records them at the first load.
+    #[serde(default)]
+    pub expected_canary: Option<Vec<u32>>,
     /// Fault injection (empty outside tests). With [`Isolation::Process`] the faults armed
     /// before the engine starts go to its first worker.
     #[serde(skip)]
@@ -108,6 +113,7 @@ impl EngineConfig {
             max_cached_sequences: 8,
             max_reloads: 3,
             isolation: Isolation::Thread,
+            expected_canary: None,
             faults: FaultPlan::default(),
         }
     }

@@ -12,7 +12,7 @@ use tracing::{error, info, warn};
 
 use crate::chat::render_chatml;
 use crate::engine::generate::{GenState, GenerateCtx, Plan};
-use crate::engine::health::{Health, HealthCell};
+use crate::engine::health::{CanaryCell, Health, HealthCell};
 use crate::engine::pool::{ColdCause, PrefixPool, Sequence};
 use crate::engine::process::Isolation;
 use crate::engine::sink::{Sink, Terminal};
@@ -37,7 +37,9 @@ pub(crate) struct Worker {
     health: HealthCell,
     model: Option<Model>,
     pool: PrefixPool,
-    canary: Option<Vec<u32>>,
+    /// The canary's greedy tokens, recorded by the first load (or given by the config);
+    /// shared with the [`crate::Engine`] handle.
+    canary: CanaryCell,
     reloads: Vec<Instant>,
     chunk: usize,
     max_context: usize,
@@ -49,6 +51,7 @@ impl Worker {
         device: Device,
         tokenizer: Arc<TextTokenizer>,
         health: HealthCell,
+        canary: CanaryCell,
         max_context: usize,
     ) -> Self {
         let chunk = config
@@ -63,7 +66,7 @@ impl Worker {
             health,
             model: None,
             pool,
-            canary: None,
+            canary,
             reloads: Vec::new(),
             chunk,
             max_context,
@@ -103,9 +106,9 @@ impl Worker {
         };
         let model = ModelFiles::at(&self.config.model_path).load(&self.device, &mut hook)?;
         let output = self.run_canary(&model)?;
-        match &self.canary {
-            None => self.canary = Some(output),
-            Some(expected) if *expected == output => {}
+        match self.canary.get() {
+            None => self.canary.set(output),
+            Some(expected) if expected == output => {}
             Some(expected) => {
                 return Err(EngineError::Load {
                     path: self.config.model_path.display().to_string(),

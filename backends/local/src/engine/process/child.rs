@@ -103,6 +103,7 @@ pub fn serve_worker(
     let in_flight = Arc::new(AtomicUsize::new(0));
     let cancels: Arc<Mutex<HashMap<u64, CancellationToken>>> = Arc::default();
     let mut last_health = None;
+    let mut canary_sent = false;
     loop {
         match commands.recv_timeout(HEALTH_POLL) {
             Ok(ToWorker::Generate { id, request }) => {
@@ -126,6 +127,15 @@ pub fn serve_worker(
         }
         let health = engine.health();
         if last_health.as_ref() != Some(&health) {
+            // The canary goes first, so the supervisor has it before it reports the model
+            // healthy.
+            if health == Health::Healthy
+                && !canary_sent
+                && let Some(tokens) = engine.canary()
+            {
+                send(&out, &FromWorker::Canary { tokens });
+                canary_sent = true;
+            }
             send(
                 &out,
                 &FromWorker::Health {

@@ -14,7 +14,7 @@ use tracing::{debug, error, info, warn};
 
 use super::WorkerCommand;
 use super::wire::{FromWorker, ToWorker, WireEvent, WireRequest};
-use crate::engine::health::{Health, HealthCell};
+use crate::engine::health::{CanaryCell, Health, HealthCell};
 use crate::engine::sink::{Sink, Terminal};
 use crate::engine::{EngineConfig, EngineEvent, GenerateRequest};
 use crate::error::{EngineError, FaultClass};
@@ -33,6 +33,8 @@ struct Shared {
     command: WorkerCommand,
     config: EngineConfig,
     health: HealthCell,
+    /// The first worker's canary tokens, which every replacement must reproduce.
+    canary: CanaryCell,
     state: Mutex<State>,
 }
 
@@ -70,11 +72,13 @@ impl Supervisor {
         config: EngineConfig,
         command: WorkerCommand,
         health: HealthCell,
+        canary: CanaryCell,
     ) -> Result<Self, EngineError> {
         let shared = Arc::new(Shared {
             command,
             config,
             health,
+            canary,
             state: Mutex::new(State::default()),
         });
         shared.spawn_worker(&mut shared.lock())?;
@@ -188,8 +192,10 @@ impl Shared {
         } else {
             Vec::new()
         };
+        let mut config = self.config.clone();
+        config.expected_canary = self.canary.get().or(config.expected_canary);
         let start = ToWorker::Start {
-            config: Box::new(self.config.clone()),
+            config: Box::new(config),
             faults,
         };
         if let Err(err) = write_line(&mut stdin, &start) {
@@ -216,6 +222,7 @@ impl Shared {
             }
             match serde_json::from_str::<FromWorker>(&line) {
                 Ok(FromWorker::Health { health }) => self.mirror(health),
+                Ok(FromWorker::Canary { tokens }) => self.canary.set(tokens),
                 Ok(FromWorker::Event { id, event }) => self.deliver(id, event),
                 // A library in the worker may print to stdout; that is not the protocol.
                 Err(_) => debug!(%line, "engine worker output that is not a message"),

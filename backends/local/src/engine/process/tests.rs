@@ -107,6 +107,9 @@ fn a_worker_process_answers_as_the_engine_thread_does() {
     let remote = in_worker(|_| {});
     let pid = remote.engine.worker_pid().unwrap();
     assert_ne!(pid, std::process::id());
+    // The worker reported its canary, which a replacement will have to reproduce.
+    assert!(remote.engine.canary().is_some());
+    assert_eq!(remote.engine.canary(), local.engine.canary());
     assert!(remote.engine.summary().device.contains("worker process"));
     for salt in 0..3 {
         let a = collect(&local.engine, request(salt, 8));
@@ -173,6 +176,22 @@ fn a_sticky_fault_replaces_the_worker_which_then_serves_again() {
         "{after:?}"
     );
     assert_eq!(text(&after), baseline);
+}
+
+#[test]
+fn a_load_that_does_not_reproduce_the_expected_canary_fails() {
+    for isolation in [Isolation::Thread, Isolation::Process(worker_command())] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = EngineConfig::new(tiny::write(&TinySpec::qwen2(), dir.path(), "tiny"));
+        config.isolation = isolation;
+        config.expected_canary = Some(vec![1, 2, 3, 4]);
+        let engine = Engine::spawn(config).unwrap();
+        let health = wait_for(&engine, |h| !matches!(h, Health::Loading { .. }));
+        let Health::Failed { reason } = health else {
+            panic!("{health:?}");
+        };
+        assert!(reason.contains("canary mismatch"), "{reason}");
+    }
 }
 
 #[test]

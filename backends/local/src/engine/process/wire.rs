@@ -34,8 +34,17 @@ pub enum ToWorker {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum FromWorker {
-    Health { health: Health },
-    Event { id: u64, event: WireEvent },
+    Health {
+        health: Health,
+    },
+    /// The canary tokens of the worker's first load, sent once it is healthy.
+    Canary {
+        tokens: Vec<u32>,
+    },
+    Event {
+        id: u64,
+        event: WireEvent,
+    },
 }
 
 /// A [`GenerateRequest`] without its cancel token, which crosses as [`ToWorker::Cancel`].
