@@ -285,7 +285,8 @@ fn cancels_and_dropped_streams_cross_into_the_worker() {
         matches!(events.last(), Some(EngineEvent::Cancelled)),
         "{events:?}"
     );
-    assert!(asked.elapsed() < crate::inject::STALL + Duration::from_secs(2));
+    // Ended by the cancel once the stall is over, not after 200 tokens.
+    assert!(asked.elapsed() < crate::inject::STALL + Duration::from_secs(10));
     // A dropped stream is a cancel too: the worker stops that request (after its stall) and
     // serves the next.
     let mut rx = fx.engine.submit(request(5, 200));
