@@ -12,7 +12,8 @@ pub(crate) struct QuantizedRows {
     /// The 32 values of each block as 8 little-endian words of 4 signed bytes.
     pub words: Vec<[i32; BLOCK / 4]>,
     pub scales: Vec<f32>,
-    /// `-128 · Σ values`, the correction for the weights' offset.
+    /// `-128 · Σ values`: the correction for the VNNI Q8_0 weights' offset of 128; a sixteenth
+    /// of it is the correction for Q4_0's offset of 8.
     pub offsets: Vec<i32>,
 }
 

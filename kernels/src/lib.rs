@@ -22,7 +22,8 @@ mod tiled;
 
 pub use attention::{AttentionShape, ShapeError, causal_attention};
 pub use q4_0::PackedQ4_0;
-pub use q8_0::{Isa, PackError, PackedQ8_0};
+pub use q8_0::{Isa, PackedQ8_0};
+pub use tiled::PackError;
 
 /// An output buffer's start, shared by the threads of one parallel kernel call. Each thread
 /// writes only its own elements, and the call joins them all before it returns.

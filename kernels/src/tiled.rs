@@ -1,8 +1,65 @@
-//! The parallel walk every packed matmul shares: output row groups split across threads, and
-//! within a thread the activation rows in slices that stay in L2 while all of the thread's
-//! groups pass over them.
+//! What every packed format shares: the tile height, the layout checks and errors of packing,
+//! and the parallel walk of a matmul — output row groups split across threads, and within a
+//! thread the activation rows in slices that stay in L2 while all of the thread's groups pass
+//! over them.
 
 use std::ops::Range;
+
+use crate::activations::BLOCK;
+
+/// Weight rows per tile: one 512-bit register of i32 lanes, or two 256-bit ones.
+pub(crate) const TILE_ROWS: usize = 16;
+
+/// Why a matrix cannot be packed; the caller keeps its ordinary path for it.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PackError {
+    #[error("{rows}x{cols} matrix: rows must be a multiple of 16 and columns of 32")]
+    Shape { rows: usize, cols: usize },
+    #[error("quantized data is {got} bytes, a {rows}x{cols} matrix needs {want}")]
+    Length {
+        rows: usize,
+        cols: usize,
+        got: usize,
+        want: usize,
+    },
+    #[error("this CPU has no kernel for this format (AVX2 at least)")]
+    Unsupported,
+}
+
+/// Checks that `len` bytes of GGUF blocks of `block_bytes` each hold a `rows` × `cols` matrix
+/// that packs into whole tiles; returns the blocks per row.
+pub(crate) fn check_layout(
+    len: usize,
+    rows: usize,
+    cols: usize,
+    block_bytes: usize,
+) -> Result<usize, PackError> {
+    if rows == 0 || cols == 0 || !rows.is_multiple_of(TILE_ROWS) || !cols.is_multiple_of(BLOCK) {
+        return Err(PackError::Shape { rows, cols });
+    }
+    let blocks = cols / BLOCK;
+    let want = rows * blocks * block_bytes;
+    if len != want {
+        return Err(PackError::Length {
+            rows,
+            cols,
+            got: len,
+            want,
+        });
+    }
+    Ok(blocks)
+}
+
+/// Whether the CPU has what every AVX2 kernel here needs (AVX2 and FMA).
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn avx2_available() -> bool {
+    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+pub(crate) fn avx2_available() -> bool {
+    false
+}
 
 /// Quantized activation bytes a slice of rows may take.
 const SLICE_BYTES: usize = 64 * 1024;

@@ -12,16 +12,6 @@ const MR: usize = 3;
 
 const _: () = assert!(TILE_ROWS == 16);
 
-#[cfg(target_arch = "x86_64")]
-pub(super) fn available() -> bool {
-    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-pub(super) fn available() -> bool {
-    false
-}
-
 /// Writes the 16 columns of one row group for activation rows `rows`.
 ///
 /// # Safety

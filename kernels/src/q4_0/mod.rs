@@ -19,12 +19,9 @@ mod tests;
 
 use half::f16;
 
+use crate::OutPtr;
 use crate::activations::{BLOCK, QuantizedRows};
-use crate::q8_0::PackError;
-use crate::{OutPtr, tiled};
-
-/// Rows per tile, as for Q8_0.
-const TILE_ROWS: usize = 16;
+use crate::tiled::{self, PackError, TILE_ROWS};
 /// Bytes per GGUF Q4_0 block: an f16 scale and 16 bytes of nibbles.
 const BLOCK_BYTES: usize = 2 + BLOCK / 2;
 
@@ -48,7 +45,7 @@ pub struct PackedQ4_0 {
 impl PackedQ4_0 {
     /// Whether this CPU runs the kernel (AVX2 and FMA).
     pub fn supported() -> bool {
-        avx2::available()
+        tiled::avx2_available()
     }
 
     /// Repacks GGUF Q4_0 `data` holding a `rows` × `cols` matrix.
@@ -61,20 +58,7 @@ impl PackedQ4_0 {
 
     /// The layout alone, which the tests check on any CPU.
     fn pack_portable(data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
-        if rows == 0 || cols == 0 || !rows.is_multiple_of(TILE_ROWS) || !cols.is_multiple_of(BLOCK)
-        {
-            return Err(PackError::Shape { rows, cols });
-        }
-        let blocks = cols / BLOCK;
-        let want = rows * blocks * BLOCK_BYTES;
-        if data.len() != want {
-            return Err(PackError::Length {
-                rows,
-                cols,
-                got: data.len(),
-                want,
-            });
-        }
+        let blocks = tiled::check_layout(data.len(), rows, cols, BLOCK_BYTES)?;
         let empty = Tile {
             qs: [0; TILE_ROWS * BLOCK / 2],
             scales: [0.0; TILE_ROWS],

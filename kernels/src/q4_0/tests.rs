@@ -2,8 +2,8 @@ use half::f16;
 
 use super::{BLOCK, BLOCK_BYTES, PackedQ4_0, TILE_ROWS};
 use crate::activations::QuantizedRows;
-use crate::q8_0::PackError;
 use crate::test_support::{Lcg, dense_matmul, max_relative_error, random_rows};
+use crate::tiled::PackError;
 
 /// Random GGUF Q4_0 bytes for a `rows` × `cols` matrix, and the matrix they decode to.
 fn random_q4_0(rng: &mut Lcg, rows: usize, cols: usize) -> (Vec<u8>, Vec<f32>) {

@@ -22,29 +22,13 @@ mod tests;
 
 use half::f16;
 
+use crate::OutPtr;
 use crate::activations::{BLOCK, QuantizedRows};
-use crate::{OutPtr, tiled};
+use crate::tiled::PackError;
+use crate::tiled::{self, TILE_ROWS};
 
-/// Rows per tile: one 512-bit register of i32 lanes.
-const TILE_ROWS: usize = 16;
 /// Bytes per GGUF Q8_0 block: an f16 scale and 32 signed bytes.
 const BLOCK_BYTES: usize = 2 + BLOCK;
-
-/// Why a matrix cannot be packed; the caller keeps its ordinary path for it.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum PackError {
-    #[error("{rows}x{cols} matrix: rows must be a multiple of 16 and columns of 32")]
-    Shape { rows: usize, cols: usize },
-    #[error("quantized data is {got} bytes, a {rows}x{cols} matrix needs {want}")]
-    Length {
-        rows: usize,
-        cols: usize,
-        got: usize,
-        want: usize,
-    },
-    #[error("this CPU has neither AVX-512 VNNI nor AVX2")]
-    Unsupported,
-}
 
 /// The instruction set a packed matrix runs on, chosen once at pack time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,7 +44,7 @@ impl Isa {
     pub fn detect() -> Option<Self> {
         if avx512::available() {
             Some(Self::Avx512Vnni)
-        } else if avx2::available() {
+        } else if tiled::avx2_available() {
             Some(Self::Avx2)
         } else {
             None
@@ -71,7 +55,7 @@ impl Isa {
     pub fn available(self) -> bool {
         match self {
             Self::Avx512Vnni => avx512::available(),
-            Self::Avx2 => avx2::available(),
+            Self::Avx2 => tiled::avx2_available(),
         }
     }
 
@@ -136,20 +120,7 @@ impl PackedQ8_0 {
 
     /// [`Self::pack_for`] without the CPU check, for the scalar reference in tests.
     fn pack_portable(isa: Isa, data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
-        if rows == 0 || cols == 0 || !rows.is_multiple_of(TILE_ROWS) || !cols.is_multiple_of(BLOCK)
-        {
-            return Err(PackError::Shape { rows, cols });
-        }
-        let blocks = cols / BLOCK;
-        let want = rows * blocks * BLOCK_BYTES;
-        if data.len() != want {
-            return Err(PackError::Length {
-                rows,
-                cols,
-                got: data.len(),
-                want,
-            });
-        }
+        let blocks = tiled::check_layout(data.len(), rows, cols, BLOCK_BYTES)?;
         let empty = Tile {
             qs: [0; TILE_ROWS * BLOCK],
             scales: [0.0; TILE_ROWS],

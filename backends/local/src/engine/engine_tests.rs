@@ -42,7 +42,7 @@ fn request(tokens: &[u32], max: usize) -> GenerateRequest {
 }
 
 /// Collects every event until the stream closes and checks the one-terminal rule.
-fn collect(engine: &Engine, req: GenerateRequest) -> Vec<EngineEvent> {
+pub(crate) fn collect(engine: &Engine, req: GenerateRequest) -> Vec<EngineEvent> {
     let mut rx = engine.submit(req);
     let mut events = Vec::new();
     while let Some(ev) = rx.blocking_recv() {
@@ -62,7 +62,7 @@ fn collect(engine: &Engine, req: GenerateRequest) -> Vec<EngineEvent> {
     events
 }
 
-fn text(events: &[EngineEvent]) -> String {
+pub(crate) fn text(events: &[EngineEvent]) -> String {
     events
         .iter()
         .filter_map(|e| match e {

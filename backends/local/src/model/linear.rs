@@ -48,10 +48,8 @@ impl Linear {
     /// table tied to this (packed) output head. `None` on candle's path, which keeps its own
     /// table.
     pub fn rows(&self, ids: &[u32], device: &Device) -> Result<Option<Tensor>, EngineError> {
-        let (rows, cols) = match self {
-            Self::Candle(_) => return Ok(None),
-            Self::Q8_0(w) => (w.rows(), w.cols()),
-            Self::Q4_0(w) => (w.rows(), w.cols()),
+        let Some((rows, cols)) = self.packed_shape() else {
+            return Ok(None);
         };
         let mut out = vec![0f32; ids.len() * cols];
         for (&id, row) in ids.iter().zip(out.chunks_exact_mut(cols)) {
@@ -68,7 +66,16 @@ impl Linear {
     }
 
     pub fn is_packed(&self) -> bool {
-        !matches!(self, Self::Candle(_))
+        self.packed_shape().is_some()
+    }
+
+    /// `(rows, cols)` of a packed weight; `None` on candle's path.
+    fn packed_shape(&self) -> Option<(usize, usize)> {
+        match self {
+            Self::Candle(_) => None,
+            Self::Q8_0(w) => Some((w.rows(), w.cols())),
+            Self::Q4_0(w) => Some((w.rows(), w.cols())),
+        }
     }
 
     /// `x @ wᵀ` over the last dimension of `x`.

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use hearth_backend::Progress;
 
 use super::*;
+use crate::engine::tests::{collect, text};
 use crate::engine::{Engine, EngineConfig, EngineEvent, GenerateRequest, Health, Prompt};
 use crate::error::{EngineError, FaultClass};
 use crate::inject::{InjectedFault, Seam};
@@ -65,29 +66,6 @@ fn request(salt: u32, max: usize) -> GenerateRequest {
     let mut req = GenerateRequest::new(Prompt::Tokens(tokens), SamplingParams::greedy());
     req.max_tokens = Some(max);
     req
-}
-
-/// Every event of one request, checking that exactly one terminal ends it.
-fn collect(engine: &Engine, req: GenerateRequest) -> Vec<EngineEvent> {
-    let mut rx = engine.submit(req);
-    let mut events = Vec::new();
-    while let Some(ev) = rx.blocking_recv() {
-        events.push(ev);
-    }
-    let terminals = events.iter().filter(|e| e.is_terminal()).count();
-    assert_eq!(terminals, 1, "{events:?}");
-    assert!(events.last().is_some_and(EngineEvent::is_terminal));
-    events
-}
-
-fn text(events: &[EngineEvent]) -> String {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            EngineEvent::Text(t) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect()
 }
 
 fn wait_for(engine: &Engine, what: impl Fn(&Health) -> bool) -> Health {
