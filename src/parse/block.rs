@@ -1,5 +1,5 @@
 //! Interprets one finished call block (the text between an opener and its end) as calls,
-//! a Malformed attempt, or plain text (qwen-formats.md §7.4–§7.10).
+//! a Malformed attempt, or plain text (docs/qwen-formats.md §4.4–§4.10).
 
 use hearth_backend::ToolSpec;
 

@@ -63,7 +63,7 @@ pub fn resolve_format(format: ToolFormat, model: &str) -> ResolvedFormat {
 
 /// The think start a model family uses: QwQ, the Thinking-2507 models, Qwen3-Next-Thinking,
 /// Qwen3.5/3.6 and DeepSeek-R1 distills pre-fill `<think>` in their template, so their output
-/// carries only `</think>` (qwen-formats.md §4.1). Everything else opens its own block, if any.
+/// carries only `</think>` (docs/qwen-formats.md §3). Everything else opens its own block, if any.
 /// A server run with thinking disabled pre-fills a closed block instead: configure `Closed` then.
 pub fn think_start_for(model: &str) -> ThinkStart {
     let m = model.to_ascii_lowercase();

@@ -1,5 +1,5 @@
-//! Turns a parsed JSON value into tool calls (qwen-formats.md §7.6 and §7.8): unwraps the shapes
-//! models drift into, resolves the name against the declared tools (never guessing), then
+//! Turns a parsed JSON value into tool calls (docs/qwen-formats.md §4.6 and §4.8): unwraps the
+//! shapes models drift into, resolves the name against the declared tools (never guessing), then
 //! validates the arguments against the schema.
 
 use hearth_backend::ToolSpec;

@@ -1,7 +1,7 @@
-//! JSON repair for call bodies (qwen-formats.md §7.5): strict JSON first; only when that fails, a
-//! lenient reader that escapes raw control characters in strings, reads Python literals and
-//! single-quoted strings, drops trailing commas and closes missing braces when allowed. Each fix
-//! it applies is recorded as a [`Repair`].
+//! JSON repair for call bodies (docs/qwen-formats.md §4.5): strict JSON first; only when that
+//! fails, a lenient reader that escapes raw control characters in strings, reads Python literals
+//! and single-quoted strings, drops trailing commas and closes missing braces when allowed. Each
+//! fix it applies is recorded as a [`Repair`].
 
 use serde_json::{Map, Value};
 

@@ -49,9 +49,9 @@ fn matches(v: &Value, ty: &str) -> bool {
     }
 }
 
-/// Converts XML parameter text to the type the schema declares (qwen-formats.md §7.7: null, bool,
-/// int, number, array/object via JSON then Python literal, otherwise string). Returns whether the
-/// value changed type.
+/// Converts XML parameter text to the type the schema declares (docs/qwen-formats.md §4.7: null,
+/// bool, int, number, array/object via JSON then Python literal, otherwise string). Returns
+/// whether the value changed type.
 pub(crate) fn coerce_text(schema: Option<&Value>, text: &str) -> (Value, bool) {
     let tys = types(schema);
     if tys.is_empty() || tys.contains(&"string") {

@@ -226,7 +226,7 @@ fn raw_newlines_in_strings_and_close_tag_inside_strings() {
 fn code_fences_in_and_instead_of_tags() {
     let input = "<tool_call>\n```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"src/main.rs\"}}\n```\n</tool_call>";
     check(&case("fence inside", input, vec![read_a()]));
-    // Qwen2.5-Coder behind llama.cpp (qwen-formats.md §3): a lone fenced call.
+    // Qwen2.5-Coder behind llama.cpp (docs/qwen-formats.md §1.4): a lone fenced call.
     let input =
         "```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"src/main.rs\"}}\n```";
     check(&case("fenced call", input, vec![read_a()]));

@@ -10,8 +10,8 @@ pub(crate) const FUNCTION_OPEN: &str = "<function=";
 pub(crate) const FUNCTION_CLOSE: &str = "</function>";
 pub(crate) const FENCE: &str = "```";
 
-/// Markers after which the model is hallucinating the next turn (qwen-formats.md §7.2): the rest
-/// of the output is dropped.
+/// Markers after which the model is hallucinating the next turn (docs/qwen-formats.md §4.2): the
+/// rest of the output is dropped.
 pub(crate) const CUT: [&str; 4] = [
     "<tool_response>",
     "<|im_start|>",

@@ -1,5 +1,5 @@
 //! Qwen3-Coder XML call bodies: `<function=NAME>` then `<parameter=K>\nVALUE\n</parameter>` per
-//! argument (qwen-formats.md §7.5). Values are raw text, typed by the tool's schema; missing
+//! argument (docs/qwen-formats.md §4.5). Values are raw text, typed by the tool's schema; missing
 //! `</parameter>` / `</function>` are tolerated.
 
 use hearth_backend::ToolSpec;

@@ -1,6 +1,6 @@
 //! Re-quantizing a GGUF to a format with fast CPU kernels in candle (Q8_0, Q4_0): the stock
 //! Qwen2.5-Coder-0.5B file stores most weights as Q5_0, which candle runs without SIMD, about
-//! 3x slower to decode (notes/inference.md §2.3).
+//! 3x slower to decode (docs/inference.md §3.1).
 
 use std::path::Path;
 

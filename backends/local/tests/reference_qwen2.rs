@@ -1,5 +1,5 @@
 //! Cross-checks the engine's Qwen2 forward pass against candle-transformers'
-//! `quantized_qwen2` (correct for plain prefill, per notes/inference.md §2.2) on a real model.
+//! `quantized_qwen2` (correct for plain prefill, per docs/inference.md §2.2) on a real model.
 //! Skipped unless `HEARTH_TEST_MODEL` names a Qwen2 GGUF.
 
 // A test binary: panics are the failures.

@@ -70,7 +70,7 @@ fn chunked_prefill_equals_single_pass_for_every_chunk_size() {
 
 #[test]
 fn prefill_after_decode_steps_matches_single_pass() {
-    // candle 0.11.1's quantized_qwen3 gets exactly this wrong (notes/inference.md §2.2).
+    // candle 0.11.1's quantized_qwen3 gets exactly this wrong (docs/inference.md §2.1).
     for spec in specs() {
         let (model, _dir) = load(&spec);
         let tokens = prompt(60);

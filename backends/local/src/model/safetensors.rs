@@ -1,8 +1,8 @@
 //! Loads a [`Model`] from a Hugging Face directory: `config.json`, `tokenizer.json` and the
 //! weights in `*.safetensors` (one file, or shards listed in `model.safetensors.index.json`).
 //! Qwen2/Qwen2.5 and Qwen3 dense. Weights may be f32, bf16 or f16; all are widened to f32 at
-//! load, because candle's CPU bf16 matmul is several times slower than f32 (notes/inference.md
-//! §2.3). Like the GGUF loader it is transactional: everything lives in locals until the model
+//! load, because candle's CPU bf16 matmul is several times slower than f32 (docs/inference.md
+//! §3.2). Like the GGUF loader it is transactional: everything lives in locals until the model
 //! is assembled, so a failure frees all of it.
 
 use std::collections::HashMap;

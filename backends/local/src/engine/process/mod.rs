@@ -1,6 +1,6 @@
 //! The engine in a supervised child process.
 //!
-//! A sticky CUDA fault (an illegal address, a launch failure; notes/inference.md §4.2) leaves
+//! A sticky CUDA fault (an illegal address, a launch failure; docs/inference.md §4.2) leaves
 //! the process's CUDA context unusable, and no reload inside the same process brings it back.
 //! So on a GPU the model runs in a worker process (`hearth engine-worker`): the parent keeps
 //! the [`crate::Engine`] handle, mirrors the worker's health, and streams each request's events
