@@ -7,12 +7,12 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use chrono::Utc;
-use hearth::agent::{
+use hearth::store::{Record, Round, RoundOutcome, Store, UsageRecord};
+use hearth_backend::ContentPart;
+use hearth_conversation::{
     AgentEvent, HistoryEntry, PlanEntry, PlanStatus, SessionId, ToolCallId, ToolCallRecord,
     ToolCard, ToolCardUpdate, ToolContent, ToolKind, ToolStatus,
 };
-use hearth::store::{Record, Round, RoundOutcome, Store, UsageRecord};
-use hearth_backend::ContentPart;
 use serde_json::json;
 
 /// A round shaped like a real coding turn: a prompt, streamed reasoning and answer (in small

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use clap::Parser;
 use hearth::acp::{AcpState, serve_stdio};
 use hearth::agent::AgentCore;
-use hearth::cli::{Cli, Command, ModelAction};
+use hearth::cli::{Cli, CliCommand, ModelAction};
 use hearth::config::{self, Config};
 use hearth::endpoints::build_catalog;
 use hearth::logging::LogAudience;
@@ -19,7 +19,7 @@ fn env(key: &str) -> Option<String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Some(Command::EngineWorker) = cli.command {
+    if let Some(CliCommand::EngineWorker) = cli.command {
         return engine_worker();
     }
     let config = match config::load(cli.config.as_deref(), &env) {
@@ -30,7 +30,7 @@ fn main() -> ExitCode {
         }
     };
     let audience = match cli.command {
-        Some(Command::Repl(_) | Command::Run(_)) => LogAudience::Terminal,
+        Some(CliCommand::Repl(_) | CliCommand::Run(_)) => LogAudience::Terminal,
         _ => LogAudience::Editor,
     };
     let _log = hearth::logging::init(&config.log, audience);
@@ -45,38 +45,38 @@ fn main() -> ExitCode {
         }
     };
     let result = runtime.block_on(async {
-        match cli.command.unwrap_or(Command::Acp) {
-            Command::Acp => serve(config).await.map(|()| ExitCode::SUCCESS),
-            Command::Models => list_models(config).await.map(|()| ExitCode::SUCCESS),
-            Command::Parse(args) => {
+        match cli.command.unwrap_or(CliCommand::Acp) {
+            CliCommand::Acp => serve(config).await.map(|()| ExitCode::SUCCESS),
+            CliCommand::Models => list_models(config).await.map(|()| ExitCode::SUCCESS),
+            CliCommand::Parse(args) => {
                 let (mut input, mut out) = (std::io::stdin().lock(), std::io::stdout().lock());
-                hearth::parse::command::run(&args, &mut input, &mut out)?;
+                hearth::cli::parse::run(&args, &mut input, &mut out)?;
                 Ok(ExitCode::SUCCESS)
             }
-            Command::Run(args) => {
+            CliCommand::Run(args) => {
                 let core = build_core(config)?;
                 Ok(ExitCode::from(hearth::batch::run(core, args).await.code()))
             }
-            Command::Sessions { action } => {
+            CliCommand::Sessions { action } => {
                 let store = Store::new(data_root(&env)?);
                 let cwd = std::env::current_dir()?;
-                hearth::sessions_command::run(&store, action, cwd)?;
+                hearth::cli::sessions::run(&store, action, cwd)?;
                 Ok(ExitCode::SUCCESS)
             }
-            Command::Model { action } => model_command(action).await.map(|()| ExitCode::SUCCESS),
-            Command::Bench {
+            CliCommand::Model { action } => model_command(action).await.map(|()| ExitCode::SUCCESS),
+            CliCommand::Bench {
                 model,
                 depths,
                 no_ttft,
             } => bench(model, depths, no_ttft)
                 .await
                 .map(|()| ExitCode::SUCCESS),
-            Command::Repl(args) => {
+            CliCommand::Repl(args) => {
                 let core = build_core(config)?;
                 hearth::repl::run(core, args).await?;
                 Ok(ExitCode::SUCCESS)
             }
-            Command::EngineWorker => Ok(engine_worker()),
+            CliCommand::EngineWorker => Ok(engine_worker()),
         }
     });
     match result {

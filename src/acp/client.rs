@@ -13,12 +13,13 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::{Client, ErrorCode};
 use async_trait::async_trait;
+use hearth_conversation::{AgentEvent, PermissionAnswer, TerminalId, ToolCard};
 use tokio_util::sync::CancellationToken;
 
 use super::render;
-use crate::agent::{
-    AgentEvent, ClientOps, ClientOpsError, ExitStatus, LocalClientOps, LocalFrontEnd,
-    PermissionAnswer, TerminalId, TerminalOutput, TerminalRequest, ToolCard,
+use crate::host::{
+    ClientOps, ClientOpsError, ExitStatus, LocalClientOps, LocalFrontEnd, TerminalOutput,
+    TerminalRequest,
 };
 
 pub struct AcpClientOps {
@@ -61,8 +62,17 @@ impl AcpClientOps {
     }
 }
 
+/// Maps a failed client request. A connection that closed or ended while the request was out
+/// is [`ClientOpsError::Disconnected`] (the turn aborts: nobody is left to answer); anything
+/// else is the client's own answer, told to the model.
 fn failed(err: agent_client_protocol::Error) -> ClientOpsError {
-    ClientOpsError::Failed(err.message)
+    if agent_client_protocol::is_incoming_transport_closed(&err)
+        || agent_client_protocol::is_connection_terminated(&err)
+    {
+        ClientOpsError::Disconnected
+    } else {
+        ClientOpsError::Failed(err.message)
+    }
 }
 
 #[async_trait]

@@ -10,14 +10,14 @@ use agent_client_protocol::v1::schema::{
     CurrentModeUpdate, SessionId as AcpSessionId, SessionNotification, SessionUpdate,
     StopReason as AcpStopReason, UnstructuredCommandInput,
 };
+use hearth_conversation::{AgentEvent, Mode};
 
 use super::client::AcpClientOps;
-use super::session_ops::options_for;
+use super::options::options_for;
 use super::state::AcpState;
-use crate::agent::{
-    AgentEvent, ClientOps, CompactError, ContextCommandError, Mode, Session, TurnTicket,
-};
-use crate::commands::{COMMANDS, Command, help_text};
+use crate::agent::{CompactError, ContextCommandError, Session, TurnTicket};
+use crate::host::ClientOps;
+use crate::slash::{COMMANDS, SlashCommand, help_text};
 
 /// The `available_commands_update` for every session.
 pub fn available_commands() -> SessionUpdate {
@@ -52,14 +52,14 @@ pub async fn run(
     state: &Arc<AcpState>,
     session: &Session,
     ticket: &TurnTicket,
-    command: Command,
+    command: SlashCommand,
     client: &AcpClientOps,
     cx: &ConnectionTo<Client>,
 ) -> AcpStopReason {
     let sid = AcpSessionId::new(session.id.to_string());
     let say = |text: String| client.send(AgentEvent::AgentText { text });
     match command {
-        Command::Compact { focus } => {
+        SlashCommand::Compact { focus } => {
             let result = state
                 .core
                 .compact(session, ticket, focus.as_deref(), client)
@@ -82,7 +82,7 @@ pub async fn run(
                 }
             };
         }
-        Command::Clear => {
+        SlashCommand::Clear => {
             state.core.clear_context(session).await;
             say(
                 "Context cleared: the model starts afresh. The conversation stays in this \
@@ -96,11 +96,11 @@ pub async fn run(
                 });
             }
         }
-        Command::Context => match state.core.context_report(session).await {
+        SlashCommand::Context => match state.core.context_report(session).await {
             Ok(report) => say(format!("```\n{report}```")),
             Err(err) => say(format!("No context yet: {err}.")),
         },
-        Command::Mode(None) => {
+        SlashCommand::Mode(None) => {
             let current = session.settings().mode;
             let lines: String = Mode::ALL
                 .iter()
@@ -111,7 +111,7 @@ pub async fn run(
                 .collect();
             say(lines);
         }
-        Command::Mode(Some(id)) => match Mode::from_id(&id) {
+        SlashCommand::Mode(Some(id)) => match Mode::from_id(&id) {
             Some(mode) => {
                 let settings = session.update_settings(|s| s.mode = mode);
                 notify(
@@ -133,7 +133,7 @@ pub async fn run(
                 Mode::ALL.map(|m| m.id()).join(", ")
             )),
         },
-        Command::Model(None) => {
+        SlashCommand::Model(None) => {
             let current = session.settings().model;
             let lines: String = state
                 .choices()
@@ -153,22 +153,23 @@ pub async fn run(
                 lines
             });
         }
-        Command::Model(Some(id)) => match state.choices().into_iter().find(|c| c.value_id == id) {
-            Some(choice) => {
-                let settings = session.update_settings(|s| s.model = Some(choice.model));
-                notify(
-                    cx,
-                    &sid,
-                    SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(options_for(
-                        state, &settings,
-                    ))),
-                );
-                say(format!("Model: `{id}`"));
+        SlashCommand::Model(Some(id)) => {
+            match state.choices().into_iter().find(|c| c.value_id == id) {
+                Some(choice) => {
+                    let settings = session.update_settings(|s| s.model = Some(choice.model));
+                    notify(
+                        cx,
+                        &sid,
+                        SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(options_for(
+                            state, &settings,
+                        ))),
+                    );
+                    say(format!("Model: `{id}`"));
+                }
+                None => say(format!("Model `{id}` is not offered; `/model` lists them.")),
             }
-            None => say(format!("Model `{id}` is not offered; `/model` lists them.")),
-        },
-        Command::Help => say(help_text()),
+        }
+        SlashCommand::Help => say(help_text()),
     }
-    session.end_turn(ticket);
     AcpStopReason::EndTurn
 }

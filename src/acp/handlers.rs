@@ -13,7 +13,6 @@ use agent_client_protocol::v1::schema::{
     SessionCapabilities, SessionCloseCapabilities, SessionDeleteCapabilities,
     SessionListCapabilities, SessionResumeCapabilities, SetSessionConfigOptionRequest,
     SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
-    StopReason as AcpStopReason,
 };
 use agent_client_protocol::v1::{Builder, ConnectionTo, Responder};
 use agent_client_protocol::{
@@ -199,16 +198,4 @@ fn initialize_response(has_store: bool) -> InitializeResponse {
                 .prompt_capabilities(PromptCapabilities::new().image(true).embedded_context(true))
                 .session_capabilities(sessions),
         )
-}
-
-/// ACP's stop reasons for the agent's.
-pub fn stop_reason(reason: crate::agent::StopReason) -> AcpStopReason {
-    use crate::agent::StopReason as S;
-    match reason {
-        S::EndTurn => AcpStopReason::EndTurn,
-        S::MaxTokens => AcpStopReason::MaxTokens,
-        S::MaxTurnRequests => AcpStopReason::MaxTurnRequests,
-        S::Refusal => AcpStopReason::Refusal,
-        S::Cancelled => AcpStopReason::Cancelled,
-    }
 }

@@ -9,14 +9,14 @@ use agent_client_protocol::v1::schema::{
     LoadSessionRequest, LoadSessionResponse, McpServer, ResumeSessionRequest,
     ResumeSessionResponse, SessionInfo, SessionNotification, SessionUpdate, UsageUpdate,
 };
+use hearth_conversation::AgentEvent;
 
 use super::error::AcpError;
 use super::mcp_servers::{Opened, attach};
-use super::options::mode_state;
+use super::options::{mode_state, options_for};
 use super::render;
-use super::session_ops::options_for;
 use super::state::AcpState;
-use crate::agent::{AgentEvent, Session};
+use crate::agent::Session;
 use crate::store::{SessionSnapshot, StoreError, validate_session_id};
 
 /// Sessions per `session/list` page.

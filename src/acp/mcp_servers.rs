@@ -6,10 +6,11 @@ use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::Responder;
 use agent_client_protocol::v1::schema::{McpServer, SessionId, SessionNotification};
 use agent_client_protocol::{Client, Error, JsonRpcResponse};
+use hearth_conversation::AgentEvent;
 
 use super::render;
 use super::state::AcpState;
-use crate::agent::{AgentEvent, Session};
+use crate::agent::Session;
 use crate::mcp::{McpServerConfig, start_session_tools};
 
 /// An answer to a session request, with the notices to send once it is out.

@@ -5,7 +5,10 @@ use agent_client_protocol::v1::schema::{
     SessionModeState,
 };
 
-use crate::agent::{Mode, ModelChoice, SessionSettings};
+use hearth_conversation::{Mode, SessionSettings};
+
+use super::state::AcpState;
+use crate::agent::ModelChoice;
 
 pub const MODEL_OPTION: &str = "model";
 pub const MODE_OPTION: &str = "mode";
@@ -70,4 +73,13 @@ pub fn mode_state(mode: Mode) -> SessionModeState {
         .map(|m| SessionMode::new(m.id(), m.name()).description(m.description().to_string()))
         .collect();
     SessionModeState::new(mode.id(), modes)
+}
+
+/// The config options (mode and model pickers) for a session with `settings`.
+pub fn options_for(state: &AcpState, settings: &SessionSettings) -> Vec<SessionConfigOption> {
+    let current = settings
+        .model
+        .as_ref()
+        .map(|m| state.core.catalog.value_id(m));
+    config_options(settings, &state.choices(), current)
 }

@@ -8,7 +8,7 @@ use agent_client_protocol::v1::schema::{
 };
 use hearth_backend::ContentPart;
 
-use crate::agent::{
+use hearth_conversation::{
     AgentEvent, PlanStatus, ToolCard, ToolCardUpdate, ToolContent, ToolKind as Kind, ToolLocation,
     ToolStatus,
 };
@@ -144,5 +144,20 @@ fn plan_status(s: PlanStatus) -> PlanEntryStatus {
         PlanStatus::Pending => PlanEntryStatus::Pending,
         PlanStatus::InProgress => PlanEntryStatus::InProgress,
         PlanStatus::Completed => PlanEntryStatus::Completed,
+    }
+}
+
+/// ACP's stop reasons for the agent's.
+pub fn stop_reason(
+    reason: crate::agent::StopReason,
+) -> agent_client_protocol::v1::schema::StopReason {
+    use crate::agent::StopReason as S;
+    use agent_client_protocol::v1::schema::StopReason as AcpStopReason;
+    match reason {
+        S::EndTurn => AcpStopReason::EndTurn,
+        S::MaxTokens => AcpStopReason::MaxTokens,
+        S::MaxTurnRequests => AcpStopReason::MaxTurnRequests,
+        S::Refusal => AcpStopReason::Refusal,
+        S::Cancelled => AcpStopReason::Cancelled,
     }
 }

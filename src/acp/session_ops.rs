@@ -3,15 +3,15 @@
 use std::sync::Arc;
 
 use agent_client_protocol::v1::schema::{
-    NewSessionRequest, NewSessionResponse, SessionConfigOption, SetSessionConfigOptionRequest,
+    NewSessionRequest, NewSessionResponse, SetSessionConfigOptionRequest,
     SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
 };
+use hearth_conversation::Mode;
 
 use super::error::AcpError;
 use super::mcp_servers::{Opened, attach};
-use super::options::{MODE_OPTION, MODEL_OPTION, config_options, mode_state};
+use super::options::{MODE_OPTION, MODEL_OPTION, mode_state, options_for};
 use super::state::AcpState;
-use crate::agent::{Mode, SessionSettings};
 
 pub async fn new_session(
     state: &AcpState,
@@ -24,15 +24,8 @@ pub async fn new_session(
         )));
     }
     let choices = state.core.catalog.choices().await;
-    let model = state
-        .core
-        .catalog
-        .default_model(state.core.config.default_model.as_deref(), &choices);
+    let settings = state.core.default_settings(None, None, &choices);
     state.set_choices(choices);
-    let settings = SessionSettings {
-        mode: state.core.config.default_mode,
-        model,
-    };
     let session = state.core.new_session(req.cwd, settings.clone());
     let (session, notices) = attach(state, session, req.mcp_servers).await;
     let session = Arc::new(session);
@@ -113,12 +106,4 @@ pub fn set_mode(
         .ok_or_else(|| AcpError::InvalidParams(format!("unknown mode `{}`", req.mode_id.0)))?;
     session.update_settings(|s| s.mode = mode);
     Ok(SetSessionModeResponse::new())
-}
-
-pub fn options_for(state: &AcpState, settings: &SessionSettings) -> Vec<SessionConfigOption> {
-    let current = settings
-        .model
-        .as_ref()
-        .map(|m| state.core.catalog.value_id(m));
-    config_options(settings, &state.choices(), current)
 }

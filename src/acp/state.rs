@@ -4,7 +4,9 @@ use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::ClientCapabilities;
 
-use crate::agent::{AgentCore, ModelChoice, Session, SessionId};
+use crate::agent::{AgentCore, ModelChoice, Session};
+
+use hearth_conversation::SessionId;
 
 /// Everything the ACP handlers share. Locks here are held only for quick lookups.
 pub struct AcpState {

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use agent_client_protocol::v1::schema::{PromptRequest, PromptResponse};
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error};
+use hearth_conversation::AgentEvent;
 
 use agent_client_protocol::v1::schema::StopReason as AcpStopReason;
 use hearth_backend::ContentPart;
@@ -13,10 +14,10 @@ use super::client::AcpClientOps;
 use super::commands;
 use super::content::prompt_parts;
 use super::error::AcpError;
-use super::handlers::stop_reason;
+use super::render::stop_reason;
 use super::state::AcpState;
-use crate::agent::{AgentEvent, ClientOps};
-use crate::commands::parse_command;
+use crate::host::ClientOps;
+use crate::slash::parse_command;
 
 pub fn start(
     state: Arc<AcpState>,
@@ -55,10 +56,11 @@ pub fn start(
                     &task_cx_for_commands,
                 )
                 .await;
+                drop(ticket);
                 return responder.respond(PromptResponse::new(reason));
             }
             Some(Err(err)) => {
-                session.end_turn(&ticket);
+                drop(ticket);
                 client.send(AgentEvent::AgentText {
                     text: format!("{err}; `/help` lists the commands."),
                 });
@@ -71,6 +73,9 @@ pub fn start(
                     .await
             }
         };
+        // The turn is over before the client hears so: a prompt sent right after the answer
+        // must not find this one still registered.
+        drop(ticket);
         match outcome {
             Ok(reason) => {
                 tracing::info!(session = %session.id, ?reason, "turn ended");

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hearth_backend::{Backend, ModelInfo};
+use hearth_conversation::ModelRef;
 
 use crate::config::EndpointConfig;
 
@@ -16,13 +17,6 @@ const LIST_TIMEOUT: Duration = Duration::from_secs(3);
 pub struct Endpoint {
     pub config: EndpointConfig,
     pub backend: Arc<dyn Backend>,
-}
-
-/// A model on an endpoint.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ModelRef {
-    pub endpoint: String,
-    pub model: String,
 }
 
 /// One entry of the model picker.

@@ -4,10 +4,10 @@
 
 use futures::StreamExt;
 use hearth_backend::{BackendError, BackendEvent, CompletionRequest, FinishReason};
+use hearth_conversation::HistoryEntry;
 use tokio_util::sync::CancellationToken;
 
-use super::fit::RequestShape;
-use super::history::HistoryEntry;
+use super::request_fit::RequestShape;
 use super::session_context::SessionContext;
 use crate::context::{Budget, Summary, build_summary_request};
 
@@ -51,7 +51,7 @@ pub async fn summarise(
     let messages = build_summary_request(span, previous.as_ref(), focus, &budget, &counter);
     let mut request = CompletionRequest::new(shape.model, messages);
     request.max_tokens = Some(budget.max_tokens);
-    request.context_window = shape.context.window.request_context_window();
+    request.context_window = Some(shape.context.window.tokens);
     let mut stream = shape.endpoint.backend.stream(request, cancel.child_token());
     let mut text = String::new();
     let mut finish = None;

@@ -1,14 +1,15 @@
 //! What the context commands do to a session, the same for every front end: `/compact`,
 //! `/clear` and `/context`.
 
-use super::client_ops::ClientOps;
+use hearth_conversation::AgentEvent;
+
 use super::compact::{CompactError, summarise};
 use super::core::AgentCore;
-use super::event::AgentEvent;
-use super::fit::RequestShape;
+use super::request_fit::RequestShape;
 use super::session::{Session, TurnTicket};
 use super::turn::TurnError;
 use crate::context::{ContextReport, TokenCounter, on_demand_span};
+use crate::host::ClientOps;
 use crate::parse::resolve_format;
 use crate::sync::lock;
 
@@ -38,18 +39,6 @@ impl AgentCore {
     /// `/compact [focus]`: summarises everything before the last round now. Runs as a turn of
     /// the session (so it waits for a running one and can be cancelled), and saves the summary.
     pub async fn compact(
-        &self,
-        session: &Session,
-        ticket: &TurnTicket,
-        focus: Option<&str>,
-        client: &dyn ClientOps,
-    ) -> Result<Compacted, ContextCommandError> {
-        let result = self.compact_inner(session, ticket, focus, client).await;
-        session.end_turn(ticket);
-        result
-    }
-
-    async fn compact_inner(
         &self,
         session: &Session,
         ticket: &TurnTicket,

@@ -4,25 +4,20 @@
 use std::path::{Path, PathBuf};
 
 use hearth_backend::ContentPart;
+use hearth_conversation::{AgentEvent, AlwaysRules, Mode, ModelRef, SessionId, SessionSettings};
 
-use super::catalog::{Catalog, Endpoint, ModelRef};
-use super::client_ops::ClientOps;
-use super::event::AgentEvent;
-use super::ids::SessionId;
-use super::mode::Mode;
+use super::catalog::{Catalog, Endpoint, ModelChoice};
 use super::model_context::ModelContexts;
-use super::paths::Resolved;
 use super::persist::{Persistence, Recorder};
-use super::policy::AlwaysRules;
-use super::policy::{plan_dir, plan_mode_prompt};
-use super::session::SessionSettings;
 use super::session::{Session, TurnTicket};
 use super::session_context::SessionContext;
-use super::turn::{StopReason, TurnContext, TurnError, run_turn};
+use super::turn::{StopReason, TurnError, run_turn};
+use super::turn_context::TurnContext;
 use crate::config::Config;
+use crate::host::ClientOps;
 use crate::store::{SessionSnapshot, Store, StoreError, title_from_prompt};
 use crate::sync::lock;
-use crate::tools::{ToolLimits, ToolRegistry};
+use crate::tools::{Resolved, ToolLimits, ToolRegistry, plan_dir, plan_mode_prompt};
 
 const SYSTEM_PROMPT: &str = include_str!("../../prompts/system.md");
 
@@ -56,6 +51,24 @@ impl AgentCore {
     }
 
     /// Saves sessions in `store`.
+    /// The settings a session starts with: the mode and model asked for, else the configured
+    /// defaults (the model: the configured default, else the first endpoint's, else the first
+    /// of `choices`). Every front end, and a restored session missing either, starts here.
+    pub fn default_settings(
+        &self,
+        mode: Option<Mode>,
+        model: Option<ModelRef>,
+        choices: &[ModelChoice],
+    ) -> SessionSettings {
+        SessionSettings {
+            mode: mode.unwrap_or(self.config.default_mode),
+            model: model.or_else(|| {
+                self.catalog
+                    .default_model(self.config.default_model.as_deref(), choices)
+            }),
+        }
+    }
+
     pub fn with_store(mut self, store: Store) -> Self {
         self.store = Some(store);
         self
@@ -99,21 +112,9 @@ impl AgentCore {
         let model = snapshot
             .model
             .clone()
-            .map(ModelRef::from)
-            .filter(|m| self.catalog.endpoint(&m.endpoint).is_some())
-            .or_else(|| {
-                self.catalog
-                    .default_model(self.config.default_model.as_deref(), &[])
-            });
-        let settings = SessionSettings {
-            mode: snapshot.mode.unwrap_or(self.config.default_mode),
-            model,
-        };
-        let rules: AlwaysRules = snapshot
-            .always_rules
-            .clone()
-            .and_then(|v| serde_json::from_value(v).ok())
-            .unwrap_or_default();
+            .filter(|m| self.catalog.endpoint(&m.endpoint).is_some());
+        let settings = self.default_settings(snapshot.mode, model, &[]);
+        let rules: AlwaysRules = snapshot.always_rules.clone().unwrap_or_default();
         let context = snapshot
             .summaries
             .last()
@@ -137,7 +138,8 @@ impl AgentCore {
     }
 
     /// Runs one prompt on `session` under `ticket` (from [`Session::begin_turn`]). Waits for a
-    /// turn still running on the session to finish first, and always ends the ticket.
+    /// turn still running on the session to finish first. The turn ends when the caller drops
+    /// the ticket.
     pub async fn run_prompt(
         &self,
         session: &Session,
@@ -146,7 +148,7 @@ impl AgentCore {
         client: &dyn ClientOps,
     ) -> Result<StopReason, TurnError> {
         let mut history = session.history().await;
-        let outcome = if ticket.cancel.is_cancelled() {
+        if ticket.cancel.is_cancelled() {
             Ok(StopReason::Cancelled)
         } else {
             let settings = session.settings();
@@ -201,10 +203,7 @@ impl AgentCore {
                     outcome
                 }
             }
-        };
-        drop(history);
-        session.end_turn(ticket);
-        outcome
+        }
     }
 
     /// The session's model and its endpoint.
@@ -231,7 +230,7 @@ impl AgentCore {
     fn plan_dir(&self, cwd: &Path) -> Result<Resolved, TurnError> {
         let dir = plan_dir(&self.data_dir, cwd);
         Resolved::from_absolute(&dir)
-            .map_err(|e| TurnError::Aborted(format!("plan directory {}: {e}", dir.display())))
+            .map_err(|source| TurnError::PlanDirectory { path: dir, source })
     }
 
     fn system_prompt(&self, session: &Session, mode: Mode, plan_dir: &Path) -> String {

@@ -6,15 +6,17 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use futures::future::join_all;
+use hearth_conversation::{
+    AgentEvent, AlwaysRules, HistoryEntry, Mode, PermissionAnswer, ToolCallRecord, ToolCard,
+    ToolCardUpdate, ToolContent, ToolKind, ToolStatus,
+};
 use tokio_util::sync::CancellationToken;
 
-use super::client_ops::{ClientOps, PermissionAnswer};
-use super::event::{AgentEvent, ToolCard, ToolCardUpdate, ToolContent, ToolKind, ToolStatus};
-use super::history::{HistoryEntry, ToolCallRecord};
-use super::mode::Mode;
-use super::paths::Resolved;
-use super::policy::{Access, AlwaysRules, Decision, USER_REJECTED, decide};
-use crate::tools::{ToolContext, ToolError, ToolLimits, ToolRegistry};
+use crate::host::ClientOps;
+
+use crate::tools::{
+    Decision, Resolved, ToolContext, ToolError, ToolLimits, ToolRegistry, USER_REJECTED, decide,
+};
 
 /// What the calls of a round need from the turn.
 pub struct DispatchContext<'a> {
@@ -53,10 +55,10 @@ pub async fn run_calls(
     let mut results = Vec::new();
     let mut index = 0;
     while index < calls.len() {
-        let batch_end = if is_read_only(ctx, &calls[index].name) {
+        let batch_end = if ctx.tools.runs_concurrently(&calls[index].name) {
             calls[index..]
                 .iter()
-                .position(|c| !is_read_only(ctx, &c.name))
+                .position(|c| !ctx.tools.runs_concurrently(&c.name))
                 .map_or(calls.len(), |n| index + n)
         } else {
             index + 1
@@ -94,12 +96,6 @@ pub async fn run_calls(
     (results, None)
 }
 
-fn is_read_only(ctx: &DispatchContext<'_>, name: &str) -> bool {
-    ctx.tools
-        .get(name)
-        .is_some_and(|t| t.access() == Access::Read)
-}
-
 async fn run_call(
     ctx: &DispatchContext<'_>,
     call: &ToolCallRecord,
@@ -132,15 +128,7 @@ async fn run_call(
         Ok(prepared) => prepared,
         Err(err) => return stop_or_fail(ctx, call, err, ToolKind::Other),
     };
-    let card = ToolCard {
-        id: call.id.clone(),
-        title: prepared.title.clone(),
-        kind: prepared.kind,
-        status: ToolStatus::Pending,
-        locations: prepared.locations.clone(),
-        content: prepared.preview.clone(),
-        raw_input: call.arguments.clone(),
-    };
+    let card = prepared.card(call.id.clone(), call.arguments.clone());
     ctx.client
         .send(AgentEvent::ToolCallStarted { card: card.clone() });
     let subject = prepared.subject(handler.name());
@@ -161,7 +149,7 @@ async fn run_call(
                 );
                 return Err(DispatchStop::Cancelled);
             }
-            lock(ctx.rules).remember(&subject, answer);
+            lock(ctx.rules).remember(subject.rule_key(), answer);
             if !answer.allows() {
                 return Ok(finish_failed(ctx, call, USER_REJECTED.to_string()));
             }
@@ -177,21 +165,7 @@ async fn run_call(
     );
     match handler.run(&call.arguments, &prepared, &tool_ctx).await {
         Ok(output) => {
-            let status = if output.failed {
-                ToolStatus::Failed
-            } else {
-                ToolStatus::Completed
-            };
-            update(
-                ctx,
-                call,
-                ToolCardUpdate {
-                    status: Some(status),
-                    content: Some(output.content),
-                    raw_output: Some(output.raw_output),
-                    ..Default::default()
-                },
-            );
+            update(ctx, call, output.card_update());
             Ok(CallResult {
                 output: output.for_model,
                 is_error: output.failed,

@@ -1,23 +1,20 @@
-//! What the agent knows about each model's context: its window (discovered once) and how to
-//! count its tokens (the real tokenizer where there is one, else an estimate calibrated against
-//! what the server reports). Shared by every session: calibration is per endpoint and model.
+//! What the agent knows about each model's context: its window (as its backend describes it,
+//! once) and how to count its tokens (the real tokenizer where there is one, else an estimate
+//! calibrated against what the server reports). Shared by every session: calibration is per
+//! endpoint and model.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use hearth_backend::Backend;
+use hearth_conversation::ModelRef;
 
-use super::catalog::{Endpoint, ModelRef};
+use super::catalog::Endpoint;
 use crate::context::{
-    Budget, CalibratedEstimator, TokenCounter, TokenizerCounter, WindowInfo, WindowSource,
-    discover_window, window_without_server,
+    Budget, CalibratedEstimator, TokenCounter, TokenizerCounter, WindowInfo, choose_window,
 };
 use crate::sync::lock;
-
-/// Probes of a server's window must not hold up a turn for long.
-const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Answer tokens reserved when the endpoint sets no `max_tokens`: a quarter of the window,
 /// between 1k and 8k tokens.
@@ -26,53 +23,37 @@ pub fn default_max_tokens(window: u32) -> u32 {
 }
 
 /// The per-model context knowledge of every session.
+#[derive(Default)]
 pub struct ModelContexts {
-    http: reqwest::Client,
     models: Mutex<HashMap<ModelRef, Arc<ModelContext>>>,
-}
-
-impl Default for ModelContexts {
-    fn default() -> Self {
-        Self::new()
-    }
 }
 
 impl ModelContexts {
     pub fn new() -> Self {
-        let http = reqwest::Client::builder()
-            .timeout(PROBE_TIMEOUT)
-            .connect_timeout(PROBE_TIMEOUT)
-            .build()
-            .unwrap_or_default();
-        Self {
-            http,
-            models: Mutex::new(HashMap::new()),
-        }
+        Self::default()
     }
 
-    /// The context of `model` on `endpoint`, discovering its window the first time.
-    ///
+    /// The context of `model` on `endpoint`, asking its backend to describe it the first time
+    /// (and again while the backend's answer is not settled: an engine that has not started).
     pub async fn get(&self, endpoint: &Endpoint, model: &ModelRef) -> Arc<ModelContext> {
         if let Some(known) = lock(&self.models).get(model) {
             return known.clone();
         }
-        let listed = match endpoint.backend.context_window(&model.model).await {
-            Ok(window) => window,
-            Err(err) => {
-                tracing::debug!(endpoint = %endpoint.config.name, "listing the window failed: {err}");
-                None
-            }
-        };
-        let is_local = endpoint.config.name == crate::config::LOCAL_ENDPOINT;
-        let window = if is_local {
-            window_without_server(endpoint.config.context_window, listed)
-        } else {
-            discover_window(&self.http, &endpoint.config, &model.model, listed).await
-        };
-        let context = Arc::new(ModelContext::new(window, endpoint.config.tokenizer.clone()));
-        // The engine reports its window once loaded, so its default is asked again; a server
-        // is asked once per process.
-        if window.source != WindowSource::Default || !is_local {
+        let described = endpoint.backend.describe(&model.model).await;
+        let window = choose_window(endpoint.config.context_window, &described);
+        tracing::info!(
+            endpoint = %endpoint.config.name,
+            model = %model.model,
+            tokens = window.tokens,
+            source = ?window.source,
+            server = ?window.server,
+            "context window"
+        );
+        let context = Arc::new(
+            ModelContext::new(window, endpoint.config.tokenizer.clone())
+                .with_exact_counts(described.exact_token_counts),
+        );
+        if described.settled {
             lock(&self.models).insert(model.clone(), context.clone());
         }
         context
@@ -83,6 +64,8 @@ impl ModelContexts {
 pub struct ModelContext {
     pub window: WindowInfo,
     tokenizer: Option<TokenizerCounter>,
+    /// The backend counts this model's tokens exactly (it has the tokenizer).
+    backend_counts: bool,
     estimator: Mutex<CalibratedEstimator>,
 }
 
@@ -98,8 +81,15 @@ impl ModelContext {
         Self {
             window,
             tokenizer,
+            backend_counts: false,
             estimator: Mutex::new(CalibratedEstimator::default()),
         }
+    }
+
+    /// Counts with the backend's own tokenizer, as its description said it can.
+    pub fn with_exact_counts(mut self, backend_counts: bool) -> Self {
+        self.backend_counts = backend_counts;
+        self
     }
 
     /// The budget of one request with `max_tokens` configured (or the default reserve).
@@ -123,8 +113,8 @@ impl ModelContext {
     }
 
     /// Whether counts come from an estimate (and so learn from the server's counts).
-    pub fn estimates(&self, backend: &dyn Backend, model: &str) -> bool {
-        self.tokenizer.is_none() && backend.count_tokens(model, "x").is_none()
+    pub fn estimates(&self) -> bool {
+        self.tokenizer.is_none() && !self.backend_counts
     }
 
     /// Learns from the server's `prompt_tokens` for a prompt estimated at `estimated`.
@@ -150,7 +140,9 @@ impl TokenCounter for ModelCounter<'_> {
         if let Some(tokenizer) = &self.context.tokenizer {
             return tokenizer.count(text);
         }
-        if let Some(tokens) = self.backend.count_tokens(self.model, text) {
+        if self.context.backend_counts
+            && let Some(tokens) = self.backend.count_tokens(self.model, text)
+        {
             return tokens;
         }
         lock(&self.context.estimator).count(text)
@@ -164,7 +156,7 @@ impl TokenCounter for ModelCounter<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::context::ServerKind;
+    use hearth_backend::{ServerKind, WindowSource};
 
     fn window(tokens: u32) -> WindowInfo {
         WindowInfo {
@@ -193,13 +185,25 @@ mod tests {
         let counter = context.counter(&backend, "m");
         let text = "word ".repeat(400);
         let before = counter.count(&text);
-        assert!(context.estimates(&backend, "m"));
+        assert!(context.estimates());
         context.calibrate(before, u32::try_from(before * 2).unwrap());
         let counter = context.counter(&backend, "m");
         assert!(counter.count(&text) >= before * 2);
     }
 
-    /// A backend with no tokenizer and no models: counting falls to the estimate.
+    #[test]
+    fn the_backends_own_counts_are_used_only_when_it_said_they_are_exact() {
+        let backend = hearth_testkit_free_backend();
+        let exact = ModelContext::new(window(8192), None).with_exact_counts(true);
+        assert!(!exact.estimates());
+        assert_eq!(exact.counter(&backend, "m").count("known"), 3);
+        let estimated = ModelContext::new(window(8192), None);
+        assert!(estimated.estimates());
+        assert_ne!(estimated.counter(&backend, "m").count("known"), 3);
+    }
+
+    /// A backend with no models whose tokenizer knows only the word "known" (3 tokens):
+    /// counting falls to the estimate unless the context says the backend counts exactly.
     fn hearth_testkit_free_backend() -> NoTokenizer {
         NoTokenizer
     }
@@ -220,6 +224,10 @@ mod tests {
             &self,
         ) -> Result<Vec<hearth_backend::ModelInfo>, hearth_backend::BackendError> {
             Ok(Vec::new())
+        }
+
+        fn count_tokens(&self, _model: &str, text: &str) -> Option<usize> {
+            (text == "known").then_some(3)
         }
     }
 }

@@ -2,7 +2,6 @@
 //! however it ends), settings when they change. The store does the file work; this decides
 //! what a round is.
 
-use crate::sync::lock;
 use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -10,20 +9,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use async_trait::async_trait;
 use chrono::Utc;
 use hearth_backend::ContentPart;
-
-use super::client_ops::{
-    ClientOps, ClientOpsError, ExitStatus, PermissionAnswer, TerminalOutput, TerminalRequest,
+use hearth_conversation::{
+    AgentEvent, AlwaysRules, HistoryEntry, PermissionAnswer, SessionSettings, TerminalId, ToolCard,
 };
-use super::event::{AgentEvent, ToolCard};
-use super::history::HistoryEntry;
-use super::ids::TerminalId;
-use super::policy::AlwaysRules;
-use super::session::SessionSettings;
+
 use super::session_context::SessionContext;
 use super::turn::{StopReason, TurnError};
+use crate::host::{ClientOps, ClientOpsError, ExitStatus, TerminalOutput, TerminalRequest};
 use crate::store::{
     Record, Round, RoundOutcome, SessionWriter, SettingsRecord, UsageRecord, coalesce_events,
 };
+use crate::sync::lock;
 
 /// A session's link to its file.
 pub struct Persistence {
@@ -61,7 +57,7 @@ impl Persistence {
     fn write_settings(&self, settings: &SessionSettings) {
         self.writer.append(Record::Settings(SettingsRecord {
             mode: settings.mode,
-            model: settings.model.clone().map(Into::into),
+            model: settings.model.clone(),
         }));
     }
 
@@ -113,7 +109,7 @@ impl Persistence {
             if *saved != *rules {
                 *saved = rules.clone();
                 self.writer.append(Record::AlwaysRules {
-                    rules: serde_json::to_value(rules).unwrap_or_default(),
+                    rules: rules.clone(),
                 });
             }
         }

@@ -1,8 +1,8 @@
 //! Turns the history into a backend request, in the endpoint's tool format.
 
 use hearth_backend::{CompletionRequest, ToolSpec};
+use hearth_conversation::HistoryEntry;
 
-use super::history::HistoryEntry;
 use crate::config::EndpointConfig;
 use crate::parse::{ResolvedFormat, render_messages, stop_strings};
 
@@ -23,7 +23,6 @@ pub fn build_request(
     }
     request.stop = stop_strings(format);
     request.max_tokens = endpoint.max_tokens;
-    // `context_window` stays unset here: only a discovered Ollama window goes on the request
-    // (it switches the backend to Ollama's native chat; see `fit`).
+    // `context_window` is set by `fit`, which knows the window the prompt was budgeted for.
     request
 }

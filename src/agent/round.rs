@@ -3,12 +3,10 @@
 
 use futures::StreamExt;
 use hearth_backend::{BackendError, BackendEvent, FinishReason, Progress, ToolSpec, Usage};
+use hearth_conversation::{AgentEvent, HistoryEntry, ToolCallId, ToolCallRecord};
 use tokio_util::sync::CancellationToken;
 
-use super::client_ops::ClientOps;
-use super::event::AgentEvent;
-use super::history::{HistoryEntry, ToolCallRecord};
-use super::ids::ToolCallId;
+use crate::host::ClientOps;
 use crate::parse::{
     Malformed, MalformedReason, ParseEvent, ParsedCall, StreamEnd, StreamParser, repair_native_call,
 };

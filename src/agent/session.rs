@@ -1,32 +1,42 @@
 //! A session's live state, shared by whichever front end drives it.
 
-use crate::sync::lock;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
+use hearth_conversation::{AlwaysRules, HistoryEntry, SessionId, SessionSettings};
 use tokio_util::sync::CancellationToken;
 
-use super::catalog::ModelRef;
-use super::history::HistoryEntry;
-use super::ids::SessionId;
-use super::mode::Mode;
 use super::persist::Persistence;
-use super::policy::AlwaysRules;
 use super::session_context::SessionContext;
 use crate::mcp::SessionTools;
+use crate::sync::lock;
 
-/// The settings a user changes between prompts.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SessionSettings {
-    pub mode: Mode,
-    pub model: Option<ModelRef>,
-}
-
-/// One registered turn: its number (turns of a session count up) and its cancel token.
-#[derive(Debug, Clone)]
+/// One registered turn: its number (turns of a session count up) and its cancel token. The
+/// ticket is the turn's guard: dropping it ends the turn (unless a newer turn replaced it), so
+/// the turn ends on every path out of whoever holds it, early returns and panics included.
+#[derive(Debug)]
+#[must_use = "the turn ends when its ticket is dropped"]
 pub struct TurnTicket {
     pub number: u64,
     pub cancel: CancellationToken,
+    running: Arc<Mutex<Option<RunningTurn>>>,
+}
+
+impl Drop for TurnTicket {
+    fn drop(&mut self) {
+        let mut running = lock(&self.running);
+        if running.as_ref().is_some_and(|t| t.number == self.number) {
+            *running = None;
+        }
+    }
+}
+
+/// What the session keeps of its running turn.
+#[derive(Debug)]
+struct RunningTurn {
+    number: u64,
+    cancel: CancellationToken,
 }
 
 /// One session. Settings change at any time (quick, never held across an await); the history
@@ -36,7 +46,9 @@ pub struct Session {
     pub cwd: PathBuf,
     settings: Mutex<SessionSettings>,
     history: tokio::sync::Mutex<Vec<HistoryEntry>>,
-    running: Mutex<Option<TurnTicket>>,
+    running: Arc<Mutex<Option<RunningTurn>>>,
+    /// Turns begun so far: numbers count up even after the slot empties.
+    turns: AtomicU64,
     /// "Always allow / always reject" answers given in this session.
     rules: Mutex<AlwaysRules>,
     /// Where the session is saved; `None` when the store is unavailable.
@@ -60,7 +72,8 @@ impl Session {
             cwd,
             settings: Mutex::new(settings),
             history: tokio::sync::Mutex::new(history),
-            running: Mutex::new(None),
+            running: Arc::new(Mutex::new(None)),
+            turns: AtomicU64::new(0),
             rules: Mutex::new(AlwaysRules::default()),
             persist: None,
             context: Mutex::new(SessionContext::default()),
@@ -124,25 +137,22 @@ impl Session {
     }
 
     /// Registers a new turn and cancels the one still running, if any: a second prompt on a
-    /// busy session replaces the first.
+    /// busy session replaces the first. The turn lasts until the ticket is dropped.
     pub fn begin_turn(&self) -> TurnTicket {
         let mut running = lock(&self.running);
-        let number = running.as_ref().map_or(0, |t| t.number) + 1;
-        let ticket = TurnTicket {
+        let number = self.turns.fetch_add(1, Ordering::Relaxed) + 1;
+        let cancel = CancellationToken::new();
+        let current = RunningTurn {
             number,
-            cancel: CancellationToken::new(),
+            cancel: cancel.clone(),
         };
-        if let Some(previous) = running.replace(ticket.clone()) {
+        if let Some(previous) = running.replace(current) {
             previous.cancel.cancel();
         }
-        ticket
-    }
-
-    /// Forgets `ticket` if it is still the running turn.
-    pub fn end_turn(&self, ticket: &TurnTicket) {
-        let mut running = lock(&self.running);
-        if running.as_ref().is_some_and(|t| t.number == ticket.number) {
-            *running = None;
+        TurnTicket {
+            number,
+            cancel,
+            running: Arc::clone(&self.running),
         }
     }
 

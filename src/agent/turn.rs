@@ -1,30 +1,19 @@
 //! The turn loop: one user prompt, as many model rounds as it takes, exactly one outcome.
 
-use std::path::Path;
-use std::sync::Mutex;
-
 use hearth_backend::{BackendError, ContentPart, FinishReason, ToolSpec, Usage};
-use tokio_util::sync::CancellationToken;
+use hearth_conversation::{
+    AgentEvent, HistoryEntry, ToolCallRecord, ToolCard, ToolContent, ToolKind, ToolStatus,
+};
 
-use super::catalog::{Catalog, ModelRef};
-use super::client_ops::ClientOps;
-use super::dispatch::{DispatchContext, DispatchStop, run_calls};
-use super::event::{AgentEvent, ToolCard, ToolContent, ToolKind, ToolStatus};
-use super::fit::RequestShape;
-use super::fitting::Fitting;
-use super::history::{HistoryEntry, ToolCallRecord};
-use super::mode::Mode;
-use super::model_context::ModelContexts;
-use super::paths::Resolved;
-use super::policy::AlwaysRules;
+use super::dispatch::{DispatchStop, run_calls};
+use super::request_fit::RequestShape;
 use super::round::{RoundSink, stream_round};
-use super::session_context::SessionContext;
-use crate::config::AgentSettings;
+use super::turn_context::TurnContext;
+use super::turn_fit::Fitting;
 use crate::parse::{
     MAX_MALFORMED_ROUNDS, Malformed, ParserConfig, ResolvedFormat, StreamParser,
     corrective_message, give_up_message, resolve_format, think_start_for,
 };
-use crate::tools::{ToolLimits, ToolRegistry};
 
 /// How a prompt turn ended. Exactly one per prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,46 +40,18 @@ pub enum TurnError {
     /// The backend failed; the message names the endpoint and what happened.
     #[error(transparent)]
     Backend(#[from] BackendError),
-    /// The client went away mid-turn; nothing more can be done for this prompt.
+    /// The client went away mid-turn ([`crate::host::ClientOpsError::Disconnected`]): nothing
+    /// more can be done for this prompt; what the round produced is kept.
     #[error("the turn was aborted: {0}")]
     Aborted(String),
-}
-
-/// Everything a turn needs besides the history it extends.
-pub struct TurnContext<'a> {
-    pub catalog: &'a Catalog,
-    pub model: Option<&'a ModelRef>,
-    pub system_prompt: &'a str,
-    pub client: &'a dyn ClientOps,
-    pub cancel: &'a CancellationToken,
-    pub settings: &'a AgentSettings,
-    pub tools: &'a ToolRegistry,
-    pub mode: Mode,
-    pub cwd: &'a Path,
-    pub home: Option<&'a Path>,
-    pub plan_dir: &'a Resolved,
-    pub rules: &'a Mutex<AlwaysRules>,
-    pub limits: &'a ToolLimits,
-    /// Windows and token counting per model.
-    pub contexts: &'a ModelContexts,
-    /// The session's view of its history: start, summary, last report.
-    pub context: &'a Mutex<SessionContext>,
-}
-
-impl TurnContext<'_> {
-    fn dispatch(&self) -> DispatchContext<'_> {
-        DispatchContext {
-            tools: self.tools,
-            mode: self.mode,
-            cwd: self.cwd,
-            home: self.home,
-            plan_dir: self.plan_dir,
-            rules: self.rules,
-            limits: self.limits,
-            client: self.client,
-            cancel: self.cancel,
-        }
-    }
+    /// The turn could not be set up: the session's plan directory cannot be resolved. Shown to
+    /// the user; nothing was sent to the model.
+    #[error("cannot set up the turn: plan directory {}: {source}", path.display())]
+    PlanDirectory {
+        path: std::path::PathBuf,
+        #[source]
+        source: crate::tools::PathError,
+    },
 }
 
 /// Runs one prompt to completion: rounds until the model stops calling tools. The prompt and
@@ -267,11 +228,7 @@ fn report_usage(
 ) {
     let (prompt, completion) = match usage {
         Some(usage) => {
-            if usage.prompt_tokens > 0
-                && shape
-                    .context
-                    .estimates(shape.endpoint.backend.as_ref(), shape.model)
-            {
+            if usage.prompt_tokens > 0 && shape.context.estimates() {
                 shape.context.calibrate(estimated, usage.prompt_tokens);
             }
             (

@@ -2,7 +2,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use crate::agent::Mode;
+use hearth_conversation::Mode;
 
 /// Arguments of `hearth run`.
 #[derive(Debug, Clone, Args)]

@@ -7,10 +7,11 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use hearth_conversation::{AgentEvent, PermissionAnswer, ToolCard, ToolKind};
 use serde_json::json;
 
 use super::report::{PromptReport, ToolCallReport, UsageReport};
-use crate::agent::{AgentEvent, LocalFrontEnd, PermissionAnswer, ToolCard, ToolKind};
+use crate::host::LocalFrontEnd;
 
 /// What headless runs may do without asking.
 #[derive(Debug, Clone, Copy, Default)]

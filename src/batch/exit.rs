@@ -37,7 +37,9 @@ impl RunExit {
             TurnError::Backend(BackendError::Timeout { .. } | BackendError::IdleTimeout { .. }) => {
                 Self::Timeout
             }
-            TurnError::Backend(_) | TurnError::Aborted(_) => Self::PromptFailed,
+            TurnError::Backend(_) | TurnError::Aborted(_) | TurnError::PlanDirectory { .. } => {
+                Self::PromptFailed
+            }
         }
     }
 

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::agent::Mode;
+use hearth_conversation::Mode;
 
 /// One prompt of a run.
 #[derive(Debug, Clone, PartialEq, Deserialize)]

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::agent::{ToolKind, ToolStatus};
+use hearth_conversation::{ToolKind, ToolStatus};
 
 /// One prompt's result object.
 #[derive(Debug, Clone, Default, Serialize)]

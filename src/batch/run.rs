@@ -15,7 +15,8 @@ use super::exit::RunExit;
 use super::jobs::{Job, job_cwd, parse_batch};
 use super::progress::BatchProgress;
 use super::report::{PromptReport, stop_reason_id};
-use crate::agent::{AgentCore, LocalClientOps, Session, SessionSettings, StopReason};
+use crate::agent::{AgentCore, Session, StopReason};
+use crate::host::LocalClientOps;
 use crate::store::validate_session_id;
 
 /// Everything one run shares.
@@ -135,8 +136,8 @@ async fn run_job(ctx: Arc<RunContext>, job: Job) -> (PromptReport, RunExit) {
     };
     let mode = session.settings().mode;
     let permits = Permits {
-        writes: ctx.args.allow_writes || mode == crate::agent::Mode::Bypass,
-        commands: ctx.args.allow_commands || mode == crate::agent::Mode::Bypass,
+        writes: ctx.args.allow_writes || mode == hearth_conversation::Mode::Bypass,
+        commands: ctx.args.allow_commands || mode == hearth_conversation::Mode::Bypass,
     };
     let front = Arc::new(BatchFront::new(
         job.id.clone(),
@@ -249,15 +250,12 @@ fn open_session(ctx: &RunContext, job: &Job) -> Result<Session, String> {
                 .parse_value_id(id)
                 .ok_or_else(|| format!("model `{id}`: no endpoint is configured"))?,
         ),
-        None => catalog.default_model(ctx.core.config.default_model.as_deref(), &[]),
+        None => None,
     };
-    let mode = job
-        .mode
-        .or(ctx.args.mode)
-        .unwrap_or(ctx.core.config.default_mode);
-    Ok(ctx
+    let settings = ctx
         .core
-        .new_session(canonical(&cwd), SessionSettings { mode, model }))
+        .default_settings(job.mode.or(ctx.args.mode), model, &[]);
+    Ok(ctx.core.new_session(canonical(&cwd), settings))
 }
 
 fn canonical(dir: &Path) -> std::path::PathBuf {

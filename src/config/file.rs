@@ -4,10 +4,10 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use hearth_conversation::Mode;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::agent::Mode;
 use crate::parse::ToolFormat;
 
 #[derive(Debug, Default, Deserialize)]

@@ -1,11 +1,11 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use hearth_conversation::Mode;
 use toml::Spanned;
 
 use super::error::ConfigError;
 use super::file::{FileConfig, FileEndpoint, FileTimeouts};
-use crate::agent::Mode;
 use crate::parse::ToolFormat;
 
 /// Name of the endpoint made from `HEARTH_BASE_URL` / `HEARTH_MODEL` / `HEARTH_API_KEY`.

@@ -7,26 +7,18 @@
 //! without a summary carries on.
 
 use hearth_backend::{ContentPart, Message};
-use serde::{Deserialize, Serialize};
+use hearth_conversation::HistoryEntry;
 
-use super::projection::{ElisionKind, Projection, project};
+use super::projection::{Projection, project};
+use super::slots::ElisionKind;
+use super::summary::Summary;
 use super::tokens::{Budget, MESSAGE_OVERHEAD, TokenCounter};
-use crate::agent::HistoryEntry;
 
 /// The instructions of the summary request.
 pub const COMPACT_PROMPT: &str = include_str!("../../prompts/compact.md");
 
 /// Compact once the prompt takes this share of the window.
 pub const DEFAULT_COMPACT_THRESHOLD: f64 = 0.8;
-
-/// A compaction summary: it stands in for the first `covers` entries of the history.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Summary {
-    /// How many history entries, from the start, the summary covers.
-    pub covers: usize,
-    /// The model's summary.
-    pub text: String,
-}
 
 /// Whether a prompt of `tokens` in a `window` has reached `threshold` (a share, 0.8 = 80%).
 pub fn should_compact(tokens: usize, window: u32, threshold: f64) -> bool {

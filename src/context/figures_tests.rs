@@ -5,10 +5,11 @@
 use hearth_backend::Message;
 
 use super::compaction::{
-    DEFAULT_COMPACT_THRESHOLD, Summary, build_summary_request, compaction_span, should_compact,
+    DEFAULT_COMPACT_THRESHOLD, build_summary_request, compaction_span, should_compact,
 };
 use super::estimator::CalibratedEstimator;
 use super::projection::project;
+use super::summary::Summary;
 use super::test_support::{code, tool_round, user};
 use super::test_tokenizer::qwen_counter;
 use super::tokens::{Budget, MESSAGE_OVERHEAD, TokenCounter, history_tokens};
@@ -34,7 +35,7 @@ fn figures_prompt_tokens_per_round() {
 fn session(counter: &dyn TokenCounter) {
     let budget = Budget::new(32_768, 4096);
     let mut history = Vec::new();
-    let mut previous: Option<Vec<crate::agent::HistoryEntry>> = None;
+    let mut previous: Option<Vec<hearth_conversation::HistoryEntry>> = None;
     let (mut sent_raw, mut sent_projected, mut over_window, mut breaks) = (0, 0, 0, 0);
     let mut reused = 0usize;
     println!("round  raw_prompt  projected  elided  prefix_reused");
@@ -95,7 +96,7 @@ fn session(counter: &dyn TokenCounter) {
 }
 
 /// The scripted history after `rounds` rounds.
-fn scripted(rounds: usize) -> Vec<crate::agent::HistoryEntry> {
+fn scripted(rounds: usize) -> Vec<hearth_conversation::HistoryEntry> {
     let mut history = vec![user(
         "Add streaming support to the HTTP client and fix the tests.",
     )];

@@ -5,10 +5,10 @@
 
 use std::collections::HashMap;
 
+use hearth_conversation::{HistoryEntry, ToolCallId};
 use serde_json::Value;
 
 use super::tokens::TokenCounter;
-use crate::agent::{HistoryEntry, ToolCallId};
 
 /// Argument keys that name what a call worked on, most telling first.
 const TARGET_KEYS: &[&str] = &[
@@ -168,7 +168,7 @@ pub fn truncate_to_tokens(text: &str, target: usize, counter: &dyn TokenCounter)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::ToolCallRecord;
+    use hearth_conversation::ToolCallRecord;
 
     struct CharCounter;
     impl TokenCounter for CharCounter {

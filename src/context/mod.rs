@@ -3,12 +3,13 @@
 //!
 //! How a turn loop uses it, per session and per round:
 //!
-//! 1. Once per model: `info = discover_window(&http, &endpoint, model, listed).await`, and
+//! 1. Once per model: `info = choose_window(configured, &backend.describe(model).await)`, and
 //!    `budget = Budget::new(info.tokens, max_tokens)`. Every request for the model carries
-//!    `request.context_window = info.request_context_window()` (Ollama's `num_ctx`).
-//! 2. A counter: [`TokenizerCounter`] where a `tokenizer.json` is configured,
-//!    [`BackendCounter`] over the local engine, else one [`CalibratedEstimator`] per endpoint
-//!    and model.
+//!    `request.context_window = Some(info.tokens)`; the backend decides whether its server
+//!    takes it (Ollama's `num_ctx`).
+//! 2. A counter: [`TokenizerCounter`] where a `tokenizer.json` is configured, the backend's
+//!    own count where it has the tokenizer (the local engine), else one [`CalibratedEstimator`]
+//!    per endpoint and model (the agent's `ModelCounter` picks).
 //! 3. Each round: `p = project(&history, counter.count(system_prompt_with_tools), &budget,
 //!    &counter, summary.as_ref())`; render `p.entries` instead of the history. The stored
 //!    history is never changed.
@@ -25,34 +26,34 @@
 //! 6. `/context`: `describe(&p, &budget)` and print it.
 
 mod compaction;
-mod discovery;
+mod cuts;
 mod error;
 mod estimator;
 mod markers;
-mod plan;
-mod probes;
 mod projection;
 mod report;
+mod slots;
 mod squeeze;
+mod summary;
 mod tokens;
+mod window;
 
 pub use compaction::{
-    COMPACT_PROMPT, DEFAULT_COMPACT_THRESHOLD, Summary, build_summary_request, compaction_span,
+    COMPACT_PROMPT, DEFAULT_COMPACT_THRESHOLD, build_summary_request, compaction_span,
     on_demand_span, should_compact,
-};
-pub use discovery::{
-    DEFAULT_WINDOW, ServerKind, WindowInfo, WindowSource, discover_window, ollama_num_ctx,
-    window_without_server,
 };
 pub use error::ContextError;
 pub use estimator::{CalibratedEstimator, DEFAULT_CHARS_PER_TOKEN};
 pub use markers::{SUMMARY_ACK, SUMMARY_PREFIX};
-pub use projection::{Elision, ElisionKind, Projection, project};
+pub use projection::{Projection, project};
 pub use report::{ContextReport, ElidedCount, describe};
+pub use slots::{Elision, ElisionKind};
+pub use summary::Summary;
 pub use tokens::{
-    BackendCounter, Budget, DEFAULT_IMAGE_TOKENS, MESSAGE_OVERHEAD, TokenCounter, TokenizerCounter,
-    content_tokens, entry_tokens, history_tokens,
+    Budget, DEFAULT_IMAGE_TOKENS, MESSAGE_OVERHEAD, TokenCounter, TokenizerCounter, content_tokens,
+    entry_tokens, history_tokens,
 };
+pub use window::{DEFAULT_WINDOW, WindowInfo, choose_window};
 
 #[cfg(test)]
 mod figures_tests;

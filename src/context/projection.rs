@@ -5,43 +5,16 @@
 //! by one-line markers, oldest first. Tool results stay in place (only their output is
 //! replaced), so every call keeps its result. How far elision reaches is picked from a grid of
 //! cut points fixed by the history itself, so successive rounds share their prefix byte for
-//! byte until the grid moves; see [`super::plan`].
+//! byte until the grid moves; see [`super::cuts`].
 
-use serde::{Deserialize, Serialize};
+use hearth_conversation::HistoryEntry;
 
-use super::compaction::Summary;
 use super::markers::{CallTargets, SUMMARY_ACK, SUMMARY_PREFIX};
+use super::slots::{Elision, Origin, Slot, total};
+use super::summary::Summary;
 use super::tokens::{Budget, TokenCounter, entry_tokens};
-use super::{plan, squeeze};
-use crate::agent::HistoryEntry;
+use super::{cuts, squeeze};
 use hearth_backend::ContentPart;
-
-/// What was left out of one history entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ElisionKind {
-    /// A tool result's output was replaced by a marker.
-    ToolOutput,
-    /// An assistant message's reasoning was dropped.
-    Reasoning,
-    /// An assistant message's text (and long call arguments) were replaced by markers.
-    AssistantText,
-    /// Part of a recent entry or a user message was cut out, keeping its head and tail.
-    Truncated,
-    /// A whole old exchange (an assistant message with its tool results) was left out,
-    /// because even its markers did not fit.
-    Dropped,
-}
-
-/// One elision, for the `/context` report.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Elision {
-    /// Index of the entry in the stored history.
-    pub index: usize,
-    pub kind: ElisionKind,
-    /// Tokens the elision saved.
-    pub tokens_saved: usize,
-}
 
 /// The history as the next request will carry it.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,36 +37,6 @@ pub struct Projection {
     /// Whether `tokens` is within the budget. False only when the system prompt and the user
     /// messages cut to their markers do not fit on their own.
     pub fits: bool,
-}
-
-/// Where a slot of the projection came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Origin {
-    /// The stored history entry with this index.
-    History(usize),
-    /// The compaction summary or its acknowledgement.
-    Summary,
-}
-
-/// One entry of the projection under construction.
-#[derive(Debug, Clone)]
-pub(super) struct Slot {
-    pub origin: Origin,
-    pub entry: HistoryEntry,
-    pub tokens: usize,
-}
-
-impl Slot {
-    pub fn index(&self) -> Option<usize> {
-        match self.origin {
-            Origin::History(i) => Some(i),
-            Origin::Summary => None,
-        }
-    }
-
-    pub fn is_user(&self) -> bool {
-        matches!(self.entry, HistoryEntry::User { .. })
-    }
 }
 
 /// Projects `history` into `budget` after a system prompt of `system_tokens`.
@@ -127,7 +70,7 @@ pub fn project(
         });
     }
     let unelided_tokens = system_tokens + total(&slots);
-    let plan = plan::elide(&mut slots, first_slot, room, counter, &targets);
+    let plan = cuts::elide(&mut slots, first_slot, room, counter, &targets);
     let tail_start = slots
         .get(first_slot + plan.tail)
         .and_then(Slot::index)
@@ -155,11 +98,6 @@ pub fn project(
         tail_start,
         fits: system_tokens + entries_tokens <= budget.available(),
     }
-}
-
-/// Tokens of all slots.
-pub(super) fn total(slots: &[Slot]) -> usize {
-    slots.iter().map(|s| s.tokens).sum()
 }
 
 /// The summary's boundary moved forward past tool results, so a result never loses its call.

@@ -5,6 +5,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::context::estimator::CalibratedEstimator;
+use crate::context::slots::ElisionKind;
 use crate::context::test_support::{
     CharCounter, RoundSpec, build, code, round_spec, tool_round, user,
 };

@@ -3,9 +3,11 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
-use super::projection::{ElisionKind, Projection};
+use hearth_conversation::HistoryEntry;
+
+use super::projection::Projection;
+use super::slots::ElisionKind;
 use super::tokens::Budget;
-use crate::agent::HistoryEntry;
 
 /// Count and tokens saved of one kind of elision.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -180,7 +182,7 @@ impl fmt::Display for ContextReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::context::projection::Elision;
+    use crate::context::slots::Elision;
     use hearth_backend::ContentPart;
 
     fn projection(elided: Vec<Elision>) -> Projection {

@@ -5,12 +5,12 @@
 //! tool results, so pairs stay whole), and finally the user messages, largest first.
 
 use hearth_backend::ContentPart;
+use hearth_conversation::HistoryEntry;
 
+use super::cuts::at_level;
 use super::markers::{CallTargets, SUMMARY_PREFIX, truncate_to_tokens};
-use super::plan::at_level;
-use super::projection::{Elision, ElisionKind, Origin, Slot, total};
+use super::slots::{Elision, ElisionKind, Origin, Slot, total};
 use super::tokens::{TokenCounter, entry_tokens};
-use crate::agent::HistoryEntry;
 
 /// Text that replaces an image cut from a user message.
 const IMAGE_MARKER: &str = "[image elided to fit the context window]";

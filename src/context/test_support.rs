@@ -1,10 +1,10 @@
 //! Conversations for the context tests, built from compact specs.
 
 use hearth_backend::ContentPart;
+use hearth_conversation::{HistoryEntry, ToolCallId, ToolCallRecord};
 use proptest::prelude::*;
 
 use super::tokens::TokenCounter;
-use crate::agent::{HistoryEntry, ToolCallId, ToolCallRecord};
 
 /// Counts one token per character: simple, exact, easy to reason about in tests.
 pub struct CharCounter;

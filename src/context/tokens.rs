@@ -7,9 +7,9 @@
 use std::path::Path;
 
 use hearth_backend::ContentPart;
+use hearth_conversation::HistoryEntry;
 
 use super::error::ContextError;
-use crate::agent::HistoryEntry;
 
 /// Tokens one image is assumed to cost when the counter cannot see its size.
 ///
@@ -85,40 +85,6 @@ impl TokenCounter for TokenizerCounter {
 
     fn image_tokens(&self) -> usize {
         self.image_tokens
-    }
-}
-
-/// The exact count from a backend that has the model's tokenizer (the local engine), with a
-/// fallback for when it answers `None`.
-pub struct BackendCounter<'a> {
-    backend: &'a dyn hearth_backend::Backend,
-    model: String,
-    fallback: &'a dyn TokenCounter,
-}
-
-impl<'a> BackendCounter<'a> {
-    pub fn new(
-        backend: &'a dyn hearth_backend::Backend,
-        model: impl Into<String>,
-        fallback: &'a dyn TokenCounter,
-    ) -> Self {
-        Self {
-            backend,
-            model: model.into(),
-            fallback,
-        }
-    }
-}
-
-impl TokenCounter for BackendCounter<'_> {
-    fn count(&self, text: &str) -> usize {
-        self.backend
-            .count_tokens(&self.model, text)
-            .unwrap_or_else(|| self.fallback.count(text))
-    }
-
-    fn image_tokens(&self) -> usize {
-        self.fallback.image_tokens()
     }
 }
 
@@ -207,45 +173,13 @@ pub fn history_tokens(history: &[HistoryEntry], counter: &dyn TokenCounter) -> u
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::{ToolCallId, ToolCallRecord};
+    use hearth_conversation::{ToolCallId, ToolCallRecord};
 
     struct CharCounter;
     impl TokenCounter for CharCounter {
         fn count(&self, text: &str) -> usize {
             text.chars().count()
         }
-    }
-
-    /// A backend whose tokenizer knows only the word "known" (3 tokens).
-    struct Engine;
-
-    #[async_trait::async_trait]
-    impl hearth_backend::Backend for Engine {
-        fn stream(
-            &self,
-            _request: hearth_backend::CompletionRequest,
-            _cancel: tokio_util::sync::CancellationToken,
-        ) -> hearth_backend::EventStream {
-            Box::pin(futures::stream::empty())
-        }
-
-        async fn list_models(
-            &self,
-        ) -> Result<Vec<hearth_backend::ModelInfo>, hearth_backend::BackendError> {
-            Ok(Vec::new())
-        }
-
-        fn count_tokens(&self, model: &str, text: &str) -> Option<usize> {
-            (model == "m" && text == "known").then_some(3)
-        }
-    }
-
-    #[test]
-    fn backend_counter_asks_the_backend_then_falls_back() {
-        let counter = BackendCounter::new(&Engine, "m", &CharCounter);
-        assert_eq!(counter.count("known"), 3);
-        assert_eq!(counter.count("other"), 5);
-        assert_eq!(counter.image_tokens(), DEFAULT_IMAGE_TOKENS);
     }
 
     #[test]

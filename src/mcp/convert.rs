@@ -1,9 +1,9 @@
 //! MCP shapes to hearth's: a tool's annotations to a card kind, a call's result to a
 //! [`ToolOutput`].
 
+use hearth_conversation::{ToolContent, ToolKind};
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents, ToolAnnotations};
 
-use crate::agent::{ToolContent, ToolKind};
 use crate::tools::ToolOutput;
 
 /// The card kind for a tool: `read` when the server says the tool only reads, `other`

@@ -2,13 +2,13 @@
 
 use async_trait::async_trait;
 use hearth_backend::ToolSpec;
+use hearth_conversation::{Access, ToolKind};
 use rmcp::RoleClient;
 use rmcp::model::{CallToolRequestParams, Tool};
 use rmcp::service::{Peer, ServiceError};
 use serde_json::Value;
 
 use super::convert::{kind_for, tool_output};
-use crate::agent::{Access, ToolKind};
 use crate::tools::{Prepared, ToolContext, ToolError, ToolHandler, ToolOutput};
 
 /// How the policy judges every MCP tool: an MCP tool runs code in another process, with
@@ -144,9 +144,8 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::agent::{
-        AlwaysRules, Decision, Mode, PermissionAnswer, Resolved, Subject, decide, offers,
-    };
+    use crate::tools::{Decision, Resolved, Subject, decide, offers};
+    use hearth_conversation::{AlwaysRules, Mode, PermissionAnswer};
 
     #[test]
     fn mcp_tools_ask_unless_bypass_and_are_refused_in_plan_mode() {
@@ -176,7 +175,7 @@ mod tests {
             assert_eq!(offers(mode, MCP_ACCESS), offered, "{mode:?}");
         }
         // "Allow always" is keyed by the tool's name and never lifts plan mode.
-        rules.remember(&subject, PermissionAnswer::AllowAlways);
+        rules.remember(subject.rule_key(), PermissionAnswer::AllowAlways);
         assert_eq!(decide(Mode::Ask, &subject, &plan, &rules), Decision::Allow);
         assert!(matches!(
             decide(Mode::Plan, &subject, &plan, &rules),

@@ -2,7 +2,6 @@
 //! XML) with repair, and the renderers for the tool prompt. Knows nothing of ACP or HTTP.
 
 mod block;
-pub mod command;
 mod config;
 mod corrective;
 mod event;
@@ -19,7 +18,6 @@ mod test_support;
 mod tool_format;
 mod xml;
 
-pub use command::{ParseArgs, ParseCommandError};
 pub use config::{ParserConfig, ResolvedFormat, ThinkStart, resolve_format, think_start_for};
 pub use corrective::{MAX_MALFORMED_ROUNDS, corrective_message, give_up_message};
 pub use event::{Malformed, MalformedReason, ParseEvent, ParsedCall, Repair, StreamEnd};

@@ -1,12 +1,12 @@
 //! The prompt side: the system-prompt tool block in both Qwen formats, the conversation rendered
-//! the way the Qwen templates render it (qwen-formats.md §1.6), and the stop strings.
+//! the way the Qwen templates render it (docs/qwen-formats.md §2), and the stop strings.
 
 use hearth_backend::{ContentPart, Message, NativeToolCall, Role, ToolSpec};
+use hearth_conversation::{HistoryEntry, ToolCallRecord};
 use serde_json::Value;
 
 use super::config::ResolvedFormat;
 use super::pyjson;
-use crate::agent::{HistoryEntry, ToolCallRecord};
 
 const HERMES_HEAD: &str = "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>";
 const HERMES_TAIL: &str = "\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>";

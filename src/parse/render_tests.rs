@@ -2,9 +2,9 @@
 //! byte, in both in-band formats (and the native message shape).
 
 use hearth_backend::{ContentPart, Message, Role};
+use hearth_conversation::{HistoryEntry, ToolCallId, ToolCallRecord};
 use serde_json::json;
 
-use crate::agent::{HistoryEntry, ToolCallId, ToolCallRecord};
 use crate::parse::test_support::tools;
 use crate::parse::{ResolvedFormat, render_messages, render_tool_block, stop_strings};
 

@@ -1,24 +1,20 @@
 //! What each slash command does to the REPL.
 
-use super::commands::{COMMANDS, SlashCommand};
+use hearth_conversation::Mode;
+
+use crate::slash::{COMMANDS, SlashCommand};
+
+use super::commands::{REPL_COMMANDS, ReplCommand};
 use super::render::Renderer;
 use super::repl::{Flow, Repl};
 use super::sessions::{Stored, list_stored, open_stored};
-use crate::agent::Mode;
 
 impl Repl {
     /// Runs one slash command.
-    pub(super) async fn command(&mut self, command: SlashCommand) -> Flow {
+    pub(super) async fn command(&mut self, command: ReplCommand) -> Flow {
         match command {
-            SlashCommand::Mode(None) => self.list_modes(),
-            SlashCommand::Mode(Some(mode)) => {
-                self.session.update_settings(|s| s.mode = mode);
-                self.screen
-                    .line(&format!("mode: {} — {}", mode.id(), mode.description()));
-            }
-            SlashCommand::Model(None) => self.list_models().await,
-            SlashCommand::Model(Some(id)) => self.switch_model(&id).await,
-            SlashCommand::New => {
+            ReplCommand::Shared(shared) => self.shared(shared).await,
+            ReplCommand::New => {
                 self.session = self
                     .core
                     .new_session(self.cwd.clone(), self.session.settings());
@@ -26,7 +22,7 @@ impl Repl {
                 self.screen
                     .line(&format!("new session {}", self.session.id));
             }
-            SlashCommand::Thoughts => {
+            ReplCommand::Thoughts => {
                 let shown = self.screen.read(|r| r.toggle_thoughts());
                 self.screen.line(if shown {
                     "thoughts: shown"
@@ -34,12 +30,33 @@ impl Repl {
                     "thoughts: hidden"
                 });
             }
-            SlashCommand::Diff => match self.screen.read(|r| r.last_diff()) {
+            ReplCommand::Diff => match self.screen.read(|r| r.last_diff()) {
                 Some(diff) => self.screen.line(&diff),
                 None => self.screen.line("no file change yet"),
             },
+            ReplCommand::Sessions => self.sessions().await,
+            ReplCommand::Resume(id) => self.resume(id).await,
+            ReplCommand::Quit => return Flow::Quit,
+        }
+        Flow::Continue
+    }
+
+    /// Runs one of the commands every front end offers.
+    async fn shared(&self, command: SlashCommand) {
+        match command {
+            SlashCommand::Mode(None) => self.list_modes(),
+            SlashCommand::Mode(Some(id)) => match id.parse::<Mode>() {
+                Ok(mode) => {
+                    self.session.update_settings(|s| s.mode = mode);
+                    self.screen
+                        .line(&format!("mode: {} — {}", mode.id(), mode.description()));
+                }
+                Err(err) => self.error(&err.to_string()),
+            },
+            SlashCommand::Model(None) => self.list_models().await,
+            SlashCommand::Model(Some(id)) => self.switch_model(&id).await,
             SlashCommand::Context => self.context().await,
-            SlashCommand::Compact(focus) => self.compact(focus).await,
+            SlashCommand::Compact { focus } => self.compact(focus).await,
             SlashCommand::Clear => {
                 self.core.clear_context(&self.session).await;
                 self.screen.read(Renderer::start_session);
@@ -47,12 +64,8 @@ impl Repl {
                     "context cleared: the model starts afresh (the conversation stays saved)",
                 );
             }
-            SlashCommand::Sessions => self.sessions().await,
-            SlashCommand::Resume(id) => self.resume(id).await,
             SlashCommand::Help => self.help(),
-            SlashCommand::Quit => return Flow::Quit,
         }
-        Flow::Continue
     }
 
     fn list_modes(&self) {
@@ -169,8 +182,9 @@ impl Repl {
     }
 
     fn help(&self) {
-        for (usage, what) in COMMANDS {
-            self.screen.line(&format!("  {usage:<14}{what}"));
+        for command in COMMANDS.iter().chain(REPL_COMMANDS) {
+            self.screen
+                .line(&format!("  {:<18}{}", command.usage(), command.description));
         }
         self.screen
             .line("  Ctrl-C cancels a running answer; //text sends a prompt starting with `/`.");

@@ -2,7 +2,7 @@
 
 use clap::Args;
 
-use crate::agent::Mode;
+use hearth_conversation::Mode;
 
 /// Arguments of `hearth repl`.
 #[derive(Debug, Clone, Default, Args)]
@@ -29,12 +29,12 @@ mod tests {
     use clap::Parser;
 
     use super::*;
-    use crate::cli::{Cli, Command};
+    use crate::cli::{Cli, CliCommand};
 
     fn parse(args: &[&str]) -> Result<ReplArgs, clap::Error> {
         let cli = Cli::try_parse_from([&["hearth", "repl"], args].concat())?;
         match cli.command {
-            Some(Command::Repl(args)) => Ok(args),
+            Some(CliCommand::Repl(args)) => Ok(args),
             other => panic!("not a repl command: {other:?}"),
         }
     }

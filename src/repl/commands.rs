@@ -1,32 +1,26 @@
 //! What the user types at the prompt: a prompt for the model, or a slash command; and the
 //! answer to a permission question. Pure parsers, no I/O.
 
-use crate::agent::{Mode, PermissionAnswer, UnknownMode};
+use hearth_conversation::{Mode, PermissionAnswer, UnknownMode};
 
-/// One slash command.
+use crate::slash::{self, CommandInfo, SlashCommand, SlashError};
+
+/// One slash command: a shared one, or one only the REPL has.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SlashCommand {
-    /// `/mode [id]`: show the modes, or switch.
-    Mode(Option<Mode>),
-    /// `/model [id]`: list the models, or switch.
-    Model(Option<String>),
+pub enum ReplCommand {
+    /// A command every front end offers (`/mode`, `/model`, `/compact`, `/clear`, `/context`,
+    /// `/help`); a `/mode` id has been checked.
+    Shared(SlashCommand),
     /// `/new`: a fresh session with the same settings.
     New,
     /// `/thoughts`: show or hide the model's reasoning.
     Thoughts,
     /// `/diff`: the last full diff.
     Diff,
-    /// `/compact [focus]`: summarise the conversation now.
-    Compact(Option<String>),
-    /// `/clear`: the model starts afresh in the same session.
-    Clear,
-    /// `/context`: how full the context window is.
-    Context,
     /// `/sessions`: the stored sessions of this directory.
     Sessions,
     /// `/resume [id]`: reopen a stored session.
     Resume(Option<String>),
-    Help,
     Quit,
 }
 
@@ -37,7 +31,7 @@ pub enum Entry {
     Blank,
     /// Text for the model.
     Prompt(String),
-    Command(SlashCommand),
+    Command(ReplCommand),
 }
 
 /// A slash command that cannot be run. The REPL shows the message and waits for the next line.
@@ -49,40 +43,49 @@ pub enum CommandError {
     /// `/mode` named a mode that does not exist; the message lists the real ones.
     #[error(transparent)]
     Mode(#[from] UnknownMode),
-    /// A command that takes no argument was given one.
-    #[error("/{0} takes no argument")]
-    NoArgument(&'static str),
-    /// A command that takes one argument was given several.
-    #[error("/{0} takes at most one argument")]
-    OneArgument(&'static str),
+    /// Arguments the command does not take.
+    #[error(transparent)]
+    Arguments(#[from] SlashError),
 }
 
-/// Every command with its one-line help, in `/help` order.
-pub const COMMANDS: &[(&str, &str)] = &[
-    (
-        "/mode [id]",
-        "show the modes, or switch to one (ask, accept-edits, plan, bypass)",
-    ),
-    ("/model [id]", "list the models, or switch to one"),
-    ("/new", "start a new session with the same mode and model"),
-    ("/thoughts", "show or hide the model's reasoning"),
-    ("/diff", "show the last file change in full"),
-    (
-        "/compact [focus]",
-        "summarise the conversation so far to free context",
-    ),
-    (
-        "/clear",
-        "start a new context in this session (the history stays saved)",
-    ),
-    (
-        "/context",
-        "how full the context window is, and what was left out",
-    ),
-    ("/sessions", "list the stored sessions of this directory"),
-    ("/resume [id]", "reopen a stored session"),
-    ("/help", "this list"),
-    ("/quit", "leave (Ctrl-D does the same)"),
+/// The commands only the REPL has, in `/help` order (after the shared ones).
+pub const REPL_COMMANDS: &[CommandInfo] = &[
+    CommandInfo {
+        name: "new",
+        argument: None,
+        description: "Start a new session with the same mode and model",
+        hint: None,
+    },
+    CommandInfo {
+        name: "thoughts",
+        argument: None,
+        description: "Show or hide the model's reasoning",
+        hint: None,
+    },
+    CommandInfo {
+        name: "diff",
+        argument: None,
+        description: "Show the last file change in full",
+        hint: None,
+    },
+    CommandInfo {
+        name: "sessions",
+        argument: None,
+        description: "List the stored sessions of this directory",
+        hint: None,
+    },
+    CommandInfo {
+        name: "resume",
+        argument: Some("[id]"),
+        description: "Reopen a stored session",
+        hint: None,
+    },
+    CommandInfo {
+        name: "quit",
+        argument: None,
+        description: "Leave (Ctrl-D does the same)",
+        hint: None,
+    },
 ];
 
 /// Parses one line. A line starting with `//` is a prompt starting with `/`; so is a line whose
@@ -92,52 +95,29 @@ pub fn parse_line(line: &str) -> Result<Entry, CommandError> {
     if text.is_empty() {
         return Ok(Entry::Blank);
     }
-    let Some(rest) = text.strip_prefix('/') else {
+    if let Some(escaped) = text.strip_prefix("//") {
+        return Ok(Entry::Prompt(format!("/{escaped}")));
+    }
+    let Some(line) = slash::split(text) else {
         return Ok(Entry::Prompt(text.to_owned()));
     };
-    let mut words = rest.split_whitespace();
-    let name = words.next().unwrap_or_default();
-    if rest.starts_with('/') || name.contains('/') || name.is_empty() {
-        let prompt = if rest.starts_with('/') { rest } else { text };
-        return Ok(Entry::Prompt(prompt.to_owned()));
+    if let Some(shared) = SlashCommand::parse(&line) {
+        let shared = shared?;
+        if let SlashCommand::Mode(Some(id)) = &shared {
+            id.parse::<Mode>()?;
+        }
+        return Ok(Entry::Command(ReplCommand::Shared(shared)));
     }
-    let args: Vec<&str> = words.collect();
-    let command = match name {
-        "mode" => SlashCommand::Mode(one(&args, "mode")?.map(str::parse).transpose()?),
-        "model" => SlashCommand::Model(one(&args, "model")?.map(str::to_owned)),
-        "resume" => SlashCommand::Resume(one(&args, "resume")?.map(str::to_owned)),
-        "new" => none(&args, "new", SlashCommand::New)?,
-        "thoughts" => none(&args, "thoughts", SlashCommand::Thoughts)?,
-        "diff" => none(&args, "diff", SlashCommand::Diff)?,
-        "compact" => SlashCommand::Compact((!args.is_empty()).then(|| args.join(" "))),
-        "clear" => none(&args, "clear", SlashCommand::Clear)?,
-        "context" => none(&args, "context", SlashCommand::Context)?,
-        "sessions" => none(&args, "sessions", SlashCommand::Sessions)?,
-        "help" | "?" => SlashCommand::Help,
-        "quit" | "exit" => SlashCommand::Quit,
+    let command = match line.name {
+        "resume" => ReplCommand::Resume(line.at_most_one()?),
+        "new" => line.no_argument(ReplCommand::New)?,
+        "thoughts" => line.no_argument(ReplCommand::Thoughts)?,
+        "diff" => line.no_argument(ReplCommand::Diff)?,
+        "sessions" => line.no_argument(ReplCommand::Sessions)?,
+        "quit" | "exit" => ReplCommand::Quit,
         other => return Err(CommandError::Unknown(other.to_owned())),
     };
     Ok(Entry::Command(command))
-}
-
-fn one<'a>(args: &[&'a str], command: &'static str) -> Result<Option<&'a str>, CommandError> {
-    match args {
-        [] => Ok(None),
-        [arg] => Ok(Some(arg)),
-        _ => Err(CommandError::OneArgument(command)),
-    }
-}
-
-fn none(
-    args: &[&str],
-    command: &'static str,
-    parsed: SlashCommand,
-) -> Result<SlashCommand, CommandError> {
-    if args.is_empty() {
-        Ok(parsed)
-    } else {
-        Err(CommandError::NoArgument(command))
-    }
 }
 
 /// The question's choices, as shown.

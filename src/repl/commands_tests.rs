@@ -1,6 +1,6 @@
 use super::*;
 
-fn command(line: &str) -> SlashCommand {
+fn command(line: &str) -> ReplCommand {
     match parse_line(line) {
         Ok(Entry::Command(c)) => c,
         other => panic!("{line:?} parsed as {other:?}"),
@@ -9,38 +9,44 @@ fn command(line: &str) -> SlashCommand {
 
 #[test]
 fn slash_commands_parse_with_and_without_arguments() {
-    let table: &[(&str, SlashCommand)] = &[
-        ("/mode", SlashCommand::Mode(None)),
-        ("/mode plan", SlashCommand::Mode(Some(Mode::Plan))),
+    use ReplCommand::Shared;
+    let table: &[(&str, ReplCommand)] = &[
+        ("/mode", Shared(SlashCommand::Mode(None))),
+        (
+            "/mode plan",
+            Shared(SlashCommand::Mode(Some("plan".into()))),
+        ),
         (
             "  /mode   accept-edits  ",
-            SlashCommand::Mode(Some(Mode::AcceptEdits)),
+            Shared(SlashCommand::Mode(Some("accept-edits".into()))),
         ),
-        ("/model", SlashCommand::Model(None)),
+        ("/model", Shared(SlashCommand::Model(None))),
         (
             "/model lan:qwen3:8b",
-            SlashCommand::Model(Some("lan:qwen3:8b".into())),
+            Shared(SlashCommand::Model(Some("lan:qwen3:8b".into()))),
         ),
-        ("/new", SlashCommand::New),
-        ("/thoughts", SlashCommand::Thoughts),
-        ("/diff", SlashCommand::Diff),
-        ("/compact", SlashCommand::Compact(None)),
+        ("/new", ReplCommand::New),
+        ("/thoughts", ReplCommand::Thoughts),
+        ("/diff", ReplCommand::Diff),
+        ("/compact", Shared(SlashCommand::Compact { focus: None })),
         (
             "/compact  the parser  work",
-            SlashCommand::Compact(Some("the parser work".into())),
+            Shared(SlashCommand::Compact {
+                focus: Some("the parser work".into()),
+            }),
         ),
-        ("/clear", SlashCommand::Clear),
-        ("/context", SlashCommand::Context),
-        ("/sessions", SlashCommand::Sessions),
-        ("/resume", SlashCommand::Resume(None)),
+        ("/clear", Shared(SlashCommand::Clear)),
+        ("/context", Shared(SlashCommand::Context)),
+        ("/sessions", ReplCommand::Sessions),
+        ("/resume", ReplCommand::Resume(None)),
         (
             "/resume abc-123",
-            SlashCommand::Resume(Some("abc-123".into())),
+            ReplCommand::Resume(Some("abc-123".into())),
         ),
-        ("/help", SlashCommand::Help),
-        ("/?", SlashCommand::Help),
-        ("/quit", SlashCommand::Quit),
-        ("/exit", SlashCommand::Quit),
+        ("/help", Shared(SlashCommand::Help)),
+        ("/?", Shared(SlashCommand::Help)),
+        ("/quit", ReplCommand::Quit),
+        ("/exit", ReplCommand::Quit),
     ];
     for (line, expected) in table {
         assert_eq!(&command(line), expected, "{line:?}");
@@ -74,10 +80,14 @@ fn bad_commands_are_errors_with_a_reason() {
     let table: &[(&str, CommandError)] = &[
         ("/frobnicate", CommandError::Unknown("frobnicate".into())),
         ("/mode yolo", CommandError::Mode(UnknownMode("yolo".into()))),
-        ("/mode plan ask", CommandError::OneArgument("mode")),
-        ("/model a b", CommandError::OneArgument("model")),
-        ("/new now", CommandError::NoArgument("new")),
-        ("/diff all", CommandError::NoArgument("diff")),
+        (
+            "/mode plan ask",
+            SlashError::OneArgument("mode".into()).into(),
+        ),
+        ("/model a b", SlashError::OneArgument("model".into()).into()),
+        ("/new now", SlashError::NoArgument("new".into()).into()),
+        ("/diff all", SlashError::NoArgument("diff".into()).into()),
+        ("/clear all", SlashError::NoArgument("clear".into()).into()),
     ];
     for (line, expected) in table {
         assert_eq!(&parse_line(line).unwrap_err(), expected, "{line:?}");
@@ -91,10 +101,10 @@ fn bad_commands_are_errors_with_a_reason() {
 
 #[test]
 fn help_lists_every_command_the_parser_knows() {
-    for (usage, _) in COMMANDS {
-        let name = usage.split_whitespace().next().unwrap();
+    for command in slash::COMMANDS.iter().chain(REPL_COMMANDS) {
+        let name = format!("/{}", command.name);
         assert!(
-            parse_line(name).is_ok(),
+            matches!(parse_line(&name), Ok(Entry::Command(_))),
             "{name} is in /help but does not parse"
         );
     }

@@ -4,12 +4,13 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
+use hearth_conversation::{AgentEvent, PermissionAnswer, ToolCard};
 use tokio_util::sync::CancellationToken;
 
 use super::commands::parse_answer;
 use super::input::{AnswerLine, Input};
 use super::screen::Screen;
-use crate::agent::{AgentEvent, LocalFrontEnd, PermissionAnswer, ToolCard};
+use crate::host::LocalFrontEnd;
 
 /// The [`LocalFrontEnd`] of the REPL.
 pub struct ReplFront {
@@ -86,9 +87,9 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::agent::{ToolCallId, ToolKind, ToolStatus};
     use crate::repl::render::Renderer;
     use crate::repl::style::Style;
+    use hearth_conversation::{ToolCallId, ToolKind, ToolStatus};
 
     fn front(answers: &'static str) -> ReplFront {
         let screen = Arc::new(Screen::new(Renderer::new(Style::plain(), PathBuf::new())));

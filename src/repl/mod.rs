@@ -18,7 +18,7 @@ mod sessions;
 mod style;
 
 pub use args::ReplArgs;
-pub use commands::{CommandError, Entry, SlashCommand, parse_answer, parse_line};
+pub use commands::{CommandError, Entry, ReplCommand, parse_answer, parse_line};
 pub use error::ReplError;
 pub use render::Renderer;
 pub use repl::run;

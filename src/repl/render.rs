@@ -6,14 +6,14 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use hearth_backend::ContentPart;
+use hearth_conversation::{
+    AgentEvent, PlanEntry, PlanStatus, ToolCallId, ToolCard, ToolCardUpdate, ToolContent,
+    ToolStatus,
+};
 
 use super::commands::ANSWER_CHOICES;
 use super::diff::{DiffSummary, summarize, unified};
 use super::style::Style;
-use crate::agent::{
-    AgentEvent, PlanEntry, PlanStatus, ToolCallId, ToolCard, ToolCardUpdate, ToolContent,
-    ToolStatus,
-};
 
 /// The margin in front of every line of reasoning (dimmed on a terminal).
 const THOUGHT_MARGIN: &str = "┊ ";

@@ -1,5 +1,6 @@
+use hearth_conversation::ToolKind;
+
 use super::*;
-use crate::agent::ToolKind;
 
 fn renderer(style: Style) -> Renderer {
     Renderer::new(style, PathBuf::from("/work"))

@@ -15,7 +15,8 @@ use super::render::Renderer;
 use super::screen::Screen;
 use super::sessions::{Stored, open_stored};
 use super::style::Style;
-use crate::agent::{AgentCore, LocalClientOps, Session, SessionSettings, StopReason, TurnError};
+use crate::agent::{AgentCore, Session, StopReason, TurnError};
+use crate::host::LocalClientOps;
 
 /// The history file, under hearth's data directory.
 const HISTORY_FILE: &str = "repl_history";
@@ -203,13 +204,7 @@ async fn first_session(
             Err(err) => screen.line(&err.to_string()),
         }
     }
-    let settings = SessionSettings {
-        mode: args.mode.unwrap_or(core.config.default_mode),
-        model: model.or_else(|| {
-            core.catalog
-                .default_model(core.config.default_model.as_deref(), &[])
-        }),
-    };
+    let settings = core.default_settings(args.mode, model, &[]);
     Ok(core.new_session(cwd.to_path_buf(), settings))
 }
 

@@ -4,8 +4,9 @@
 use std::io::Write;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
+use hearth_conversation::AgentEvent;
+
 use super::render::Renderer;
-use crate::agent::AgentEvent;
 
 /// Where the REPL writes: stdout, through the renderer.
 pub struct Screen {

@@ -4,7 +4,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::agent::{AgentCore, AgentEvent, Session};
+use hearth_conversation::AgentEvent;
+
+use crate::agent::{AgentCore, Session};
+
 use crate::store::{StoreError, validate_session_id};
 
 /// Which stored session to open.

@@ -3,6 +3,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
+use hearth_conversation::SessionId;
 
 use super::super::blob::BlobStore;
 use super::super::load::load_file;
@@ -11,7 +12,6 @@ use super::super::test_support::{Fixture, simple_round, write_session};
 use super::super::wire::{WireRecord, to_wire};
 use super::super::writer::encode_line;
 use super::*;
-use crate::agent::SessionId;
 
 /// A round record whose prompt names its writer and sequence number, padded to `size` bytes.
 fn tagged_round(number: u64, writer: &str, seq: usize, size: usize) -> Record {

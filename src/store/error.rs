@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::agent::SessionId;
+use hearth_conversation::SessionId;
 
 /// Why a session id read from a client was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]

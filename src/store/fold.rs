@@ -5,10 +5,10 @@ use std::path::PathBuf;
 
 use chrono::{DateTime, Utc};
 use hearth_backend::ContentPart;
+use hearth_conversation::{AgentEvent, AlwaysRules, HistoryEntry, Mode, ModelRef, SessionId};
 
 use super::load::LoadedSession;
-use super::record::{Record, StoredModel, SummaryRecord, UsageRecord};
-use crate::agent::{AgentEvent, HistoryEntry, Mode, SessionId};
+use super::record::{Record, SummaryRecord, UsageRecord};
 
 /// Titles taken from a prompt are cut to this many characters.
 pub const TITLE_MAX_CHARS: usize = 80;
@@ -22,7 +22,7 @@ pub struct SessionSnapshot {
     /// The last stored mode; `None` when never stored (use the configured default).
     pub mode: Option<Mode>,
     /// The last stored model; `None` when never stored. It may no longer exist: check it.
-    pub model: Option<StoredModel>,
+    pub model: Option<ModelRef>,
     /// Everything the model saw, in order, images restored.
     pub history: Vec<HistoryEntry>,
     /// What to send the client on `session/load`, in order: per round, its prompt as an
@@ -30,8 +30,8 @@ pub struct SessionSnapshot {
     pub replay: Vec<AgentEvent>,
     /// A stored title, else one made from the first prompt.
     pub title: Option<String>,
-    /// The last stored permission rules (opaque to the store).
-    pub always_rules: Option<serde_json::Value>,
+    /// The last stored permission rules.
+    pub always_rules: Option<AlwaysRules>,
     /// The context fill after the last round that reported it.
     pub usage: Option<UsageRecord>,
     /// Compaction summaries, oldest first.

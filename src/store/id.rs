@@ -1,8 +1,9 @@
 //! Validation of session ids that come from outside hearth, before any of them becomes part of
 //! a path.
 
+use hearth_conversation::SessionId;
+
 use super::error::{IdProblem, StoreError};
-use crate::agent::SessionId;
 
 /// The longest id accepted. hearth's own ids are UUIDs (36 characters).
 pub const MAX_ID_LEN: usize = 64;

@@ -10,6 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use chrono::{DateTime, Utc};
 use hearth_backend::ContentPart;
+use hearth_conversation::SessionId;
 use serde::Deserialize;
 
 use super::error::StoreError;
@@ -18,7 +19,6 @@ use super::id::validate_session_id;
 use super::load::{read_header, split_lines};
 use super::paths::Layout;
 use super::wire::WirePart;
-use crate::agent::SessionId;
 
 /// What a session list shows of one session.
 #[derive(Debug, Clone, PartialEq, Eq)]

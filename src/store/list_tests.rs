@@ -165,7 +165,7 @@ async fn stored_title_wins_and_damaged_files_are_left_out() {
         &fx,
         &fx.cwd,
         vec![Record::Settings(super::super::SettingsRecord {
-            mode: crate::agent::Mode::Plan,
+            mode: hearth_conversation::Mode::Plan,
             model: None,
         })],
     )

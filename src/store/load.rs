@@ -3,9 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use super::blob::{BlobHash, BlobStore};
+use super::blob::BlobStore;
 use super::error::StoreError;
 use super::record::{FORMAT_VERSION, Header, Record};
+use super::warning::{LoadProblem, LoadWarning};
 use super::wire::{WireRecord, from_wire};
 
 /// A session file, read.
@@ -19,42 +20,10 @@ pub struct LoadedSession {
     pub warnings: Vec<LoadWarning>,
 }
 
-/// Something wrong with one line that did not stop the load.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}:{line}: {problem}", file.display())]
-pub struct LoadWarning {
-    pub file: PathBuf,
-    /// 1-based.
-    pub line: usize,
-    pub problem: LoadProblem,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum LoadProblem {
-    /// The last line is incomplete (the writer died mid-record); it was skipped.
-    #[error("incomplete last record skipped (the writer stopped mid-record)")]
-    TornLastRecord,
-    /// A line that is not a record this hearth can read; it was skipped.
-    #[error("unreadable record skipped: {0}")]
-    Corrupt(String),
-    /// A second header after line 1; it was skipped.
-    #[error("unexpected header record skipped")]
-    ExtraHeader,
-    /// The header names another session than the file name (a copied file); the file name wins.
-    #[error("header names session {header_id}, the file name another; using the file name")]
-    IdMismatch { header_id: String },
-    /// An image's blob is gone; the image was replaced by a text placeholder.
-    #[error("image blob {0} is missing")]
-    MissingBlob(BlobHash),
-    /// An image's blob could not be read; the image was replaced by a text placeholder.
-    #[error("image blob {sha256} cannot be read: {message}")]
-    UnreadableBlob { sha256: BlobHash, message: String },
-}
-
 /// Reads `path`. `expected_id` is the id the file name stands for.
 pub(crate) fn load_file(
     path: &Path,
-    expected_id: Option<&crate::agent::SessionId>,
+    expected_id: Option<&hearth_conversation::SessionId>,
     blobs: &BlobStore,
 ) -> Result<LoadedSession, StoreError> {
     let bytes = std::fs::read(path).map_err(|e| StoreError::io(path, e))?;

@@ -1,9 +1,10 @@
 use std::io::Write;
 
+use hearth_conversation::SessionId;
+
 use super::super::record::Record;
 use super::super::test_support::{Fixture, rich_round, round_numbers, simple_round, write_session};
 use super::*;
-use crate::agent::SessionId;
 
 async fn session_with_rounds(fx: &Fixture, n: u64) -> (SessionId, PathBuf) {
     let records = (1..=n)
@@ -230,7 +231,7 @@ fn a_hand_written_version_1_file_loads() {
         r#"{"type":"round","number":1,"at":"2026-01-02T03:05:00Z","user":[{"type":"text","text":"hi"}],"events":[{"type":"agent_text","text":"hello"}],"history":[{"type":"user","content":[{"type":"text","text":"hi"}]},{"type":"assistant","text":"hello"}],"usage":{"used":10,"size":100},"outcome":{"status":"completed"}}"#,
         r#"{"type":"round","number":2,"at":"2026-01-02T03:06:00Z","outcome":{"status":"failed","message":"boom"}}"#,
         r#"{"type":"title","title":"Greeting"}"#,
-        r#"{"type":"always_rules","rules":{"any":"shape"}}"#,
+        r#"{"type":"always_rules","rules":{"allow_programs":["cargo"],"reject_tools":["write_file"]}}"#,
         r#"{"type":"summary","covers_rounds":1,"text":"said hi"}"#,
     ];
     std::fs::write(&path, lines.join("\n")).unwrap();
@@ -239,12 +240,14 @@ fn a_hand_written_version_1_file_loads() {
     assert_eq!(loaded.records.len(), 6);
     let state = loaded.state();
     assert_eq!(state.cwd, PathBuf::from("/home/ann/app"));
-    assert_eq!(state.mode, Some(crate::agent::Mode::AcceptEdits));
+    assert_eq!(state.mode, Some(hearth_conversation::Mode::AcceptEdits));
     assert_eq!(state.model.map(|m| m.model).as_deref(), Some("qwen3"));
     assert_eq!(state.history.len(), 2);
     assert_eq!(state.replay.len(), 2);
     assert_eq!((state.rounds, state.next_round), (2, 3));
     assert_eq!(state.title.as_deref(), Some("Greeting"));
+    let rules = state.always_rules.unwrap();
+    assert!(rules.allow_programs.contains("cargo") && rules.reject_tools.contains("write_file"));
     assert_eq!(state.summaries[0].covers_rounds, 1);
     let Record::Round(failed) = &loaded.records[2] else {
         panic!("{:?}", loaded.records[2])
@@ -255,4 +258,31 @@ fn a_hand_written_version_1_file_loads() {
             message: "boom".into()
         }
     );
+}
+
+/// "Always" rules are typed on disk: a record of another shape is reported, never read as "no
+/// rules" in silence, and the rules stored before it stay in force.
+#[test]
+fn always_rules_of_the_wrong_shape_are_reported_and_the_earlier_ones_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s-2.jsonl");
+    let lines = [
+        r#"{"type":"header","version":1,"id":"s-2","cwd":"/p","created_at":"2026-01-02T03:04:05Z"}"#,
+        r#"{"type":"always_rules","rules":{"allow_programs":["ls"]}}"#,
+        r#"{"type":"always_rules","rules":{"allow_tools":"everything"}}"#,
+        r#"{"type":"always_rules","rules":{"allow_everything":true}}"#,
+    ];
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let loaded = load_file(&path, None, &BlobStore::new(dir.path().join("blobs"))).unwrap();
+    let lines_warned: Vec<usize> = loaded.warnings.iter().map(|w| w.line).collect();
+    assert_eq!(lines_warned, [3, 4]);
+    assert!(
+        loaded
+            .warnings
+            .iter()
+            .all(|w| matches!(w.problem, LoadProblem::Corrupt(_)))
+    );
+    let rules = loaded.state().always_rules.unwrap();
+    assert!(rules.allow_programs.contains("ls"));
+    assert!(rules.allow_tools.is_empty());
 }

@@ -13,6 +13,7 @@ mod load;
 mod paths;
 mod record;
 mod sessions;
+mod warning;
 mod wire;
 mod writer;
 
@@ -21,13 +22,14 @@ pub use error::{IdProblem, StoreError};
 pub use fold::{SessionSnapshot, TITLE_MAX_CHARS, title_from_prompt};
 pub use id::{MAX_ID_LEN, validate_session_id};
 pub use list::{Page, SessionSummary};
-pub use load::{LoadProblem, LoadWarning, LoadedSession};
+pub use load::LoadedSession;
 pub use paths::{DATA_DIR_ENV, canonical_cwd, data_root, project_key};
 pub use record::{
-    FORMAT_VERSION, Header, Record, Round, RoundOutcome, SettingsRecord, StoredModel,
-    SummaryRecord, UsageRecord, coalesce_events,
+    FORMAT_VERSION, Header, Record, Round, RoundOutcome, SettingsRecord, SummaryRecord,
+    UsageRecord, coalesce_events,
 };
 pub use sessions::Store;
+pub use warning::{LoadProblem, LoadWarning};
 pub use wire::MISSING_IMAGE_TEXT;
 pub use writer::SessionWriter;
 

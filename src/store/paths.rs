@@ -10,11 +10,11 @@
 
 use std::path::{Path, PathBuf};
 
+use hearth_conversation::SessionId;
 use sha2::{Digest, Sha256};
 
 use super::error::StoreError;
 use super::id::validate_session_id;
-use crate::agent::SessionId;
 
 /// The environment variable that overrides the data root.
 pub const DATA_DIR_ENV: &str = "HEARTH_DATA_DIR";

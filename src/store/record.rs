@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use hearth_backend::ContentPart;
 use serde::{Deserialize, Serialize};
 
-use crate::agent::{AgentEvent, HistoryEntry, Mode, ModelRef, SessionId};
+use hearth_conversation::{AgentEvent, AlwaysRules, HistoryEntry, Mode, ModelRef, SessionId};
 
 /// The format version this hearth writes and the newest it reads.
 pub const FORMAT_VERSION: u32 = 1;
@@ -27,7 +27,7 @@ pub enum Record {
     Title { title: String },
     /// The "always allow / always reject" permission answers, opaque to the store: the policy
     /// module owns their shape. The last record wins.
-    AlwaysRules { rules: serde_json::Value },
+    AlwaysRules { rules: AlwaysRules },
     /// A compaction marker: what was sent to the model in place of the older rounds. The stored
     /// rounds stay as they were; this only says how to project them.
     Summary(SummaryRecord),
@@ -89,33 +89,7 @@ pub enum RoundOutcome {
 pub struct SettingsRecord {
     pub mode: Mode,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<StoredModel>,
-}
-
-/// A model as stored: [`ModelRef`] is not serializable, and a stored model may no longer exist
-/// (the caller checks it against the catalog and falls back to the default with a warning).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct StoredModel {
-    pub endpoint: String,
-    pub model: String,
-}
-
-impl From<ModelRef> for StoredModel {
-    fn from(m: ModelRef) -> Self {
-        Self {
-            endpoint: m.endpoint,
-            model: m.model,
-        }
-    }
-}
-
-impl From<StoredModel> for ModelRef {
-    fn from(m: StoredModel) -> Self {
-        Self {
-            endpoint: m.endpoint,
-            model: m.model,
-        }
-    }
+    pub model: Option<ModelRef>,
 }
 
 /// The context state from this record on: a compaction summary, and where the model's view

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use chrono::Utc;
+use hearth_conversation::SessionId;
 
 use super::append::Appender;
 use super::blob::BlobStore;
@@ -15,7 +16,6 @@ use super::paths::{Layout, canonical_cwd, data_root};
 use super::record::{FORMAT_VERSION, Header};
 use super::wire::WireRecord;
 use super::writer::{SessionWriter, encode_line};
-use crate::agent::SessionId;
 
 /// The session store under one data root. Cheap to clone.
 #[derive(Debug, Clone)]

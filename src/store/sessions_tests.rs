@@ -1,16 +1,19 @@
 use hearth_backend::ContentPart;
-use serde_json::json;
+use hearth_conversation::{AgentEvent, AlwaysRules, HistoryEntry, Mode, ModelRef};
 
-use super::super::load::LoadProblem;
-use super::super::record::{
-    Record, RoundOutcome, SettingsRecord, StoredModel, SummaryRecord, coalesce_events,
-};
+use super::super::record::{Record, RoundOutcome, SettingsRecord, SummaryRecord, coalesce_events};
 use super::super::test_support::{
     Fixture, image, rich_round, round_numbers, simple_round, write_session,
 };
+use super::super::warning::LoadProblem;
 use super::super::wire::MISSING_IMAGE_TEXT;
 use super::*;
-use crate::agent::{AgentEvent, HistoryEntry, Mode};
+
+fn cargo_test_rules() -> AlwaysRules {
+    let mut rules = AlwaysRules::default();
+    rules.allow_programs.insert("cargo".into());
+    rules
+}
 
 fn all_kinds() -> Vec<Record> {
     let mut failed = simple_round(2, "second");
@@ -22,10 +25,7 @@ fn all_kinds() -> Vec<Record> {
     vec![
         Record::Settings(SettingsRecord {
             mode: Mode::AcceptEdits,
-            model: Some(StoredModel {
-                endpoint: "local".into(),
-                model: "qwen3-8b".into(),
-            }),
+            model: Some(ModelRef::new("local", "qwen3-8b")),
         }),
         Record::Round(rich_round(1)),
         Record::Round(failed),
@@ -33,7 +33,7 @@ fn all_kinds() -> Vec<Record> {
             title: "Fixing main".into(),
         },
         Record::AlwaysRules {
-            rules: json!({"allow": ["bash:cargo test"]}),
+            rules: cargo_test_rules(),
         },
         Record::Summary(SummaryRecord {
             covers_rounds: 2,
@@ -97,10 +97,7 @@ async fn snapshot_folds_settings_history_replay_and_markers() {
     assert_eq!(state.mode, Some(Mode::Plan));
     assert_eq!(state.model, None, "the last settings record wins, whole");
     assert_eq!(state.title.as_deref(), Some("Fixing main"));
-    assert_eq!(
-        state.always_rules,
-        Some(json!({"allow": ["bash:cargo test"]}))
-    );
+    assert_eq!(state.always_rules, Some(cargo_test_rules()));
     assert_eq!(state.summaries.len(), 1);
     assert_eq!(state.rounds, 3);
     assert_eq!(state.next_round, 4);

@@ -5,14 +5,14 @@ use std::path::PathBuf;
 use base64::Engine as _;
 use chrono::{TimeZone, Utc};
 use hearth_backend::ContentPart;
+use hearth_conversation::{
+    AgentEvent, HistoryEntry, PlanEntry, PlanStatus, SessionId, ToolCallId, ToolCallRecord,
+    ToolCard, ToolCardUpdate, ToolContent, ToolKind, ToolStatus,
+};
 use serde_json::json;
 
 use super::record::{Record, Round, RoundOutcome, UsageRecord};
 use super::sessions::Store;
-use crate::agent::{
-    AgentEvent, HistoryEntry, PlanEntry, PlanStatus, SessionId, ToolCallId, ToolCallRecord,
-    ToolCard, ToolCardUpdate, ToolContent, ToolKind, ToolStatus,
-};
 
 /// A store in a fresh temporary directory, and a project directory inside it.
 pub(crate) struct Fixture {

@@ -8,16 +8,16 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use chrono::{DateTime, Utc};
 use hearth_backend::ContentPart;
+use hearth_conversation::{AgentEvent, AlwaysRules, HistoryEntry};
 use serde::{Deserialize, Serialize};
 
 use super::blob::{BlobHash, BlobStore};
 use super::error::StoreError;
-use super::load::LoadProblem;
 use super::record::{
     Header, Record, Round, RoundOutcome, SettingsRecord, SummaryRecord, UsageRecord,
     coalesce_events,
 };
-use crate::agent::{AgentEvent, HistoryEntry};
+use super::warning::LoadProblem;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -26,7 +26,7 @@ pub(crate) enum WireRecord {
     Round(WireRound),
     Settings(SettingsRecord),
     Title { title: String },
-    AlwaysRules { rules: serde_json::Value },
+    AlwaysRules { rules: AlwaysRules },
     Summary(SummaryRecord),
 }
 

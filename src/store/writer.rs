@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use hearth_conversation::SessionId;
 use tokio::sync::{mpsc, oneshot};
 
 use super::append::Appender;
@@ -12,7 +13,6 @@ use super::blob::BlobStore;
 use super::error::StoreError;
 use super::record::Record;
 use super::wire::to_wire;
-use crate::agent::SessionId;
 
 /// Most commands handled in one trip to the blocking pool.
 const MAX_BATCH: usize = 256;

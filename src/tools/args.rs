@@ -3,7 +3,7 @@
 use serde::de::DeserializeOwned;
 
 use super::handler::{Prepared, ToolError};
-use crate::agent::Resolved;
+use super::paths::Resolved;
 
 /// Parses a call's arguments into the tool's typed struct. Errors name the field and what was
 /// expected ("at `limit`: invalid type: string \"ten\", expected u32"), so the model can fix

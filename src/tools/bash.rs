@@ -7,16 +7,16 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use hearth_backend::ToolSpec;
+use hearth_conversation::{
+    Access, AgentEvent, TerminalId, ToolCardUpdate, ToolContent, ToolKind, ToolLocation, ToolStatus,
+};
 use serde::Deserialize;
 use serde_json::json;
 
 use super::args::{self, short_path};
 use super::handler::{Prepared, ToolContext, ToolError, ToolHandler, ToolOutput};
 use super::shell_words::command_programs;
-use crate::agent::{
-    Access, AgentEvent, ClientOpsError, ExitStatus, TerminalId, TerminalOutput, TerminalRequest,
-    ToolCardUpdate, ToolContent, ToolKind, ToolLocation, ToolStatus,
-};
+use crate::host::{ClientOpsError, ExitStatus, TerminalOutput, TerminalRequest};
 
 pub const NAME: &str = "bash";
 

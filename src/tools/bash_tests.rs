@@ -1,9 +1,9 @@
 use std::time::{Duration, Instant};
 
+use hearth_conversation::TerminalId;
 use serde_json::json;
 
 use super::*;
-use crate::agent::TerminalId;
 use crate::tools::test_support::{Fixture, process_alive};
 
 /// The pid a command wrote to `pid.txt` (its background `sleep`).

@@ -4,12 +4,13 @@
 
 use async_trait::async_trait;
 use hearth_backend::ToolSpec;
+use hearth_conversation::{Access, ToolContent, ToolKind, ToolLocation};
 use serde::Deserialize;
 use serde_json::json;
 
 use super::args::{self, plural, short_path};
 use super::handler::{Prepared, ToolContext, ToolError, ToolHandler, ToolOutput};
-use crate::agent::{Access, ClientOpsError, ToolContent, ToolKind, ToolLocation};
+use crate::host::ClientOpsError;
 
 pub const NAME: &str = "edit_file";
 

@@ -1,7 +1,7 @@
+use hearth_conversation::ToolStatus;
 use serde_json::json;
 
 use super::*;
-use crate::agent::ToolStatus;
 use crate::tools::test_support::Fixture;
 use crate::tools::write_file::WriteFile;
 

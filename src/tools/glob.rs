@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
 use hearth_backend::ToolSpec;
+use hearth_conversation::{Access, ToolContent, ToolKind, ToolLocation};
 use serde::Deserialize;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -11,7 +12,6 @@ use tokio_util::sync::CancellationToken;
 use super::args::{self, cap_head, short_path};
 use super::handler::{Prepared, ToolContext, ToolError, ToolHandler, ToolOutput};
 use super::walk::{PathGlob, check_root, walker};
-use crate::agent::{Access, ToolContent, ToolKind, ToolLocation};
 
 pub const NAME: &str = "glob";
 

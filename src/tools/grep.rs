@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use hearth_backend::ToolSpec;
+use hearth_conversation::{Access, ToolContent, ToolKind, ToolLocation};
 use ignore::WalkState;
 use regex::bytes::{Regex, RegexBuilder};
 use serde::Deserialize;
@@ -16,7 +17,6 @@ use tokio_util::sync::CancellationToken;
 use super::args::{self, cap_head, cut_line, short_path};
 use super::handler::{Prepared, ToolContext, ToolError, ToolHandler, ToolOutput};
 use super::walk::{PathGlob, check_root, walker};
-use crate::agent::{Access, ToolContent, ToolKind, ToolLocation};
 
 pub const NAME: &str = "grep";
 

@@ -14,10 +14,14 @@ use hearth_backend::ToolSpec;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{
-    Access, ClientOps, ClientOpsError, Resolved, Subject, ToolCallId, ToolCard, ToolCardUpdate,
-    ToolContent, ToolKind, ToolLocation, ToolStatus,
+use hearth_conversation::{
+    Access, ToolCallId, ToolCard, ToolCardUpdate, ToolContent, ToolKind, ToolLocation, ToolStatus,
 };
+
+use crate::host::{ClientOps, ClientOpsError};
+
+use super::paths::{self, Resolved};
+use super::policy::Subject;
 
 /// Why a tool call failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -108,9 +112,9 @@ pub struct ToolContext<'a> {
 }
 
 impl ToolContext<'_> {
-    /// Resolves a path the model gave (see [`crate::agent::resolve`]).
+    /// Resolves a path the model gave (see [`paths::resolve`]).
     pub fn resolve(&self, raw: &str) -> Result<Resolved, ToolError> {
-        crate::agent::resolve(raw, self.cwd, self.home).map_err(|e| ToolError::Model(e.to_string()))
+        paths::resolve(raw, self.cwd, self.home).map_err(|e| ToolError::Model(e.to_string()))
     }
 }
 
@@ -198,11 +202,6 @@ pub trait ToolHandler: Send + Sync {
     /// The most this tool can do: used to hide tools per mode and to run read-only calls
     /// concurrently. The policy judges [`Prepared::access`] of each call.
     fn access(&self) -> Access;
-    /// Whether calls may change files or run commands: the turn loop runs these one at a
-    /// time, in order, and may run the others concurrently.
-    fn is_mutating(&self) -> bool {
-        matches!(self.access(), Access::Write | Access::Execute)
-    }
     /// Validates `args`, resolves paths, computes the preview. No side effects.
     async fn prepare(
         &self,

@@ -2,12 +2,12 @@
 
 use async_trait::async_trait;
 use hearth_backend::ToolSpec;
+use hearth_conversation::{Access, ToolContent, ToolKind, ToolLocation};
 use serde::Deserialize;
 use serde_json::json;
 
 use super::args::{self, short_path};
 use super::handler::{Prepared, ToolContext, ToolError, ToolHandler, ToolOutput};
-use crate::agent::{Access, ToolContent, ToolKind, ToolLocation};
 
 pub const NAME: &str = "list_dir";
 

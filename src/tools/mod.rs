@@ -1,5 +1,6 @@
 //! The tools the model can call, one file each, behind [`ToolHandler`]; [`ToolRegistry`]
-//! holds a session's tools. Tools do their I/O through [`crate::agent::ClientOps`], so the
+//! holds a session's tools; [`resolve`] confines the paths they are given and [`decide`] is the
+//! permission policy that judges each call. Tools do their I/O through [`crate::host::ClientOps`], so the
 //! editor sees reads, writes and commands.
 
 mod args;
@@ -9,6 +10,8 @@ mod glob;
 mod grep;
 mod handler;
 mod list_dir;
+mod paths;
+mod policy;
 mod read_file;
 mod registry;
 mod shell_words;
@@ -25,6 +28,11 @@ pub use glob::Glob;
 pub use grep::Grep;
 pub use handler::{Prepared, ToolContext, ToolError, ToolHandler, ToolLimits, ToolOutput};
 pub use list_dir::ListDir;
+pub use paths::{PathError, Resolved, is_within, normalize, real_path, resolve};
+pub use policy::{
+    Decision, Subject, USER_REJECTED, USER_REJECTED_ALWAYS, decide, offers, plan_dir,
+    plan_mode_prompt,
+};
 pub use read_file::ReadFile;
 pub use registry::{RegistryError, ToolRegistry};
 pub use shell_words::command_programs;

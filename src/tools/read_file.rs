@@ -4,13 +4,13 @@
 
 use async_trait::async_trait;
 use hearth_backend::ToolSpec;
+use hearth_conversation::{Access, ToolContent, ToolKind, ToolLocation};
 use serde::Deserialize;
 use serde_json::json;
 use tokio::io::AsyncReadExt;
 
 use super::args::{self, cut_line, short_path};
 use super::handler::{Prepared, ToolContext, ToolError, ToolHandler, ToolOutput};
-use crate::agent::{Access, ToolContent, ToolKind, ToolLocation};
 
 pub const NAME: &str = "read_file";
 

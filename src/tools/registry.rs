@@ -4,10 +4,11 @@
 use std::sync::Arc;
 
 use hearth_backend::ToolSpec;
+use hearth_conversation::{Access, Mode};
 
 use super::handler::ToolHandler;
+use super::policy::offers;
 use super::{bash, edit_file, glob, grep, list_dir, read_file, update_plan, write_file};
-use crate::agent::{Mode, offers};
 
 /// Why a tool could not be registered.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -61,10 +62,11 @@ impl ToolRegistry {
         self.tools.iter()
     }
 
-    /// Whether `name` exists and is offered in `mode` (a call to a tool that is not offered
-    /// is answered with an error, not run).
-    pub fn offered(&self, mode: Mode, name: &str) -> bool {
-        self.get(name).is_some_and(|t| offers(mode, t.access()))
+    /// Whether calls to `name` may run together with the calls around them: only tools that
+    /// merely read. Anything that may change files or the session, and unknown tools, run one
+    /// at a time, in call order.
+    pub fn runs_concurrently(&self, name: &str) -> bool {
+        self.get(name).is_some_and(|t| t.access() == Access::Read)
     }
 
     /// The specs the model sees in `mode` (plan mode leaves out commands).
@@ -80,7 +82,6 @@ impl ToolRegistry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::Access;
 
     #[test]
     fn builtin_specs_are_complete() {
@@ -133,14 +134,21 @@ mod tests {
                 .is_some_and(|t| t.access() == Access::Read)
         );
         assert!(registry.get("nope").is_none());
-        let mutating: Vec<&str> = registry
+        let alone: Vec<&str> = registry
             .iter()
-            .filter(|t| t.is_mutating())
+            .filter(|t| !registry.runs_concurrently(t.name()))
             .map(|t| t.name())
             .collect();
-        assert_eq!(mutating, ["edit_file", "write_file", "bash"]);
-        assert!(registry.offered(Mode::Ask, "bash"));
-        assert!(!registry.offered(Mode::Plan, "bash"));
-        assert!(!registry.offered(Mode::Ask, "nope"));
+        assert_eq!(alone, ["edit_file", "write_file", "bash", "update_plan"]);
+        assert!(!registry.runs_concurrently("nope"));
+        let offered = |mode| -> Vec<String> {
+            registry
+                .specs_for_mode(mode)
+                .into_iter()
+                .map(|s| s.name)
+                .collect()
+        };
+        assert!(offered(Mode::Ask).iter().any(|n| n == "bash"));
+        assert!(!offered(Mode::Plan).iter().any(|n| n == "bash"));
     }
 }

@@ -5,12 +5,13 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use hearth_conversation::{AgentEvent, PermissionAnswer, TerminalId, ToolCallId, ToolCard};
 use tokio_util::sync::CancellationToken;
 
 use super::handler::{Prepared, ToolContext, ToolError, ToolHandler, ToolLimits, ToolOutput};
-use crate::agent::{
-    AgentEvent, ClientOps, ClientOpsError, ExitStatus, LocalClientOps, LocalFrontEnd,
-    PermissionAnswer, TerminalId, TerminalOutput, TerminalRequest, ToolCallId, ToolCard,
+use crate::host::{
+    ClientOps, ClientOpsError, ExitStatus, LocalClientOps, LocalFrontEnd, TerminalOutput,
+    TerminalRequest,
 };
 
 /// Records events; answers every permission request with `answer`.

@@ -3,12 +3,12 @@
 
 use async_trait::async_trait;
 use hearth_backend::ToolSpec;
+use hearth_conversation::{Access, AgentEvent, PlanEntry, PlanStatus, ToolKind};
 use serde::Deserialize;
 use serde_json::json;
 
 use super::args;
 use super::handler::{Prepared, ToolContext, ToolError, ToolHandler, ToolOutput};
-use crate::agent::{Access, AgentEvent, PlanEntry, PlanStatus, ToolKind};
 
 pub const NAME: &str = "update_plan";
 

@@ -9,3 +9,4 @@ mod hostile_input;
 mod qwen_inband;
 mod repl;
 mod sessions;
+mod turn_lifecycle;

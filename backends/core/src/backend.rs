@@ -5,7 +5,7 @@ use futures::Stream;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use crate::{BackendError, BackendEvent, CompletionRequest};
+use crate::{BackendError, BackendEvent, CompletionRequest, ModelDescription, WindowSource};
 
 /// What [`Backend::stream`] returns. The stream ends after [`BackendEvent::Finished`] or after
 /// the first `Err`; nothing follows either.
@@ -45,13 +45,26 @@ pub trait Backend: Send + Sync {
     /// The models this backend serves now.
     async fn list_models(&self) -> Result<Vec<ModelInfo>, BackendError>;
 
-    /// The context window of `model` as the backend reports it, if it reports one.
-    async fn context_window(&self, model: &str) -> Result<Option<u32>, BackendError> {
-        let models = self.list_models().await?;
-        Ok(models
-            .into_iter()
-            .find(|m| m.id == model)
-            .and_then(|m| m.context_window))
+    /// What the backend knows about `model`: its window and where that came from, the server
+    /// kind, whether token counts are exact. Asked once per model (again while not
+    /// [`ModelDescription::settled`]), before the first request; a backend may use the answer
+    /// to choose its wire (Ollama's native chat). Never fails: what cannot be found out is left
+    /// unknown. By default, the window the model list gives.
+    async fn describe(&self, model: &str) -> ModelDescription {
+        let listed = match self.list_models().await {
+            Ok(models) => models
+                .into_iter()
+                .find(|m| m.id == model)
+                .and_then(|m| m.context_window),
+            Err(err) => {
+                tracing::debug!("listing models to describe `{model}` failed: {err}");
+                None
+            }
+        };
+        ModelDescription {
+            window: listed.filter(|t| *t > 0).map(|t| (t, WindowSource::Listed)),
+            ..ModelDescription::unknown()
+        }
     }
 
     /// Exact token count of `text` for `model`, where the backend has the real tokenizer.

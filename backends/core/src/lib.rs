@@ -6,11 +6,13 @@
 //! behind it, so the agent never knows which one answers.
 
 mod backend;
+mod describe;
 mod error;
 mod event;
 mod request;
 
 pub use backend::{Backend, EventStream, ModelInfo};
+pub use describe::{ModelDescription, ServerKind, WindowSource};
 pub use error::{BackendError, TimeoutStage};
 pub use event::{BackendEvent, FinishReason, NativeToolCall, Progress, Usage};
 pub use request::{CompletionRequest, ContentPart, Message, Role, ToolSpec};

@@ -114,7 +114,8 @@ pub struct CompletionRequest {
     pub temperature: Option<f32>,
     #[serde(default)]
     pub stop: Vec<String>,
-    /// Context window to ask the server for, where it takes one per request (Ollama `num_ctx`).
+    /// The context window the prompt was budgeted for. A backend whose server takes the window
+    /// per request sends it (Ollama's `num_ctx`, through its native chat); others ignore it.
     #[serde(default)]
     pub context_window: Option<u32>,
 }

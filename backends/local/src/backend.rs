@@ -5,8 +5,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use futures::StreamExt;
 use hearth_backend::{
-    Backend, BackendError, BackendEvent, CompletionRequest, EventStream, FinishReason, ModelInfo,
-    Progress,
+    Backend, BackendError, BackendEvent, CompletionRequest, EventStream, FinishReason,
+    ModelDescription, ModelInfo, Progress, ServerKind, WindowSource,
 };
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
@@ -127,6 +127,21 @@ impl Backend for LocalBackend {
         }])
     }
 
+    /// The engine knows its own window (the model's, capped by `max_context`) and counts
+    /// tokens with the model's own tokenizer.
+    async fn describe(&self, _model: &str) -> ModelDescription {
+        let window = u32::try_from(self.engine.summary().context_length)
+            .ok()
+            .filter(|t| *t > 0)
+            .map(|t| (t, WindowSource::Listed));
+        ModelDescription {
+            window,
+            server: ServerKind::Engine,
+            exact_token_counts: true,
+            settled: true,
+        }
+    }
+
     fn count_tokens(&self, _model: &str, text: &str) -> Option<usize> {
         self.engine.tokenizer().encode(text).ok().map(|t| t.len())
     }
@@ -179,6 +194,10 @@ mod tests {
         let models = backend.list_models().await.unwrap();
         assert_eq!(models[0].id, "tiny-qwen");
         assert_eq!(models[0].context_window, Some(512));
+        let description = backend.describe("tiny-qwen").await;
+        assert_eq!(description.window, Some((512, WindowSource::Listed)));
+        assert_eq!(description.server, ServerKind::Engine);
+        assert!(description.exact_token_counts && description.settled);
         assert_eq!(models[0].quantization.as_deref(), Some("Q8_0"));
         assert_eq!(backend.count_tokens("tiny-qwen", "<|im_start|>ab"), Some(3));
     }

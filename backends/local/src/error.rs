@@ -1,5 +1,6 @@
 //! The engine's error type and its three-way fault classification.
 
+use crate::fault::{self, FaultClass};
 use hearth_backend::BackendError;
 
 /// Everything that can go wrong inside the engine. [`EngineError::class`] says which of the
@@ -81,24 +82,12 @@ pub enum EngineError {
     EngineGone(String),
 }
 
-/// The three fault classes of the engine.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum FaultClass {
-    /// Validation, overflow, bad ids, cancel, CPU-side panics and ordinary tensor errors: the
-    /// model stays healthy.
-    Request,
-    /// Out of memory: the sequence's cache is reset; a smaller retry may succeed.
-    Resource,
-    /// Sticky or unknown device errors: the model is poisoned and reloaded.
-    Device,
-}
-
 impl EngineError {
     /// The fault class of this error. Tensor errors are classified from their error chain.
     pub fn class(&self) -> FaultClass {
         match self {
             Self::OutOfMemory(_) => FaultClass::Resource,
-            Self::Tensor(err) => crate::fault::classify_tensor_error(err),
+            Self::Tensor(err) => fault::classify_tensor_error(err),
             Self::Poisoned { .. } | Self::Failed(_) => FaultClass::Device,
             _ => FaultClass::Request,
         }

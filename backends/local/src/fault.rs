@@ -5,10 +5,8 @@
 //! driver's error names, `CUDA_ERROR_*`), which is what a build without the `cuda` feature can
 //! see too; that keeps it testable with synthetic errors on CPU.
 
-use crate::error::FaultClass;
-
 /// CUDA driver errors after which the context is unusable and the process must be restarted
-/// (CUDA driver documentation; notes/inference.md §4.2).
+/// (CUDA driver documentation; docs/inference.md §4.2).
 const STICKY_CUDA: &[&str] = &[
     "CUDA_ERROR_ILLEGAL_ADDRESS",
     "CUDA_ERROR_LAUNCH_TIMEOUT",
@@ -76,7 +74,7 @@ fn classify_text(text: &str, cuda_variant: bool) -> FaultClass {
         return FaultClass::Request;
     }
     // Any other CUDA error is unknown, and unknown means fault: staying up on a poisoned
-    // context serves nothing but errors (notes/inference.md §4.1).
+    // context serves nothing but errors (docs/inference.md §4.1).
     if cuda_variant || text.contains("CUDA_ERROR_") || text.contains("CUBLAS_STATUS_") {
         return FaultClass::Device;
     }
@@ -107,6 +105,18 @@ fn chain_text(err: &candle_core::Error) -> String {
         source = inner.source();
     }
     text
+}
+
+/// The three fault classes of the engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum FaultClass {
+    /// Validation, overflow, bad ids, cancel, CPU-side panics and ordinary tensor errors: the
+    /// model stays healthy.
+    Request,
+    /// Out of memory: the sequence's cache is reset; a smaller retry may succeed.
+    Resource,
+    /// Sticky or unknown device errors: the model is poisoned and reloaded.
+    Device,
 }
 
 #[cfg(test)]

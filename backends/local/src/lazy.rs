@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use futures::StreamExt;
 use hearth_backend::{
-    Backend, BackendError, BackendEvent, CompletionRequest, EventStream, ModelInfo, Progress,
+    Backend, BackendError, BackendEvent, CompletionRequest, EventStream, ModelDescription,
+    ModelInfo, Progress, ServerKind,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -200,6 +201,19 @@ impl Backend for LazyLocalBackend {
             });
         }
         Ok(vec![info])
+    }
+
+    /// Before the engine starts nothing is known yet (not even the tokenizer): the answer is
+    /// not settled, so the agent asks again once the first prompt has started it.
+    async fn describe(&self, model: &str) -> ModelDescription {
+        match self.running() {
+            Some(backend) => backend.describe(model).await,
+            None => ModelDescription {
+                server: ServerKind::Engine,
+                settled: false,
+                ..ModelDescription::unknown()
+            },
+        }
     }
 
     fn count_tokens(&self, model: &str, text: &str) -> Option<usize> {

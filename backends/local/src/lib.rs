@@ -24,7 +24,8 @@ pub use device::DeviceChoice;
 pub use engine::{
     Engine, EngineConfig, EngineEvent, GenerateRequest, Health, Isolation, Prompt, WorkerCommand,
 };
-pub use error::{EngineError, FaultClass};
+pub use error::EngineError;
+pub use fault::FaultClass;
 pub use lazy::{LazyLocalBackend, ModelSource};
 pub use model::{Arch, GgufFile, KvCache, LoadStage, Model, ModelConfig, ModelFiles};
 pub use sampler::SamplingParams;

@@ -1,24 +1,18 @@
 //! [`OpenAiBackend`]: the HTTP client for one endpoint behind the [`Backend`] seam.
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use async_trait::async_trait;
-use hearth_backend::{Backend, BackendError, CompletionRequest, EventStream, ModelInfo};
+use hearth_backend::{
+    Backend, BackendError, CompletionRequest, EventStream, ModelDescription, ModelInfo,
+};
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::OpenAiEndpoint;
-use crate::ollama_request::ollama_root;
-
-/// What every request of one backend shares.
-pub(crate) struct Shared {
-    pub endpoint: Arc<OpenAiEndpoint>,
-    pub client: reqwest::Client,
-    pub chat_url: String,
-    pub models_url: String,
-    /// Ollama's native chat, used for requests that carry a context window.
-    pub ollama_chat_url: String,
-}
+use crate::describe::ollama_by_port;
+use crate::shared::Shared;
 
 /// A [`Backend`] that talks to one OpenAI-compatible endpoint. Cheap to clone; clones share
 /// the connection pool.
@@ -51,7 +45,8 @@ impl OpenAiBackend {
             shared: Arc::new(Shared {
                 chat_url: format!("{base}/chat/completions"),
                 models_url: format!("{base}/models"),
-                ollama_chat_url: format!("{}/api/chat", ollama_root(&base)),
+                ollama_chat_url: format!("{}/api/chat", endpoint.root()),
+                ollama: AtomicBool::new(ollama_by_port(&endpoint.base_url)),
                 endpoint: Arc::new(endpoint),
                 client,
             }),
@@ -109,6 +104,18 @@ impl Backend for OpenAiBackend {
 
     async fn list_models(&self) -> Result<Vec<ModelInfo>, BackendError> {
         crate::models::list(&self.shared).await
+    }
+
+    async fn describe(&self, model: &str) -> ModelDescription {
+        let description = crate::describe::describe(&self.shared, model).await;
+        tracing::info!(
+            endpoint = %self.shared.endpoint.name,
+            model,
+            window = ?description.window,
+            server = ?description.server,
+            "described the model"
+        );
+        description
     }
 }
 

@@ -54,6 +54,14 @@ impl OpenAiEndpoint {
     pub(crate) fn base(&self) -> &str {
         self.base_url.trim_end_matches('/')
     }
+
+    /// The server root: the base URL without its trailing `/v1` (`http://h:11434/v1` →
+    /// `http://h:11434`), where the servers' own APIs live (`/props`, `/api/show`, `/api/chat`).
+    /// A base that does not end in `/v1` is the root itself.
+    pub(crate) fn root(&self) -> &str {
+        let base = self.base();
+        base.strip_suffix("/v1").unwrap_or(base)
+    }
 }
 
 // Hand-written so the API key never reaches a log through `{:?}`.
@@ -77,6 +85,17 @@ impl std::fmt::Debug for OpenAiEndpoint {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_root_drops_a_trailing_v1_only() {
+        let root = |base: &str| OpenAiEndpoint::new("e", base).root().to_string();
+        assert_eq!(root("http://h:11434/v1"), "http://h:11434");
+        assert_eq!(root("http://h:11434/v1/"), "http://h:11434");
+        assert_eq!(root("http://h:11434"), "http://h:11434");
+        assert_eq!(root("https://h/ollama/v1"), "https://h/ollama");
+        assert_eq!(root("http://h/api/v1"), "http://h/api");
+        assert_eq!(root("http://h/v1beta"), "http://h/v1beta");
+    }
 
     #[test]
     fn debug_never_shows_the_key_or_header_values() {

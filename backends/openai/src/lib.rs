@@ -5,14 +5,23 @@
 //! Build an [`OpenAiBackend`] from an [`OpenAiEndpoint`]; its `base_url` goes up to and
 //! including `/v1` (a trailing slash is fine).
 //!
+//! # Describing a model
+//! [`Backend::describe`](hearth_backend::Backend::describe) finds a model's window in the
+//! server's own dialect, concurrently and with short timeouts: llama.cpp `GET /props` `n_ctx`,
+//! vLLM's `max_model_len` in `GET /v1/models`, LM Studio's `GET /api/v0/models/{model}`
+//! (loaded, else maximum, context length), Ollama's `POST /api/show` and `GET /api/ps` (the
+//! loaded context, else the Modelfile's `num_ctx`, else the trained length capped at 32k), and
+//! last another server's `context_length` in the model list. It also tells which server it is:
+//! Ollama when `/api/show` answers or the port is 11434.
+//!
 //! # Ollama's native chat
-//! A request whose [`CompletionRequest::context_window`](hearth_backend::CompletionRequest) is
-//! `Some(n)` goes to Ollama's native `POST {root}/api/chat` instead, where `root` is `base_url`
-//! without its trailing `/v1`, with `options.num_ctx = n` (and `num_predict`, `temperature`,
-//! `stop` from the request). Why: Ollama's OpenAI-compatible endpoint ignores `num_ctx`
-//! (ollama/ollama#2722, #7063), so a prompt longer than its small default context is cut
-//! silently; hearth's context discovery sets `context_window` only for Ollama servers, so other
-//! servers never see this path. The native body carries images as base64 `images`, tool-call
+//! A request to an Ollama server whose
+//! [`CompletionRequest::context_window`](hearth_backend::CompletionRequest) is `Some(n)` goes to
+//! Ollama's native `POST {root}/api/chat` instead, where `root` is `base_url` without its
+//! trailing `/v1`, with `options.num_ctx = n` (and `num_predict`, `temperature`, `stop` from the
+//! request). Why: Ollama's OpenAI-compatible endpoint ignores `num_ctx` (ollama/ollama#2722,
+//! #7063), so a prompt longer than its small default context is cut silently. Other servers
+//! never see this path: for them the window is not sent. The native body carries images as base64 `images`, tool-call
 //! arguments as JSON objects, tool results with their `tool_name`; earlier reasoning is not sent
 //! back. The NDJSON answer becomes the same events as below: `message.thinking` → `Reasoning`,
 //! `message.content` → `Text`, whole `tool_calls` (ids `call_N` unless the server gives one,
@@ -61,15 +70,18 @@
 mod backend;
 mod config;
 mod decode;
+mod describe;
 mod errors;
 mod models;
 mod ndjson;
 mod ollama_decode;
 mod ollama_request;
 mod ollama_wire;
+mod probes;
 mod request;
 mod route;
 mod send;
+mod shared;
 mod sse;
 mod stream;
 mod wire;

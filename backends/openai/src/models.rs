@@ -1,15 +1,29 @@
-//! `GET /models` and the context window each kind of server reports.
+//! `GET /models` and the context window each kind of server reports in it.
 
-use hearth_backend::{BackendError, ModelInfo};
+use hearth_backend::{BackendError, ModelInfo, WindowSource};
 use serde_json::Value;
 
-use crate::backend::Shared;
 use crate::errors;
 use crate::send::read_error_body;
+use crate::shared::Shared;
+
+/// One entry of the model list, and which server's field its window came from.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Listed {
+    pub info: ModelInfo,
+    /// `Vllm` for `max_model_len`, `LmStudio` for `max_context_length`, `Listed` for another
+    /// server's field; `None` without a window.
+    pub source: Option<WindowSource>,
+}
 
 /// Lists the endpoint's models. The whole exchange is bounded by `first_token_timeout`.
-#[tracing::instrument(name = "provider.models", skip_all, fields(endpoint = %shared.endpoint.name))]
 pub(crate) async fn list(shared: &Shared) -> Result<Vec<ModelInfo>, BackendError> {
+    Ok(fetch(shared).await?.into_iter().map(|l| l.info).collect())
+}
+
+/// `GET {base}/models`, parsed. The whole exchange is bounded by `first_token_timeout`.
+#[tracing::instrument(name = "provider.models", skip_all, fields(endpoint = %shared.endpoint.name))]
+pub(crate) async fn fetch(shared: &Shared) -> Result<Vec<Listed>, BackendError> {
     let endpoint = &shared.endpoint;
     let exchange = async {
         let response = shared
@@ -43,31 +57,39 @@ pub(crate) async fn list(shared: &Shared) -> Result<Vec<ModelInfo>, BackendError
 }
 
 /// `{"data": [...]}` or a bare array; entries without an `id` are skipped.
-pub(crate) fn parse(body: &str) -> Option<Vec<ModelInfo>> {
+pub(crate) fn parse(body: &str) -> Option<Vec<Listed>> {
     let value: Value = serde_json::from_str(body).ok()?;
     let entries = value.get("data").unwrap_or(&value).as_array()?;
     Some(entries.iter().filter_map(model).collect())
 }
 
-fn model(entry: &Value) -> Option<ModelInfo> {
+fn model(entry: &Value) -> Option<Listed> {
     let id = entry.get("id")?.as_str()?;
     let mut info = ModelInfo::new(id);
     // vLLM/SGLang, OpenRouter/LM Studio, LM Studio's richer API, llama.cpp server.
-    info.context_window = [
-        entry.get("max_model_len"),
-        entry.get("context_length"),
-        entry.get("max_context_length"),
-        entry.get("meta").and_then(|m| m.get("n_ctx_train")),
+    let window = [
+        (entry.get("max_model_len"), WindowSource::Vllm),
+        (entry.get("context_length"), WindowSource::Listed),
+        (entry.get("max_context_length"), WindowSource::LmStudio),
+        (
+            entry.get("meta").and_then(|m| m.get("n_ctx_train")),
+            WindowSource::Listed,
+        ),
     ]
     .into_iter()
-    .flatten()
-    .find_map(Value::as_u64)
-    .map(|n| u32::try_from(n).unwrap_or(u32::MAX));
+    .find_map(|(value, source)| {
+        let n = value?.as_u64()?;
+        Some((u32::try_from(n).unwrap_or(u32::MAX), source))
+    });
+    info.context_window = window.map(|(n, _)| n);
     info.quantization = entry
         .get("quantization")
         .and_then(Value::as_str)
         .map(str::to_string);
-    Some(info)
+    Some(Listed {
+        info,
+        source: window.map(|(_, source)| source),
+    })
 }
 
 #[cfg(test)]
@@ -84,25 +106,26 @@ mod tests {
             {"object":"model"}
         ]}"#;
         let models = parse(body).unwrap();
-        let got: Vec<(&str, Option<u32>)> = models
+        let got: Vec<(&str, Option<u32>, Option<WindowSource>)> = models
             .iter()
-            .map(|m| (m.id.as_str(), m.context_window))
+            .map(|m| (m.info.id.as_str(), m.info.context_window, m.source))
             .collect();
         assert_eq!(
             got,
             [
-                ("vllm", Some(32768)),
-                ("router", Some(131072)),
-                ("llama", Some(40960)),
-                ("plain", None)
+                ("vllm", Some(32768), Some(WindowSource::Vllm)),
+                ("router", Some(131072), Some(WindowSource::Listed)),
+                ("llama", Some(40960), Some(WindowSource::Listed)),
+                ("plain", None, None)
             ]
         );
-        assert_eq!(models[1].quantization.as_deref(), Some("fp8"));
+        assert_eq!(models[1].info.quantization.as_deref(), Some("fp8"));
     }
 
     #[test]
     fn bare_arrays_are_accepted_and_junk_is_not() {
-        assert_eq!(parse(r#"[{"id":"a"}]"#).unwrap(), vec![ModelInfo::new("a")]);
+        let bare = parse(r#"[{"id":"a"}]"#).unwrap();
+        assert_eq!(bare[0].info, ModelInfo::new("a"));
         assert!(parse("<html>").is_none());
         assert!(parse(r#"{"data":{}}"#).is_none());
     }

@@ -11,12 +11,6 @@ use crate::ollama_wire::{
 };
 use crate::request::{role, tools};
 
-/// The server root of an Ollama base URL: `http://h:11434/v1` → `http://h:11434`. `base` comes
-/// without a trailing slash; a base that does not end in `/v1` is taken as the root itself.
-pub(crate) fn ollama_root(base: &str) -> &str {
-    base.strip_suffix("/v1").unwrap_or(base)
-}
-
 /// The streaming request body, `options.num_ctx` set to `num_ctx`. Reasoning of earlier
 /// assistant turns is not sent back, as on the OpenAI path.
 pub(crate) fn ollama_body(request: &CompletionRequest, num_ctx: u32) -> OllamaChat<'_> {
@@ -97,14 +91,6 @@ mod tests {
 
     fn to_json(request: &CompletionRequest, num_ctx: u32) -> Value {
         serde_json::to_value(ollama_body(request, num_ctx)).unwrap()
-    }
-
-    #[test]
-    fn the_root_drops_a_trailing_v1_only() {
-        assert_eq!(ollama_root("http://h:11434/v1"), "http://h:11434");
-        assert_eq!(ollama_root("http://h:11434"), "http://h:11434");
-        assert_eq!(ollama_root("https://h/ollama/v1"), "https://h/ollama");
-        assert_eq!(ollama_root("http://h/v1beta"), "http://h/v1beta");
     }
 
     #[test]

@@ -1,16 +1,17 @@
 //! Which API one request goes to, and its serialized body.
 //!
-//! A request with a `context_window` goes to Ollama's native `/api/chat`: hearth sets that
-//! field only for Ollama servers, and Ollama's OpenAI-compatible endpoint ignores
-//! `options.num_ctx` (ollama/ollama#2722, #7063), so only the native API makes the window stick.
+//! A request with a `context_window` to a server known to be Ollama (by its port, or by what
+//! describing a model found) goes to Ollama's native `/api/chat`: Ollama's OpenAI-compatible
+//! endpoint ignores `options.num_ctx` (ollama/ollama#2722, #7063), so only the native API makes
+//! the window stick. Every other server gets the OpenAI wire, and the window is not sent.
 
 use bytes::Bytes;
 use hearth_backend::{BackendError, CompletionRequest};
 use serde::Serialize;
 
-use crate::backend::Shared;
 use crate::ollama_request::ollama_body;
 use crate::request::chat_body;
+use crate::shared::Shared;
 
 /// The wire format of one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,11 +42,11 @@ pub(crate) struct Route {
 impl Route {
     pub(crate) fn for_request(shared: &Shared, request: &CompletionRequest) -> Self {
         match request.context_window {
-            Some(num_ctx) => Self {
+            Some(num_ctx) if shared.is_ollama() => Self {
                 wire: Wire::OllamaNative { num_ctx },
                 url: shared.ollama_chat_url.clone(),
             },
-            None => Self {
+            _ => Self {
                 wire: Wire::OpenAi,
                 url: shared.chat_url.clone(),
             },

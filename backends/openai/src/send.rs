@@ -8,8 +8,8 @@ use hearth_backend::{BackendError, TimeoutStage};
 use reqwest::header::{CONTENT_TYPE, HeaderValue};
 use tokio::time::Instant;
 
-use crate::backend::Shared;
 use crate::errors;
+use crate::shared::Shared;
 
 /// Posts `body` (JSON) to `url` until it gets a 2xx, retrying 429s before anything was
 /// streamed. Returns the response and when the successful attempt was sent (the first-token

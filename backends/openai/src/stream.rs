@@ -14,11 +14,11 @@ use hearth_backend::{BackendError, BackendEvent, CompletionRequest, EventStream}
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::backend::Shared;
 use crate::decode::{Decode, Decoded};
 use crate::errors;
 use crate::route::{Route, Wire};
 use crate::send::{open, silence};
+use crate::shared::Shared;
 use crate::{ndjson, ollama_decode, sse};
 
 /// How long to wait for the end of the body after the end marker.

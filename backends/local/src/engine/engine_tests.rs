@@ -3,7 +3,8 @@ use std::time::Duration;
 use hearth_backend::{FinishReason, Progress};
 
 use super::*;
-use crate::error::{EngineError, FaultClass};
+use crate::error::EngineError;
+use crate::fault::FaultClass;
 use crate::inject::{FaultPlan, InjectedFault, Seam};
 use crate::model::LoadStage;
 use crate::model::tiny::{self, TinySpec};

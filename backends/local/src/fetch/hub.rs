@@ -10,7 +10,7 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 
 use super::cache::hex;
-use super::sources::{FetchProgress, SourceError};
+use super::report::{FetchProgress, SourceError};
 
 /// Where the hub is and how to reach it.
 #[derive(Debug, Clone, PartialEq, Eq)]

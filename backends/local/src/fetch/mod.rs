@@ -6,6 +6,7 @@
 mod cache;
 mod hub;
 mod pypi;
+mod report;
 mod sources;
 
 pub use cache::{
@@ -14,10 +15,8 @@ pub use cache::{
 };
 pub use hub::{HubConfig, HubFile};
 pub use pypi::PypiMirror;
-pub use sources::{
-    FetchFailure, FetchProgress, ModelSpec, Source, SourceError, SourceKind, fetch_default_model,
-    fetch_model,
-};
+pub use report::{FetchProgress, SourceError, SourceKind};
+pub use sources::{FetchFailure, ModelSpec, Source, fetch_default_model, fetch_model};
 
 #[cfg(test)]
 #[path = "fetch_tests.rs"]

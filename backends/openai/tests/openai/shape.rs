@@ -1,7 +1,8 @@
 //! What goes over the wire: the request body and headers, and the model list.
 
 use hearth_backend::{
-    Backend, CompletionRequest, ContentPart, Message, ModelInfo, NativeToolCall, Role, ToolSpec,
+    Backend, CompletionRequest, ContentPart, Message, ModelInfo, NativeToolCall, Role, ServerKind,
+    ToolSpec, WindowSource,
 };
 use hearth_testkit::{FakeServer, Reply};
 use serde_json::json;
@@ -128,12 +129,21 @@ async fn models_are_listed_with_the_context_window_each_server_reports() {
             window("qwen3:8b", None),
         ]
     );
-    assert_eq!(backend.context_window("qwen3.gguf").await, Ok(Some(40960)));
     let seen = server.requests();
     assert_eq!(
         (seen[0].method.as_str(), seen[0].path.as_str()),
         ("GET", "/v1/models")
     );
+    // Describing a model reads the same list: vLLM's field names the server, another
+    // server's field is only what the list says.
+    let vllm = backend.describe("Qwen/Qwen3-8B").await;
+    assert_eq!(vllm.window, Some((32768, WindowSource::Vllm)));
+    assert_eq!(vllm.server, ServerKind::Vllm);
+    let gguf = backend.describe("qwen3.gguf").await;
+    assert_eq!(gguf.window, Some((40960, WindowSource::Listed)));
+    assert_eq!(gguf.server, ServerKind::Unknown);
+    assert!(!gguf.exact_token_counts);
+    assert_eq!(backend.describe("qwen3:8b").await.window, None);
 }
 
 #[tokio::test]

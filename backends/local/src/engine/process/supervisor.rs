@@ -17,7 +17,8 @@ use super::wire::{FromWorker, ToWorker, WireEvent, WireRequest};
 use crate::engine::health::{CanaryCell, Health, HealthCell};
 use crate::engine::sink::{Sink, Terminal};
 use crate::engine::{EngineConfig, EngineEvent, GenerateRequest};
-use crate::error::{EngineError, FaultClass};
+use crate::error::EngineError;
+use crate::fault::FaultClass;
 
 /// Restarts count against `max_reloads` within this window, as in-process reloads do.
 const RESTART_WINDOW: Duration = Duration::from_secs(600);

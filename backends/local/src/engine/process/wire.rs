@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::{EngineConfig, EngineEvent, GenerateRequest, Health, Prompt};
-use crate::error::{EngineError, FaultClass};
+use crate::error::EngineError;
+use crate::fault::FaultClass;
 use crate::inject::ArmedFault;
 use crate::sampler::SamplingParams;
 

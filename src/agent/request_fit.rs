@@ -2,9 +2,9 @@
 //! and build the request from the projection. The stored history is never touched.
 
 use hearth_backend::{CompletionRequest, ContentPart, ToolSpec};
+use hearth_conversation::HistoryEntry;
 
 use super::catalog::Endpoint;
-use super::history::HistoryEntry;
 use super::model_context::ModelContext;
 use super::request::build_request;
 use super::session_context::SessionContext;
@@ -89,7 +89,7 @@ impl RequestShape<'_> {
             &projection.entries,
         );
         request.max_tokens = Some(budget.max_tokens);
-        request.context_window = self.context.window.request_context_window();
+        request.context_window = Some(self.context.window.tokens);
         let report = describe(&projection, &budget);
         Fitted {
             request,

@@ -3,13 +3,10 @@
 //! [`decide`] says allow, ask or deny. Nothing here does I/O except [`plan_dir`], which
 //! canonicalises the cwd once.
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use hearth_conversation::{Access, AlwaysRules, Mode, RuleKey};
 
-use super::client_ops::PermissionAnswer;
-use super::mode::Mode;
 use super::paths::{self, Resolved};
 
 /// What the model reads when the user rejects a call.
@@ -18,20 +15,6 @@ pub const USER_REJECTED: &str = "The user rejected this call.";
 /// What the model reads when a "reject always" rule refuses a call without asking.
 pub const USER_REJECTED_ALWAYS: &str =
     "The user rejected this call: they chose to always reject it in this session.";
-
-/// What a call does, as the policy judges it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Access {
-    /// Reads files or searches; changes nothing.
-    Read,
-    /// Creates or changes files (or, for external tools, may change anything).
-    Write,
-    /// Runs a command.
-    Execute,
-    /// Changes only the session's own state (the plan checklist); never asks.
-    SessionOnly,
-}
 
 /// The policy's answer for one call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,68 +40,12 @@ pub struct Subject<'a> {
     pub programs: Option<&'a [String]>,
 }
 
-/// "Allow always" and "reject always" answers, remembered for a session (serialisable so the
-/// session store can persist them). Commands are keyed by program, other tools by name.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AlwaysRules {
-    #[serde(default)]
-    pub allow_tools: BTreeSet<String>,
-    #[serde(default)]
-    pub reject_tools: BTreeSet<String>,
-    #[serde(default)]
-    pub allow_programs: BTreeSet<String>,
-    #[serde(default)]
-    pub reject_programs: BTreeSet<String>,
-}
-
-impl AlwaysRules {
-    /// What the rules say about `subject`: `Some(true)` allowed always, `Some(false)` rejected
-    /// always, `None` no rule. A command is allowed only if every program in it is, and
-    /// rejected if any program in it is.
-    pub fn lookup(&self, subject: &Subject<'_>) -> Option<bool> {
-        match subject.programs {
-            None if self.reject_tools.contains(subject.tool) => Some(false),
-            None if self.allow_tools.contains(subject.tool) => Some(true),
-            None => None,
-            Some(programs) if programs.iter().any(|p| self.reject_programs.contains(p)) => {
-                Some(false)
-            }
-            Some(programs)
-                if !programs.is_empty()
-                    && programs.iter().all(|p| self.allow_programs.contains(p)) =>
-            {
-                Some(true)
-            }
-            Some(_) => None,
-        }
-    }
-
-    /// Records an answer. "Allow always" on a command allows each of its programs; "reject
-    /// always" rejects its first program (the one the user was looking at). A command that
-    /// cannot be keyed is remembered as nothing: the next one asks again.
-    pub fn remember(&mut self, subject: &Subject<'_>, answer: PermissionAnswer) {
-        match (subject.programs, answer) {
-            (None, PermissionAnswer::AllowAlways) => {
-                self.reject_tools.remove(subject.tool);
-                self.allow_tools.insert(subject.tool.to_owned());
-            }
-            (None, PermissionAnswer::RejectAlways) => {
-                self.allow_tools.remove(subject.tool);
-                self.reject_tools.insert(subject.tool.to_owned());
-            }
-            (Some(programs), PermissionAnswer::AllowAlways) => {
-                for p in programs {
-                    self.reject_programs.remove(p);
-                    self.allow_programs.insert(p.clone());
-                }
-            }
-            (Some(programs), PermissionAnswer::RejectAlways) => {
-                if let Some(first) = programs.first() {
-                    self.allow_programs.remove(first);
-                    self.reject_programs.insert(first.clone());
-                }
-            }
-            _ => {}
+impl<'a> Subject<'a> {
+    /// What an "always" answer about this call is keyed by.
+    pub fn rule_key(&self) -> RuleKey<'a> {
+        match self.programs {
+            Some(programs) => RuleKey::Command(programs),
+            None => RuleKey::Tool(self.tool),
         }
     }
 }
@@ -133,7 +60,7 @@ pub fn decide(
     plan_dir: &Resolved,
     rules: &AlwaysRules,
 ) -> Decision {
-    let remembered = rules.lookup(subject);
+    let remembered = rules.lookup(subject.rule_key());
     if remembered == Some(false) {
         return Decision::Deny(USER_REJECTED_ALWAYS.to_owned());
     }

@@ -185,11 +185,11 @@ async fn release_and_drop_leave_nothing_running() {
 async fn permission_and_events_go_to_the_front_end() {
     let front = RecordingFront::new();
     let ops = LocalClientOps::new(front.clone());
-    let card = crate::agent::ToolCard {
-        id: crate::agent::ToolCallId::new("c1"),
+    let card = hearth_conversation::ToolCard {
+        id: hearth_conversation::ToolCallId::new("c1"),
         title: "t".into(),
-        kind: crate::agent::ToolKind::Other,
-        status: crate::agent::ToolStatus::Pending,
+        kind: hearth_conversation::ToolKind::Other,
+        status: hearth_conversation::ToolStatus::Pending,
         locations: vec![],
         content: vec![],
         raw_input: serde_json::Value::Null,

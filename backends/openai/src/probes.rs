@@ -1,36 +1,20 @@
 //! What each kind of local server says about its context window, one probe per server.
 //! Every probe answers `None` on any failure: a missing route, a timeout, a body of another
-//! shape. Discovery then falls through to the next source.
-
-use std::time::Duration;
+//! shape. [`crate::describe`] then falls through to the next source.
 
 use serde_json::Value;
 
-use crate::config::EndpointConfig;
-
-/// Longest wait for one probe. Local servers answer these in milliseconds.
-pub(super) const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+use crate::shared::Shared;
 
 /// Context length in Ollama's model info when the user set no `num_ctx`: the model's trained
 /// length, which may be far above what fits the user's memory, so it is capped here. A larger
 /// window is one `context_window` line in the config away.
-pub(super) const OLLAMA_AUTO_CAP: u32 = 32_768;
+pub(crate) const OLLAMA_AUTO_CAP: u32 = 32_768;
 
-/// The server root: `base_url` without its trailing `/v1`.
-pub(super) fn root(base_url: &str) -> &str {
-    let trimmed = base_url.trim_end_matches('/');
-    trimmed.strip_suffix("/v1").unwrap_or(trimmed)
-}
-
-async fn send(endpoint: &EndpointConfig, request: reqwest::RequestBuilder) -> Option<Value> {
-    let mut request = request.timeout(PROBE_TIMEOUT);
-    if let Some(key) = &endpoint.api_key {
-        request = request.bearer_auth(key);
-    }
-    for (name, value) in &endpoint.headers {
-        request = request.header(name, value);
-    }
-    let response = match request.send().await {
+/// Sends one probe through the backend's client (its key and headers included), bounded by
+/// `timeout`.
+async fn send(request: reqwest::RequestBuilder, timeout: std::time::Duration) -> Option<Value> {
+    let response = match request.timeout(timeout).send().await {
         Ok(response) => response,
         Err(err) => {
             tracing::debug!("window probe failed: {err}");
@@ -44,7 +28,7 @@ async fn send(endpoint: &EndpointConfig, request: reqwest::RequestBuilder) -> Op
     response.json().await.ok()
 }
 
-fn as_u32(value: Option<&Value>) -> Option<u32> {
+pub(crate) fn as_u32(value: Option<&Value>) -> Option<u32> {
     value
         .and_then(Value::as_u64)
         .and_then(|v| u32::try_from(v).ok())
@@ -52,42 +36,22 @@ fn as_u32(value: Option<&Value>) -> Option<u32> {
 }
 
 /// llama.cpp `GET /props`: `default_generation_settings.n_ctx`, or `n_ctx` at the top.
-pub(super) async fn llama_cpp(http: &reqwest::Client, endpoint: &EndpointConfig) -> Option<u32> {
-    let url = format!("{}/props", root(&endpoint.base_url));
-    let body = send(endpoint, http.get(url)).await?;
+pub(crate) async fn llama_cpp(shared: &Shared) -> Option<u32> {
+    let url = format!("{}/props", shared.endpoint.root());
+    let body = send(shared.client.get(url), shared.probe_timeout()).await?;
     as_u32(body.pointer("/default_generation_settings/n_ctx")).or_else(|| as_u32(body.get("n_ctx")))
 }
 
-/// vLLM `GET /v1/models`: `max_model_len` of the model (or of the only model listed).
-pub(super) async fn vllm(
-    http: &reqwest::Client,
-    endpoint: &EndpointConfig,
-    model: &str,
-) -> Option<u32> {
-    let url = format!("{}/v1/models", root(&endpoint.base_url));
-    let body = send(endpoint, http.get(url)).await?;
-    let data = body.get("data")?.as_array()?;
-    let entry = data
-        .iter()
-        .find(|m| m.get("id").and_then(Value::as_str) == Some(model))
-        .or_else(|| (data.len() == 1).then(|| &data[0]))?;
-    as_u32(entry.get("max_model_len"))
-}
-
 /// LM Studio `GET /api/v0/models/{model}`: the loaded context length, else the maximum.
-pub(super) async fn lm_studio(
-    http: &reqwest::Client,
-    endpoint: &EndpointConfig,
-    model: &str,
-) -> Option<u32> {
-    let url = format!("{}/api/v0/models/{model}", root(&endpoint.base_url));
-    let body = send(endpoint, http.get(url)).await?;
+pub(crate) async fn lm_studio(shared: &Shared, model: &str) -> Option<u32> {
+    let url = format!("{}/api/v0/models/{model}", shared.endpoint.root());
+    let body = send(shared.client.get(url), shared.probe_timeout()).await?;
     as_u32(body.get("loaded_context_length")).or_else(|| as_u32(body.get("max_context_length")))
 }
 
 /// What Ollama's `POST /api/show` and `GET /api/ps` say.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(super) struct OllamaShow {
+pub(crate) struct OllamaShow {
     /// `context_length` of the model as loaded now (`/api/ps`), if it is loaded.
     pub loaded: Option<u32>,
     /// `num_ctx` from the model's parameters (its Modelfile), if set.
@@ -107,14 +71,13 @@ impl OllamaShow {
 }
 
 /// Ollama `POST /api/show {"model": …}`. `Some` means the server answered like Ollama.
-pub(super) async fn ollama(
-    http: &reqwest::Client,
-    endpoint: &EndpointConfig,
-    model: &str,
-) -> Option<OllamaShow> {
-    let url = format!("{}/api/show", root(&endpoint.base_url));
-    let request = http.post(url).json(&serde_json::json!({ "model": model }));
-    let body = send(endpoint, request).await?;
+pub(crate) async fn ollama(shared: &Shared, model: &str) -> Option<OllamaShow> {
+    let url = format!("{}/api/show", shared.endpoint.root());
+    let request = shared
+        .client
+        .post(url)
+        .json(&serde_json::json!({ "model": model }));
+    let body = send(request, shared.probe_timeout()).await?;
     let info = body.get("model_info")?.as_object()?;
     let trained = info
         .iter()
@@ -124,7 +87,7 @@ pub(super) async fn ollama(
         .get("parameters")
         .and_then(Value::as_str)
         .and_then(parse_num_ctx);
-    let loaded = ollama_loaded(http, endpoint, model).await;
+    let loaded = ollama_loaded(shared, model).await;
     Some(OllamaShow {
         loaded,
         num_ctx,
@@ -133,13 +96,9 @@ pub(super) async fn ollama(
 }
 
 /// Ollama `GET /api/ps`: the context length the model is loaded with, when it is loaded.
-async fn ollama_loaded(
-    http: &reqwest::Client,
-    endpoint: &EndpointConfig,
-    model: &str,
-) -> Option<u32> {
-    let url = format!("{}/api/ps", root(&endpoint.base_url));
-    let body = send(endpoint, http.get(url)).await?;
+async fn ollama_loaded(shared: &Shared, model: &str) -> Option<u32> {
+    let url = format!("{}/api/ps", shared.endpoint.root());
+    let body = send(shared.client.get(url), shared.probe_timeout()).await?;
     let models = body.get("models")?.as_array()?;
     let entry = models.iter().find(|m| {
         ["name", "model"]
@@ -163,14 +122,6 @@ fn parse_num_ctx(parameters: &str) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn root_strips_v1() {
-        assert_eq!(root("http://h:8080/v1"), "http://h:8080");
-        assert_eq!(root("http://h:8080/v1/"), "http://h:8080");
-        assert_eq!(root("http://h:8080"), "http://h:8080");
-        assert_eq!(root("http://h/api/v1"), "http://h/api");
-    }
 
     #[test]
     fn num_ctx_is_read_from_parameters() {

@@ -1,5 +1,5 @@
 //! The four session modes. What each allows is decided by the permission policy
-//! (`policy.rs`); this file only names them.
+//! (the hearth crate's `tools::policy`); this file only names them.
 
 use std::str::FromStr;
 

@@ -7,10 +7,7 @@ use std::path::PathBuf;
 use hearth_backend::ToolSpec;
 use serde_json::{Value, json};
 
-use super::config::{ParserConfig, ThinkStart};
-use super::event::{ParseEvent, StreamEnd};
-use super::stream::StreamParser;
-use super::tool_format::ToolFormat;
+use crate::parse::{ParseEvent, ParserConfig, StreamEnd, StreamParser, ThinkStart, ToolFormat};
 
 /// Options of `hearth parse`.
 #[derive(Debug, Clone, clap::Args)]

@@ -14,14 +14,15 @@ pub struct Cli {
     pub config: Option<PathBuf>,
 
     #[command(subcommand)]
-    pub command: Option<Command>,
+    pub command: Option<CliCommand>,
 }
 
 /// The hidden subcommand the local engine's worker process runs.
 pub const ENGINE_WORKER: &str = "engine-worker";
 
+/// What `hearth <subcommand>` runs.
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub enum CliCommand {
     /// Serve ACP over stdio (the default).
     Acp,
     /// List the models of every configured endpoint.
@@ -29,13 +30,13 @@ pub enum Command {
     /// Run prompts headless: one prompt (-p or stdin) or a batch file.
     Run(crate::batch::RunArgs),
     /// Parse raw model output from stdin into text, reasoning and tool calls (JSON lines).
-    Parse(crate::parse::ParseArgs),
+    Parse(super::parse::ParseArgs),
     /// The agent in a terminal: a line editor, streamed answers, permission questions.
     Repl(crate::repl::ReplArgs),
     /// Stored sessions: list, show, delete.
     Sessions {
         #[command(subcommand)]
-        action: crate::sessions_command::SessionsAction,
+        action: super::sessions::SessionsAction,
     },
     /// The local engine's model files.
     Model {

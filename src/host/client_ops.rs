@@ -5,9 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
-
-use super::event::{AgentEvent, ToolCard};
-use super::ids::TerminalId;
+use hearth_conversation::{AgentEvent, PermissionAnswer, TerminalId, ToolCard};
 
 /// Why a client operation failed. Tools turn these into messages for the model.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -52,23 +50,6 @@ pub struct TerminalOutput {
     pub truncated: bool,
     /// Set once the process has exited.
     pub exit_status: Option<ExitStatus>,
-}
-
-/// The user's answer to a permission request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PermissionAnswer {
-    AllowOnce,
-    AllowAlways,
-    RejectOnce,
-    RejectAlways,
-    /// The turn was cancelled while the question was open.
-    Cancelled,
-}
-
-impl PermissionAnswer {
-    pub fn allows(self) -> bool {
-        matches!(self, Self::AllowOnce | Self::AllowAlways)
-    }
 }
 
 #[async_trait]

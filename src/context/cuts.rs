@@ -12,10 +12,11 @@
 //! byte-stable, prefix caches hit), and when it moves it frees a quarter of the room at once.
 //! Phase 1's cut only moves forward as the history grows, so an elided output stays elided.
 
+use hearth_conversation::HistoryEntry;
+
 use super::markers::{CallTargets, output_marker, prose_marker, shrink_arguments};
-use super::projection::{Elision, ElisionKind, Slot};
+use super::slots::{Elision, ElisionKind, Slot};
 use super::tokens::{TokenCounter, entry_tokens};
-use crate::agent::HistoryEntry;
 
 /// The protected tail may take up to 1/TAIL_SHARE of the room (it always holds the last round).
 const TAIL_SHARE: usize = 4;

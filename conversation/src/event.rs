@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use hearth_backend::ContentPart;
 use serde::{Deserialize, Serialize};
 
-use super::ids::{TerminalId, ToolCallId};
+use crate::ids::{TerminalId, ToolCallId};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -80,7 +80,7 @@ pub enum ToolContent {
         old_text: Option<String>,
         new_text: String,
     },
-    /// A live terminal created through [`super::ClientOps::create_terminal`].
+    /// A live terminal created through the host's `ClientOps::create_terminal`.
     Terminal {
         terminal_id: TerminalId,
     },

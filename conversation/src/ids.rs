@@ -36,7 +36,7 @@ id_type!(
     ToolCallId
 );
 id_type!(
-    /// A terminal created through [`crate::agent::ClientOps::create_terminal`].
+    /// A terminal created through the host's `ClientOps::create_terminal` (hearth's `host` module).
     TerminalId
 );
 

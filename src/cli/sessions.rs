@@ -4,8 +4,8 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Subcommand;
+use hearth_conversation::AgentEvent;
 
-use crate::agent::AgentEvent;
 use crate::store::{Store, StoreError, validate_session_id};
 
 #[derive(Debug, Clone, Subcommand)]

@@ -11,14 +11,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use hearth_conversation::{AgentEvent, PermissionAnswer, TerminalId, ToolCard};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::watch;
 
-use super::client_ops::{
-    ClientOps, ClientOpsError, ExitStatus, PermissionAnswer, TerminalOutput, TerminalRequest,
-};
-use super::event::{AgentEvent, ToolCard};
-use super::ids::TerminalId;
+use super::client_ops::{ClientOps, ClientOpsError, ExitStatus, TerminalOutput, TerminalRequest};
 
 /// How long to keep collecting output after the shell exits, for pipes held open by
 /// background children (they are killed on release anyway).
@@ -342,5 +339,5 @@ impl TailBuffer {
 }
 
 #[cfg(test)]
-#[path = "local_ops_tests.rs"]
+#[path = "local_tests.rs"]
 mod tests;

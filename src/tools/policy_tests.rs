@@ -1,7 +1,8 @@
+use hearth_conversation::{PermissionAnswer, UnknownMode};
 use serde_json::json;
 
 use super::*;
-use crate::agent::{PermissionAnswer, Resolved, UnknownMode};
+use crate::tools::Resolved;
 use crate::tools::test_support::Fixture;
 use crate::tools::{Prepared, ToolError, ToolRegistry};
 
@@ -52,7 +53,8 @@ impl Env {
             &self.plan,
             &AlwaysRules::default(),
         );
-        if !registry.offered(mode, tool) {
+        // What the model is offered is what production sends: the specs for the mode.
+        if !registry.specs_for_mode(mode).iter().any(|s| s.name == tool) {
             assert_eq!(
                 outcome(&decision),
                 Outcome::Refused,
@@ -281,7 +283,7 @@ fn always_rules_for_commands() {
         decide(Mode::Ask, &subject(cargo), &plan, &rules),
         Decision::Ask
     );
-    rules.remember(&subject(cargo), PermissionAnswer::AllowAlways);
+    rules.remember(subject(cargo).rule_key(), PermissionAnswer::AllowAlways);
     assert_eq!(
         decide(Mode::Ask, &subject(cargo), &plan, &rules),
         Decision::Allow
@@ -296,13 +298,13 @@ fn always_rules_for_commands() {
         Decision::Ask
     );
     // Unkeyable lines are never remembered, so they always ask.
-    rules.remember(&subject(unkeyable), PermissionAnswer::AllowAlways);
+    rules.remember(subject(unkeyable).rule_key(), PermissionAnswer::AllowAlways);
     assert_eq!(
         decide(Mode::Ask, &subject(unkeyable), &plan, &rules),
         Decision::Ask
     );
     // Reject always wins, in every mode, bypass included.
-    rules.remember(&subject(rm), PermissionAnswer::RejectAlways);
+    rules.remember(subject(rm).rule_key(), PermissionAnswer::RejectAlways);
     for mode in Mode::ALL {
         assert_eq!(
             decide(mode, &subject(rm), &plan, &rules),
@@ -312,8 +314,8 @@ fn always_rules_for_commands() {
     }
     // Once answers change nothing.
     let before = rules.clone();
-    rules.remember(&subject(cargo_tail), PermissionAnswer::AllowOnce);
-    rules.remember(&subject(cargo_tail), PermissionAnswer::RejectOnce);
+    rules.remember(subject(cargo_tail).rule_key(), PermissionAnswer::AllowOnce);
+    rules.remember(subject(cargo_tail).rule_key(), PermissionAnswer::RejectOnce);
     assert_eq!(rules, before);
     // Persisted and restored unchanged.
     let json = serde_json::to_string(&rules).unwrap();
@@ -330,9 +332,9 @@ fn always_rules_for_tools() {
         paths: &[],
         programs: None,
     };
-    rules.remember(&write, PermissionAnswer::AllowAlways);
+    rules.remember(write.rule_key(), PermissionAnswer::AllowAlways);
     assert_eq!(decide(Mode::Ask, &write, &plan, &rules), Decision::Allow);
-    rules.remember(&write, PermissionAnswer::RejectAlways);
+    rules.remember(write.rule_key(), PermissionAnswer::RejectAlways);
     assert!(rules.allow_tools.is_empty());
     assert!(matches!(
         decide(Mode::AcceptEdits, &write, &plan, &rules),

@@ -5,7 +5,7 @@
 use hearth_backend::ContentPart;
 use serde::{Deserialize, Serialize};
 
-use super::ids::ToolCallId;
+use crate::ids::ToolCallId;
 
 /// One entry of the conversation, in order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

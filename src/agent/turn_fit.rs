@@ -3,13 +3,12 @@
 //! learn from it and retry once with a tighter budget.
 
 use hearth_backend::BackendError;
+use hearth_conversation::{AgentEvent, HistoryEntry};
 
 use super::compact::{CompactError, summarise};
-use super::event::AgentEvent;
-use super::fit::{Fitted, RequestShape};
-use super::history::HistoryEntry;
+use super::request_fit::{Fitted, RequestShape};
 use super::round::Round;
-use super::turn::TurnContext;
+use super::turn_context::TurnContext;
 use crate::context::{TokenCounter, compaction_span, should_compact};
 use crate::sync::lock;
 

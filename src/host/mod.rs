@@ -1,0 +1,9 @@
+//! The host seam: what the agent asks of whoever hosts it ([`ClientOps`]: files, terminals,
+//! permission questions, updates), and [`LocalClientOps`], the host hearth is itself in the
+//! REPL and batch front ends (and the ACP front end's fallback for what a client lacks).
+
+mod client_ops;
+mod local;
+
+pub use client_ops::{ClientOps, ClientOpsError, ExitStatus, TerminalOutput, TerminalRequest};
+pub use local::{LocalClientOps, LocalFrontEnd};
