@@ -30,10 +30,13 @@ impl Shared {
         self.ollama.load(Ordering::Relaxed)
     }
 
-    /// Records which server describing a model found.
+    /// Records which server describing a model found. Once Ollama, always Ollama: a server does
+    /// not change its kind, and a probe that fails later (a timeout, a model `/api/show` does
+    /// not know) must not move models already described onto the wire that ignores the window.
     pub(crate) fn set_server(&self, server: ServerKind) {
-        self.ollama
-            .store(server == ServerKind::Ollama, Ordering::Relaxed);
+        if server == ServerKind::Ollama {
+            self.ollama.store(true, Ordering::Relaxed);
+        }
     }
 
     /// How long one window probe may take: short, and never past the endpoint's own wait for

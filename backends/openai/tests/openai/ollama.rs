@@ -183,6 +183,21 @@ async fn a_window_to_a_server_that_is_not_ollama_stays_on_v1_chat_completions() 
     assert!(seen[0].body.get("context_window").is_none());
 }
 
+/// A later description that cannot reach `/api/show` (another model, a timeout) leaves the
+/// endpoint on Ollama's native chat: the server did not change.
+#[tokio::test]
+async fn a_failed_later_probe_keeps_the_native_wire() {
+    let server = FakeServer::start().await.unwrap();
+    let backend = ollama(&server).await;
+    server.set_json("POST", "/api/show", json!({"error": "not a model"}));
+    let other = backend.describe("missing").await;
+    assert_eq!(other.server, ServerKind::Unknown);
+    server.push(short_answer());
+    let (_, error) = collect_request(&backend, native(8192)).await;
+    assert_eq!(error, None);
+    assert_eq!(chats(&server, 1).await[0].path, "/api/chat");
+}
+
 #[tokio::test]
 async fn thinking_text_and_a_tool_call_stream_as_events_with_usage() {
     let server = FakeServer::start().await.unwrap();
