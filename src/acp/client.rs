@@ -64,14 +64,47 @@ impl AcpClientOps {
 
 /// Maps a failed client request. A connection that closed or ended while the request was out
 /// is [`ClientOpsError::Disconnected`] (the turn aborts: nobody is left to answer); anything
-/// else is the client's own answer, told to the model.
+/// else is the client's own answer, told to the model and shown on the card: its message with
+/// the text of its `data` (where clients say what actually went wrong: "Internal error" alone
+/// tells nobody anything).
 fn failed(err: agent_client_protocol::Error) -> ClientOpsError {
     if agent_client_protocol::is_incoming_transport_closed(&err)
         || agent_client_protocol::is_connection_terminated(&err)
     {
-        ClientOpsError::Disconnected
+        return ClientOpsError::Disconnected;
+    }
+    let detail = err.data.as_ref().map(data_text).unwrap_or_default();
+    let detail = bounded(detail.trim(), MAX_DETAIL_CHARS);
+    ClientOpsError::Failed(if detail.is_empty() || err.message.contains(&detail) {
+        err.message
     } else {
-        ClientOpsError::Failed(err.message)
+        format!("{}: {detail}", err.message)
+    })
+}
+
+/// The most of a client error's `data` kept: enough for any real explanation, bounded against
+/// a client that sends megabytes.
+const MAX_DETAIL_CHARS: usize = 500;
+
+/// The readable text of an error's `data`: a string as it is; an object's `details`,
+/// `message` or `reason` string; anything else as compact JSON.
+fn data_text(data: &serde_json::Value) -> String {
+    match data {
+        serde_json::Value::Null => String::new(),
+        serde_json::Value::String(text) => text.clone(),
+        serde_json::Value::Object(map) => ["details", "message", "reason"]
+            .iter()
+            .find_map(|key| map.get(*key).and_then(|v| v.as_str()))
+            .map_or_else(|| data.to_string(), str::to_owned),
+        other => other.to_string(),
+    }
+}
+
+/// `text` cut to `max` characters (on a character boundary), marked when cut.
+fn bounded(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
     }
 }
 
@@ -275,5 +308,47 @@ impl LocalFrontEnd for AcpFront {
                 tracing::debug!("dropping an update for a closed client: {}", err.message);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn failure(err: agent_client_protocol::Error) -> String {
+        match failed(err) {
+            ClientOpsError::Failed(message) => message,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_client_errors_data_reaches_the_message() {
+        let denied = agent_client_protocol::Error::internal_error()
+            .data(json!({"details": "Permission denied for fs/write_text_file"}));
+        assert_eq!(
+            failure(denied),
+            "Internal error: Permission denied for fs/write_text_file"
+        );
+        let text = agent_client_protocol::Error::invalid_params().data(json!("no such buffer"));
+        assert!(failure(text).ends_with(": no such buffer"));
+        let shape = agent_client_protocol::Error::internal_error().data(json!({"code": 7}));
+        assert!(failure(shape).ends_with(r#": {"code":7}"#));
+        let bare = agent_client_protocol::Error::internal_error();
+        assert_eq!(failure(bare), "Internal error");
+    }
+
+    #[test]
+    fn a_huge_detail_is_bounded() {
+        let huge = agent_client_protocol::Error::internal_error().data(json!("é".repeat(100_000)));
+        let message = failure(huge);
+        assert!(
+            message.chars().count() < MAX_DETAIL_CHARS + 40,
+            "{}",
+            message.len()
+        );
+        assert!(message.ends_with('…'));
     }
 }

@@ -1,51 +1,19 @@
-//! Slash commands over ACP: advertised with `available_commands_update` once a session is
-//! open, and answered in place of a model turn when a prompt is one.
+//! Slash commands over ACP, answered in place of a model turn when a prompt is one (they are
+//! advertised by [`super::announce`] once a session is open).
 
 use std::sync::Arc;
 
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
-use agent_client_protocol::v1::schema::{
-    AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, ConfigOptionUpdate,
-    CurrentModeUpdate, SessionId as AcpSessionId, SessionNotification, SessionUpdate,
-    StopReason as AcpStopReason, UnstructuredCommandInput,
-};
+use agent_client_protocol::v1::schema::{SessionId as AcpSessionId, StopReason as AcpStopReason};
 use hearth_conversation::{AgentEvent, Mode};
 
+use super::announce;
 use super::client::AcpClientOps;
-use super::options::options_for;
 use super::state::AcpState;
 use crate::agent::{CompactError, ContextCommandError, Session, TurnTicket};
 use crate::host::ClientOps;
-use crate::slash::{COMMANDS, SlashCommand, help_text};
-
-/// The `available_commands_update` for every session.
-pub fn available_commands() -> SessionUpdate {
-    let commands = COMMANDS
-        .iter()
-        .map(|c| {
-            let command = AvailableCommand::new(c.name, c.description);
-            match c.hint {
-                Some(hint) => command.input(AvailableCommandInput::Unstructured(
-                    UnstructuredCommandInput::new(hint),
-                )),
-                None => command,
-            }
-        })
-        .collect();
-    SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands))
-}
-
-/// Sends the command list for `session_id`.
-pub fn announce(cx: &ConnectionTo<Client>, session_id: &str) {
-    notify(cx, &AcpSessionId::new(session_id), available_commands());
-}
-
-fn notify(cx: &ConnectionTo<Client>, session_id: &AcpSessionId, update: SessionUpdate) {
-    if let Err(err) = cx.send_notification(SessionNotification::new(session_id.clone(), update)) {
-        tracing::debug!("dropping an update for a closed client: {}", err.message);
-    }
-}
+use crate::slash::{SlashCommand, help_text};
 
 /// Runs `command` on `session` as its turn; the answer is Markdown in the agent's message.
 pub async fn run(
@@ -113,19 +81,9 @@ pub async fn run(
         }
         SlashCommand::Mode(Some(id)) => match Mode::from_id(&id) {
             Some(mode) => {
-                let settings = session.update_settings(|s| s.mode = mode);
-                notify(
-                    cx,
-                    &sid,
-                    SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(mode.id())),
-                );
-                notify(
-                    cx,
-                    &sid,
-                    SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(options_for(
-                        state, &settings,
-                    ))),
-                );
+                let before = session.settings();
+                let after = session.update_settings(|s| s.mode = mode);
+                announce::settings_changed(cx, state, &sid, &before, &after);
                 say(format!("Mode: `{}` — {}", mode.id(), mode.description()));
             }
             None => say(format!(
@@ -156,14 +114,9 @@ pub async fn run(
         SlashCommand::Model(Some(id)) => {
             match state.choices().into_iter().find(|c| c.value_id == id) {
                 Some(choice) => {
-                    let settings = session.update_settings(|s| s.model = Some(choice.model));
-                    notify(
-                        cx,
-                        &sid,
-                        SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(options_for(
-                            state, &settings,
-                        ))),
-                    );
+                    let before = session.settings();
+                    let after = session.update_settings(|s| s.model = Some(choice.model));
+                    announce::settings_changed(cx, state, &sid, &before, &after);
                     say(format!("Model: `{id}`"));
                 }
                 None => say(format!("Model `{id}` is not offered; `/model` lists them.")),

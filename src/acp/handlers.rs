@@ -19,6 +19,7 @@ use agent_client_protocol::{
     Agent, Client, Error, HandleDispatchFrom, on_receive_notification, on_receive_request,
 };
 
+use super::announce::respond_then_announce;
 use super::error::AcpError;
 use super::mcp_servers::respond_then_report;
 use super::state::AcpState;
@@ -84,16 +85,18 @@ pub fn agent(state: Arc<AcpState>) -> Builder<Agent, impl HandleDispatchFrom<Cli
         .on_receive_request(
             async move |req: SetSessionConfigOptionRequest,
                         r: Responder<SetSessionConfigOptionResponse>,
-                        _cx| {
-                r.respond_with_result(
-                    session_ops::set_config_option(&s_option, req).map_err(Error::from),
-                )
+                        cx: ConnectionTo<Client>| {
+                let outcome = session_ops::set_config_option(&s_option, req);
+                respond_then_announce(r, outcome, &s_option, &cx)
             },
             on_receive_request!(),
         )
         .on_receive_request(
-            async move |req: SetSessionModeRequest, r: Responder<SetSessionModeResponse>, _cx| {
-                r.respond_with_result(session_ops::set_mode(&s_mode, req).map_err(Error::from))
+            async move |req: SetSessionModeRequest,
+                        r: Responder<SetSessionModeResponse>,
+                        cx: ConnectionTo<Client>| {
+                let outcome = session_ops::set_mode(&s_mode, req);
+                respond_then_announce(r, outcome, &s_mode, &cx)
             },
             on_receive_request!(),
         )

@@ -117,6 +117,7 @@ pub async fn load(
             .config_options(options_for(state, &settings))
             .modes(mode_state(settings.mode)),
         session_id: req.session_id,
+        settings,
         notices,
     })
 }
@@ -135,6 +136,7 @@ pub async fn resume(
             .config_options(options_for(state, &settings))
             .modes(mode_state(settings.mode)),
         session_id: req.session_id,
+        settings,
         notices,
     })
 }

@@ -6,7 +6,7 @@ use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::Responder;
 use agent_client_protocol::v1::schema::{McpServer, SessionId, SessionNotification};
 use agent_client_protocol::{Client, Error, JsonRpcResponse};
-use hearth_conversation::AgentEvent;
+use hearth_conversation::{AgentEvent, SessionSettings};
 
 use super::render;
 use super::state::AcpState;
@@ -17,6 +17,8 @@ use crate::mcp::{McpServerConfig, start_session_tools};
 pub struct Opened<T> {
     pub response: T,
     pub session_id: SessionId,
+    /// The settings the session opened with, announced after the response.
+    pub settings: SessionSettings,
     /// One line per MCP server that could not be started.
     pub notices: Vec<String>,
 }
@@ -78,7 +80,7 @@ pub fn respond_then_report<T: JsonRpcResponse>(
     };
     responder.respond(opened.response)?;
     // After the response, so the client knows the session these updates are for.
-    super::commands::announce(cx, &opened.session_id.0);
+    super::announce::opened(cx, &opened.session_id, &opened.settings);
     for text in opened.notices {
         for update in render::session_update(AgentEvent::Notice { text }) {
             let note = SessionNotification::new(opened.session_id.clone(), update);

@@ -1,5 +1,6 @@
 //! The ACP front end: what Zed (or any ACP client) talks to over stdio.
 
+mod announce;
 mod client;
 mod commands;
 mod content;

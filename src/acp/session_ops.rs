@@ -8,6 +8,7 @@ use agent_client_protocol::v1::schema::{
 };
 use hearth_conversation::Mode;
 
+use super::announce::Changed;
 use super::error::AcpError;
 use super::mcp_servers::{Opened, attach};
 use super::options::{MODE_OPTION, MODEL_OPTION, mode_state, options_for};
@@ -37,6 +38,7 @@ pub async fn new_session(
             .config_options(options_for(state, &settings))
             .modes(mode_state(settings.mode)),
         session_id: session_id.into(),
+        settings,
         notices,
     })
 }
@@ -44,10 +46,17 @@ pub async fn new_session(
 pub fn set_config_option(
     state: &AcpState,
     req: SetSessionConfigOptionRequest,
-) -> Result<SetSessionConfigOptionResponse, AcpError> {
+) -> Result<Changed<SetSessionConfigOptionResponse>, AcpError> {
     let session = state
         .session(&req.session_id.0)
         .ok_or_else(|| AcpError::UnknownSession(req.session_id.0.to_string()))?;
+    let before = session.settings();
+    let unchanged = |response| Changed {
+        response,
+        session_id: req.session_id.clone(),
+        before: before.clone(),
+        after: before.clone(),
+    };
     let value = req
         .value
         .as_value_id()
@@ -65,10 +74,9 @@ pub fn set_config_option(
             let model = match offered {
                 Some(choice) => choice.model,
                 None if current.as_deref() == Some(value.as_str()) => {
-                    return Ok(SetSessionConfigOptionResponse::new(options_for(
-                        state,
-                        &session.settings(),
-                    )));
+                    return Ok(unchanged(SetSessionConfigOptionResponse::new(options_for(
+                        state, &before,
+                    ))));
                 }
                 None => {
                     return Err(AcpError::InvalidParams(format!(
@@ -90,20 +98,29 @@ pub fn set_config_option(
             )));
         }
     };
-    Ok(SetSessionConfigOptionResponse::new(options_for(
-        state, &settings,
-    )))
+    Ok(Changed {
+        response: SetSessionConfigOptionResponse::new(options_for(state, &settings)),
+        session_id: req.session_id.clone(),
+        before,
+        after: settings,
+    })
 }
 
 pub fn set_mode(
     state: &AcpState,
     req: SetSessionModeRequest,
-) -> Result<SetSessionModeResponse, AcpError> {
+) -> Result<Changed<SetSessionModeResponse>, AcpError> {
     let session = state
         .session(&req.session_id.0)
         .ok_or_else(|| AcpError::UnknownSession(req.session_id.0.to_string()))?;
     let mode = Mode::from_id(&req.mode_id.0)
         .ok_or_else(|| AcpError::InvalidParams(format!("unknown mode `{}`", req.mode_id.0)))?;
-    session.update_settings(|s| s.mode = mode);
-    Ok(SetSessionModeResponse::new())
+    let before = session.settings();
+    let after = session.update_settings(|s| s.mode = mode);
+    Ok(Changed {
+        response: SetSessionModeResponse::new(),
+        session_id: req.session_id,
+        before,
+        after,
+    })
 }

@@ -257,6 +257,18 @@ fn resolve_endpoint(
             "must be a non-empty word without `:`, `/` or spaces".into(),
         ));
     }
+    // The built-in engine is the endpoint `local`; a server by that name would shadow it (or be
+    // taken for it), whether or not the engine is on.
+    if name == LOCAL_ENDPOINT {
+        return Err(at(
+            &key("name"),
+            raw.name.span(),
+            format!(
+                "`{LOCAL_ENDPOINT}` is the built-in engine's name (configured in `[local]`); \
+                 give this server another name"
+            ),
+        ));
+    }
     let base_url = validate_url(raw.base_url.get_ref())
         .map_err(|problem| at(&key("base_url"), raw.base_url.span(), problem))?;
     let api_key = match (raw.api_key, raw.api_key_env) {

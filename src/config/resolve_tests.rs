@@ -97,6 +97,26 @@ fn bad_values_name_key_and_line() {
     }
 }
 
+/// A server called `local` would shadow the built-in engine (or be taken for it): the name is
+/// refused, whether the engine is on or not, with the reason.
+#[test]
+fn an_endpoint_may_not_take_the_engines_name() {
+    for text in [
+        "[[endpoints]]\nname = \"local\"\nbase_url = \"http://x/v1\"\n[local]\n",
+        "[[endpoints]]\nname = \" local \"\nbase_url = \"http://x/v1\"\n",
+        "[local]\nenabled = false\n[[endpoints]]\nname = \"local\"\nbase_url = \"http://x/v1\"\n",
+    ] {
+        match parse(text) {
+            Err(err @ ConfigError::Value { .. }) => {
+                let message = err.to_string();
+                assert!(message.contains("endpoints[0].name"), "{message}");
+                assert!(message.contains("built-in engine"), "{message}");
+            }
+            other => panic!("expected a value error for {text:?}, got {other:?}"),
+        }
+    }
+}
+
 #[test]
 fn bad_mode_is_rejected() {
     let err = parse("default_mode = \"yolo\"\n").unwrap_err().to_string();

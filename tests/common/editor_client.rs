@@ -60,6 +60,8 @@ struct Inner {
     buffers: HashMap<PathBuf, String>,
     terminals: HashMap<String, Term>,
     updates: Vec<SessionNotification>,
+    /// When set, `fs/write_text_file` fails with an internal error carrying this `data`.
+    refuse_writes: Option<Value>,
 }
 
 /// The fake editor. Clones share everything.
@@ -87,6 +89,12 @@ impl Editor {
     /// next permission requests select. A request with none queued is answered `cancelled`.
     pub fn answer(&self, ids: &[&'static str]) {
         self.lock().answers.extend(ids.iter().copied());
+    }
+
+    /// Answers every `fs/write_text_file` with an internal error carrying `data`, as acpx does
+    /// when its user denies the write.
+    pub fn refuse_writes(&self, data: Value) {
+        self.lock().refuse_writes = Some(data);
     }
 
     /// An unsaved buffer: reads of `path` get `text`, whatever is on disk.
@@ -320,7 +328,13 @@ pub fn editor_client(editor: Editor) -> Builder<Client, impl HandleDispatchFrom<
         .on_receive_request(
             async move |req: WriteTextFileRequest, r, _cx| {
                 e3.record("fs/write_text_file", &req);
-                r.respond(WriteTextFileResponse::new())
+                let refusal = e3.lock().refuse_writes.clone();
+                match refusal {
+                    Some(data) => r.respond_with_error(
+                        agent_client_protocol::Error::internal_error().data(data),
+                    ),
+                    None => r.respond(WriteTextFileResponse::new()),
+                }
             },
             on_receive_request!(),
         )

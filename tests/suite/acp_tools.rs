@@ -682,3 +682,40 @@ async fn a_call_failing_while_it_runs_ends_its_shown_card_with_an_update() {
         update m failed [content]";
     assert_eq!(timeline(&editor, &p.root, &calls), lines(expected));
 }
+
+/// An editor that refuses a write says why in the error's `data` (acpx: `details`): the card and
+/// the model both get that text, not a bare "Internal error".
+#[tokio::test]
+async fn a_refused_write_keeps_the_editors_reason_for_the_card_and_the_model() {
+    let p = project();
+    let server = FakeServer::start().await.unwrap();
+    let config = write_config(&p.home, &[("fake", &server.base_url(), "m")]);
+    let editor = Editor::default();
+    editor.answer(&["allow_once"]);
+    editor.refuse_writes(json!({"details": "Permission denied for fs/write_text_file"}));
+    server.push(call(
+        "w",
+        "write_file",
+        &json!({"path": "new.txt", "content": "x"}),
+    ));
+    server.push(Reply::text(&["The editor refused."]));
+    let root = p.root.clone();
+    editor_client(editor.clone())
+        .connect_with(acp_agent(&config, &p.home), async |cx| {
+            let sid = open(&cx, true, &root).await;
+            assert_eq!(prompt(&cx, &sid, "write it").await, StopReason::EndTurn);
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let reason = "Permission denied for fs/write_text_file";
+    let card = serde_json::to_string(&editor.updates()).unwrap();
+    assert!(card.contains(reason), "the card lost the reason: {card}");
+    let bodies = chat_requests(&server);
+    let to_model = bodies.last().unwrap().body["messages"].to_string();
+    assert!(
+        to_model.contains(reason),
+        "the model lost the reason: {to_model}"
+    );
+    assert!(!p.root.join("new.txt").exists());
+}

@@ -1,5 +1,6 @@
 mod acp_binary;
 mod acp_mcp;
+mod acp_modes;
 mod acp_session;
 mod acp_tools;
 mod batch;
