@@ -40,6 +40,9 @@ pub enum DispatchStop {
     Abort(String),
 }
 
+/// What a card cancelled while it waited or ran ends with.
+const CANCELLED: &str = "Cancelled: the turn was stopped before this call finished.";
+
 /// The result of one call for the model.
 struct CallResult {
     output: String,
@@ -139,14 +142,7 @@ async fn run_call(
         Decision::Ask => {
             let answer = ctx.client.request_permission(&card).await;
             if answer == PermissionAnswer::Cancelled || ctx.cancel.is_cancelled() {
-                update(
-                    ctx,
-                    call,
-                    ToolCardUpdate {
-                        status: Some(ToolStatus::Failed),
-                        ..Default::default()
-                    },
-                );
+                finish_failed(ctx, call, CANCELLED.to_string());
                 return Err(DispatchStop::Cancelled);
             }
             lock(ctx.rules).remember(subject.rule_key(), answer);
@@ -171,9 +167,18 @@ async fn run_call(
                 is_error: output.failed,
             })
         }
-        // The card is already on screen: end it failed rather than showing it again.
+        // The card is already on screen: end it failed rather than showing it again, and
+        // never leave it running: a card with no terminal status shows as running forever,
+        // live and on replay.
         Err(ToolError::Model(message)) => Ok(finish_failed(ctx, call, message)),
-        Err(err) => stop_or_fail(ctx, call, err, prepared.kind),
+        Err(ToolError::Cancelled) => {
+            finish_failed(ctx, call, CANCELLED.to_string());
+            Err(DispatchStop::Cancelled)
+        }
+        Err(ToolError::Abort(message)) => {
+            finish_failed(ctx, call, format!("Stopped: {message}"));
+            Err(DispatchStop::Abort(message))
+        }
     }
 }
 

@@ -9,8 +9,8 @@ use agent_client_protocol::Agent;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ContentBlock, InitializeRequest, NewSessionRequest, PromptRequest,
-    SessionId, SetSessionConfigOptionRequest, StopReason,
+    CancelNotification, ContentBlock, InitializeRequest, LoadSessionRequest, NewSessionRequest,
+    PromptRequest, SessionId, SetSessionConfigOptionRequest, StopReason,
 };
 use hearth_testkit::{DONE, FakeServer, Reply, chunk_finish, chunk_role, chunk_tool_call};
 use serde_json::{Value, json};
@@ -529,9 +529,11 @@ async fn cancel_while_a_command_runs_kills_and_releases_its_terminal() {
     let editor = Editor::default();
     server.push(bash_call("b", "sleep 30"));
     let (root, ed) = (p.root.clone(), editor.clone());
+    let mut session = None;
     editor_client(editor.clone())
         .connect_with(acp_agent(&config, &p.home), async |cx| {
             let sid = open(&cx, true, &root).await;
+            session = Some(sid.clone());
             set_mode(&cx, &sid, "bypass").await;
             let turn = prompt(&cx, &sid, "sleep");
             let cancel = async {
@@ -578,6 +580,49 @@ async fn cancel_while_a_command_runs_kills_and_releases_its_terminal() {
     assert!(editor.all_terminals_exited());
     // No further model round after the cancel.
     assert_eq!(chat_requests(&server).len(), 1);
+    // The card ends failed and says it was cancelled, live and when the session is reopened:
+    // never left running.
+    assert_card_ends_cancelled(&editor);
+    let replayed = Editor::default();
+    let (root, sid) = (p.root.clone(), session.unwrap());
+    editor_client(replayed.clone())
+        .connect_with(acp_agent(&config, &p.home), async |cx| {
+            init(&cx, true).await;
+            cx.send_request(LoadSessionRequest::new(sid, root))
+                .block_task()
+                .await
+                .unwrap();
+            Ok(())
+        })
+        .await
+        .unwrap();
+    assert_card_ends_cancelled(&replayed);
+}
+
+/// The last status any card got is `failed`, and its last content says "Cancelled".
+fn assert_card_ends_cancelled(editor: &Editor) {
+    let cards: Vec<Value> = editor
+        .updates()
+        .iter()
+        .map(|n| serde_json::to_value(&n.update).unwrap())
+        .filter(|u| {
+            matches!(
+                u["sessionUpdate"].as_str(),
+                Some("tool_call" | "tool_call_update")
+            )
+        })
+        .collect();
+    let status = cards.iter().rev().find_map(|u| u["status"].as_str());
+    assert_eq!(status, Some("failed"), "{cards:#?}");
+    let content = cards
+        .iter()
+        .rev()
+        .find(|u| !u["content"].is_null())
+        .unwrap();
+    assert!(
+        content["content"].to_string().contains("Cancelled"),
+        "{cards:#?}"
+    );
 }
 
 #[tokio::test]

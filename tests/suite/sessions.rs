@@ -180,12 +180,15 @@ async fn a_killed_agents_session_is_listed_and_loads_with_full_replay_before_the
         .unwrap();
 
     let updates = updates.lock().unwrap();
-    // The command list is announced after the response by design (the client must
-    // know the session first); everything replayed must come before it.
+    // The command list and the current mode are announced after the response by design (the
+    // client must know the session first); everything replayed must come before it.
     assert!(
         updates
             .iter()
-            .filter(|(_, u)| !matches!(u, SessionUpdate::AvailableCommandsUpdate(_)))
+            .filter(|(_, u)| !matches!(
+                u,
+                SessionUpdate::AvailableCommandsUpdate(_) | SessionUpdate::CurrentModeUpdate(_)
+            ))
             .all(|(after, _)| !after),
         "every replayed update precedes the load response"
     );
