@@ -60,22 +60,30 @@ async fn restore(
 ) -> Result<(Arc<Session>, SessionSnapshot, Vec<String>), AcpError> {
     let id = validate_session_id(raw_id)?;
     let core = state.core.clone();
+    let live = state.session(id.as_str());
     let restored = {
         let id = id.clone();
         tokio::task::spawn_blocking(move || core.restore_session(&id))
             .await
-            .map_err(|e| AcpError::Internal(e.to_string()))??
+            .map_err(|e| AcpError::Internal(e.to_string()))?
     };
-    let (fresh, snapshot) = restored;
-    // A session still open in this process stays the one that serves prompts.
-    let (session, notices) = match state.session(id.as_str()) {
-        Some(live) => (live, Vec::new()),
-        None => {
+    let (session, snapshot, notices) = match (live, restored) {
+        // A session still open in this process stays the one that serves prompts; what the
+        // store holds of it is only the replay. One that nothing was stored for yet (no store,
+        // or its file could not be written) replays nothing but is still the session.
+        (Some(live), Ok((_, snapshot))) => (live, snapshot, Vec::new()),
+        (Some(live), Err(err)) => {
+            tracing::debug!(session = %id, "nothing stored to replay: {err}");
+            let snapshot = SessionSnapshot::empty(id.clone(), live.cwd.clone());
+            (live, snapshot, Vec::new())
+        }
+        (None, Ok((fresh, snapshot))) => {
             let (fresh, notices) = attach(state, fresh, servers).await;
             let session = Arc::new(fresh);
             state.insert_session(session.clone());
-            (session, notices)
+            (session, snapshot, notices)
         }
+        (None, Err(err)) => return Err(err.into()),
     };
     tracing::info!(session = %id, rounds = snapshot.rounds, "session restored");
     Ok((session, snapshot, notices))

@@ -28,6 +28,10 @@ pub async fn new_session(
     let settings = state.core.default_settings(None, None, &choices);
     state.set_choices(choices);
     let session = state.core.new_session(req.cwd, settings.clone());
+    // An id handed to a client must stay resumable and loadable, prompted or not.
+    if let Some(persist) = session.persistence() {
+        persist.create_now().await;
+    }
     let (session, notices) = attach(state, session, req.mcp_servers).await;
     let session = Arc::new(session);
     tracing::info!(session = %session.id, cwd = %session.cwd.display(), "session opened");

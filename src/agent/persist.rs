@@ -120,6 +120,18 @@ impl Persistence {
 
     /// Writes the context state (summary, `/clear` start) and waits until it is on disk. A
     /// session with no stored round has nothing for it to apply to, so nothing is written.
+    /// Puts a session that has no round yet on disk now (its header and settings), so its id
+    /// can be resumed and loaded, in this process and later ones, before anyone prompts it.
+    /// (The session list leaves out sessions without rounds.)
+    pub async fn create_now(&self) {
+        if let Some(settings) = lock(&self.pending_settings).take() {
+            self.write_settings(&settings);
+        }
+        if let Err(err) = self.writer.flush().await {
+            tracing::error!(path = %self.writer.path().display(), "cannot save the session: {err}");
+        }
+    }
+
     pub async fn save_context(&self, context: &SessionContext) {
         if self.rounds() == 0 {
             return;

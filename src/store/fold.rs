@@ -42,13 +42,13 @@ pub struct SessionSnapshot {
     pub next_round: u64,
 }
 
-impl LoadedSession {
-    /// Folds the records, in order, into the session's current state.
-    pub fn state(&self) -> SessionSnapshot {
-        let mut s = SessionSnapshot {
-            id: self.header.id.clone(),
-            cwd: self.header.cwd.clone(),
-            created_at: self.header.created_at,
+impl SessionSnapshot {
+    /// A session with nothing stored yet.
+    pub fn empty(id: SessionId, cwd: PathBuf) -> Self {
+        Self {
+            id,
+            cwd,
+            created_at: Utc::now(),
             mode: None,
             model: None,
             history: Vec::new(),
@@ -59,6 +59,16 @@ impl LoadedSession {
             summaries: Vec::new(),
             rounds: 0,
             next_round: 1,
+        }
+    }
+}
+
+impl LoadedSession {
+    /// Folds the records, in order, into the session's current state.
+    pub fn state(&self) -> SessionSnapshot {
+        let mut s = SessionSnapshot {
+            created_at: self.header.created_at,
+            ..SessionSnapshot::empty(self.header.id.clone(), self.header.cwd.clone())
         };
         let mut prompt_title = None;
         for record in &self.records {

@@ -101,6 +101,8 @@ pub(crate) fn list_sessions(
         };
         last = Some(candidate.key.clone());
         match summarize(&candidate) {
+            // A session nobody prompted stays resumable by its id, but is no history.
+            Ok(summary) if summary.rounds == 0 => {}
             Ok(summary) if filter.as_ref().is_none_or(|cwd| *cwd == summary.cwd) => {
                 sessions.push(summary)
             }

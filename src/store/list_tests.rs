@@ -161,7 +161,11 @@ async fn stored_title_wins_and_damaged_files_are_left_out() {
     .await;
     let broken = write_session(&fx, &fx.cwd, vec![Record::Round(simple_round(1, "x"))]).await;
     std::fs::write(fx.store.find(&broken).unwrap(), "garbage\n").unwrap();
-    let untitled = write_session(
+    let mut silent = simple_round(1, "x");
+    silent.user = Vec::new();
+    let untitled = write_session(&fx, &fx.cwd, vec![Record::Round(silent)]).await;
+    // Opened and never prompted: resumable by its id, but no history to list.
+    let unused = write_session(
         &fx,
         &fx.cwd,
         vec![Record::Settings(super::super::SettingsRecord {
@@ -175,8 +179,10 @@ async fn stored_title_wins_and_damaged_files_are_left_out() {
     let by_id = |id: &SessionId| page.sessions.iter().find(|s| &s.id == id).cloned();
     assert_eq!(by_id(&titled).unwrap().title.as_deref(), Some("Named"));
     assert_eq!(by_id(&untitled).unwrap().title, None);
-    assert_eq!(by_id(&untitled).unwrap().rounds, 0);
+    assert_eq!(by_id(&untitled).unwrap().rounds, 1);
     assert_eq!(by_id(&broken), None);
+    assert_eq!(by_id(&unused), None);
+    assert!(fx.store.load(&unused).is_ok());
     assert_eq!(page.sessions.len(), 2);
 }
 

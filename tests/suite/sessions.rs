@@ -297,3 +297,77 @@ async fn hearth_run_continue_and_sessions_cli_share_the_store() {
     hearth(&["sessions", "delete", id]);
     assert!(!hearth(&["sessions", "list", "--all-projects"]).contains(id));
 }
+
+/// Any id `session/new` returned is resumable and loadable before anyone prompts it: in the
+/// same process, and in a later one. The history list stays free of sessions nobody used,
+/// until the first prompt.
+#[tokio::test]
+async fn a_session_nobody_prompted_resumes_and_loads_but_is_not_history() {
+    let server = FakeServer::start().await.unwrap();
+    server.push(Reply::text(&["Now it is used."]));
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let config = home.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[endpoints]]\nname = \"lan\"\nbase_url = \"{}\"\nmodel = \"qwen\"\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let open = |agent: &mut Raw| {
+        agent.request(
+            1,
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": {}}),
+        );
+    };
+    let listed = |agent: &mut Raw, id: u64| -> Vec<String> {
+        let r = agent.request(id, "session/list", json!({}));
+        r["result"]["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["sessionId"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let reopen = |agent: &mut Raw, id: u64, sid: &str| {
+        let resumed = agent.request(
+            id,
+            "session/resume",
+            json!({"sessionId": sid, "cwd": project, "mcpServers": []}),
+        );
+        assert!(resumed["result"].is_object(), "resume: {resumed}");
+        let loaded = agent.request(
+            id + 1,
+            "session/load",
+            json!({"sessionId": sid, "cwd": project, "mcpServers": []}),
+        );
+        assert!(loaded["result"].is_object(), "load: {loaded}");
+    };
+
+    let mut first = Raw::spawn(&config, home.path());
+    open(&mut first);
+    let new = first.request(2, "session/new", json!({"cwd": project, "mcpServers": []}));
+    let sid = new["result"]["sessionId"].as_str().unwrap().to_string();
+    reopen(&mut first, 3, &sid);
+    assert!(listed(&mut first, 5).is_empty());
+    drop(first.stdin);
+    first.child.wait().unwrap();
+
+    let mut second = Raw::spawn(&config, home.path());
+    open(&mut second);
+    reopen(&mut second, 2, &sid);
+    assert!(
+        listed(&mut second, 4).is_empty(),
+        "an unused session is no history"
+    );
+    let prompt = json!({"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]});
+    let r = second.request(5, "session/prompt", prompt);
+    assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
+    assert_eq!(listed(&mut second, 6), [sid]);
+    second.child.kill().unwrap();
+    second.child.wait().unwrap();
+}
