@@ -1,5 +1,6 @@
 //! Stored sessions over ACP: list, load (with replay), resume, delete.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use agent_client_protocol::Client;
@@ -17,7 +18,7 @@ use super::options::{mode_state, options_for};
 use super::render;
 use super::state::AcpState;
 use crate::agent::Session;
-use crate::store::{SessionSnapshot, StoreError, validate_session_id};
+use crate::store::{SessionSnapshot, StoreError, canonical_cwd, validate_session_id};
 
 /// Sessions per `session/list` page.
 const PAGE: usize = 50;
@@ -50,14 +51,32 @@ pub async fn list(
     Ok(ListSessionsResponse::new(sessions).next_cursor(page.next_cursor))
 }
 
-/// Restores a session (or finds it live) and returns it with its stored snapshot and the
-/// notices about MCP servers that could not start. A restored session starts `servers`; a
-/// live one keeps the servers it has.
+/// A session reopened by `session/load` or `session/resume`.
+struct Reopened {
+    session: Arc<Session>,
+    snapshot: SessionSnapshot,
+    /// One line per MCP server that could not be started.
+    notices: Vec<String>,
+    /// The directory the session worked in before the request moved it, when it did.
+    moved_from: Option<PathBuf>,
+}
+
+/// Restores a session (or finds it live) in the request's `cwd`, with its stored snapshot and
+/// the notices about MCP servers that could not start. A restored session starts `servers`;
+/// a live one keeps the servers it has. The request's directory is the session's from now on:
+/// the stored one is history.
 async fn restore(
     state: &Arc<AcpState>,
     raw_id: &str,
+    cwd: PathBuf,
     servers: Vec<McpServer>,
-) -> Result<(Arc<Session>, SessionSnapshot, Vec<String>), AcpError> {
+) -> Result<Reopened, AcpError> {
+    if !cwd.is_absolute() {
+        return Err(AcpError::InvalidParams(format!(
+            "cwd must be an absolute path, got {}",
+            cwd.display()
+        )));
+    }
     let id = validate_session_id(raw_id)?;
     let core = state.core.clone();
     let live = state.session(id.as_str());
@@ -74,7 +93,7 @@ async fn restore(
         (Some(live), Ok((_, snapshot))) => (live, snapshot, Vec::new()),
         (Some(live), Err(err)) => {
             tracing::debug!(session = %id, "nothing stored to replay: {err}");
-            let snapshot = SessionSnapshot::empty(id.clone(), live.cwd.clone());
+            let snapshot = SessionSnapshot::empty(id.clone(), live.cwd());
             (live, snapshot, Vec::new())
         }
         (None, Ok((fresh, snapshot))) => {
@@ -85,8 +104,18 @@ async fn restore(
         }
         (None, Err(err)) => return Err(err.into()),
     };
+    let before = session.cwd();
+    let moved_from = (canonical_cwd(&before) != canonical_cwd(&cwd)).then(|| {
+        tracing::info!(session = %id, from = %before.display(), to = %cwd.display(), "session moved");
+        session.move_to(cwd)
+    });
     tracing::info!(session = %id, rounds = snapshot.rounds, "session restored");
-    Ok((session, snapshot, notices))
+    Ok(Reopened {
+        session,
+        snapshot,
+        notices,
+        moved_from,
+    })
 }
 
 pub async fn load(
@@ -97,7 +126,12 @@ pub async fn load(
     if state.choices().is_empty() {
         state.set_choices(state.core.catalog.choices().await);
     }
-    let (session, snapshot, notices) = restore(state, &req.session_id.0, req.mcp_servers).await?;
+    let Reopened {
+        session,
+        snapshot,
+        notices,
+        moved_from,
+    } = restore(state, &req.session_id.0, req.cwd, req.mcp_servers).await?;
     // Zed registers the thread before it sends session/load: the whole history goes out as
     // updates first, then the answer.
     let notify = |update: SessionUpdate| {
@@ -119,6 +153,16 @@ pub async fn load(
             usage.used, usage.size,
         )))?;
     }
+    if let Some(before) = moved_from {
+        let text = format!(
+            "This conversation happened in {}; from now on it works in {}.",
+            before.display(),
+            session.cwd().display()
+        );
+        for update in render::session_update(AgentEvent::Notice { text }) {
+            notify(update)?;
+        }
+    }
     let settings = session.settings();
     Ok(Opened {
         response: LoadSessionResponse::new()
@@ -137,7 +181,9 @@ pub async fn resume(
     if state.choices().is_empty() {
         state.set_choices(state.core.catalog.choices().await);
     }
-    let (session, _, notices) = restore(state, &req.session_id.0, req.mcp_servers).await?;
+    let Reopened {
+        session, notices, ..
+    } = restore(state, &req.session_id.0, req.cwd, req.mcp_servers).await?;
     let settings = session.settings();
     Ok(Opened {
         response: ResumeSessionResponse::new()

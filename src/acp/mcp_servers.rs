@@ -62,7 +62,7 @@ pub async fn attach(
         return (session, Vec::new());
     }
     let configs = configs(servers);
-    let (tools, failures) = start_session_tools(&state.core.tools, &configs, &session.cwd).await;
+    let (tools, failures) = start_session_tools(&state.core.tools, &configs, &session.cwd()).await;
     let notices = failures.iter().map(ToString::to_string).collect();
     (session.with_tools(tools), notices)
 }

@@ -34,7 +34,7 @@ pub async fn new_session(
     }
     let (session, notices) = attach(state, session, req.mcp_servers).await;
     let session = Arc::new(session);
-    tracing::info!(session = %session.id, cwd = %session.cwd.display(), "session opened");
+    tracing::info!(session = %session.id, cwd = %session.cwd().display(), "session opened");
     state.insert_session(session.clone());
     let session_id = session.id.to_string();
     Ok(Opened {

@@ -152,8 +152,9 @@ impl AgentCore {
             Ok(StopReason::Cancelled)
         } else {
             let settings = session.settings();
-            let plan_dir = self.plan_dir(&session.cwd)?;
-            let system_prompt = self.system_prompt(session, settings.mode, plan_dir.path());
+            let cwd = session.cwd();
+            let plan_dir = self.plan_dir(&cwd)?;
+            let system_prompt = self.system_prompt(&cwd, settings.mode, plan_dir.path());
             let ctx = TurnContext {
                 catalog: &self.catalog,
                 model: settings.model.as_ref(),
@@ -163,7 +164,7 @@ impl AgentCore {
                 settings: &self.config.agent,
                 tools: self.tools_of(session),
                 mode: settings.mode,
-                cwd: &session.cwd,
+                cwd: &cwd,
                 home: self.home.as_deref(),
                 plan_dir: &plan_dir,
                 rules: session.rules(),
@@ -223,8 +224,9 @@ impl AgentCore {
 
     /// The system prompt the session's next request carries.
     pub(super) fn system_prompt_for(&self, session: &Session) -> Result<String, TurnError> {
-        let plan_dir = self.plan_dir(&session.cwd)?;
-        Ok(self.system_prompt(session, session.settings().mode, plan_dir.path()))
+        let cwd = session.cwd();
+        let plan_dir = self.plan_dir(&cwd)?;
+        Ok(self.system_prompt(&cwd, session.settings().mode, plan_dir.path()))
     }
 
     fn plan_dir(&self, cwd: &Path) -> Result<Resolved, TurnError> {
@@ -233,8 +235,8 @@ impl AgentCore {
             .map_err(|source| TurnError::PlanDirectory { path: dir, source })
     }
 
-    fn system_prompt(&self, session: &Session, mode: Mode, plan_dir: &Path) -> String {
-        let mut prompt = SYSTEM_PROMPT.replace("{cwd}", &session.cwd.display().to_string());
+    fn system_prompt(&self, cwd: &Path, mode: Mode, plan_dir: &Path) -> String {
+        let mut prompt = SYSTEM_PROMPT.replace("{cwd}", &cwd.display().to_string());
         if mode == Mode::Plan {
             prompt.push_str("\n\n");
             prompt.push_str(&plan_mode_prompt(plan_dir));

@@ -43,7 +43,9 @@ struct RunningTurn {
 /// is held for the whole of a turn, so turns on one session run one at a time.
 pub struct Session {
     pub id: SessionId,
-    pub cwd: PathBuf,
+    /// The working directory: where tools resolve paths and commands run. A client that
+    /// reopens the session in another directory moves it there (see [`Session::move_to`]).
+    cwd: Mutex<PathBuf>,
     settings: Mutex<SessionSettings>,
     history: tokio::sync::Mutex<Vec<HistoryEntry>>,
     running: Arc<Mutex<Option<RunningTurn>>>,
@@ -69,7 +71,7 @@ impl Session {
     ) -> Self {
         Self {
             id,
-            cwd,
+            cwd: Mutex::new(cwd),
             settings: Mutex::new(settings),
             history: tokio::sync::Mutex::new(history),
             running: Arc::new(Mutex::new(None)),
@@ -117,6 +119,17 @@ impl Session {
 
     pub fn persistence(&self) -> Option<&Persistence> {
         self.persist.as_ref()
+    }
+
+    /// The working directory now. A running turn keeps the one it started with.
+    pub fn cwd(&self) -> PathBuf {
+        lock(&self.cwd).clone()
+    }
+
+    /// Makes `cwd` the working directory from the next turn on (a client reopened the session
+    /// in another project). Returns the directory it had.
+    pub fn move_to(&self, cwd: PathBuf) -> PathBuf {
+        std::mem::replace(&mut *lock(&self.cwd), cwd)
     }
 
     pub fn settings(&self) -> SessionSettings {

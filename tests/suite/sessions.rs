@@ -43,9 +43,15 @@ impl Raw {
 
     /// Sends a request and reads lines until its response (notifications are skipped).
     fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.request_seeing(id, method, params).0
+    }
+
+    /// Sends a request; returns its response and the notifications that came before it.
+    fn request_seeing(&mut self, id: u64, method: &str, params: Value) -> (Value, Vec<Value>) {
         let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         writeln!(self.stdin, "{line}").unwrap();
         self.stdin.flush().unwrap();
+        let mut seen = Vec::new();
         loop {
             let mut answer = String::new();
             assert!(
@@ -54,8 +60,9 @@ impl Raw {
             );
             let value: Value = serde_json::from_str(&answer).unwrap();
             if value["id"] == id {
-                return value;
+                return (value, seen);
             }
+            seen.push(value);
         }
     }
 }
@@ -370,4 +377,75 @@ async fn a_session_nobody_prompted_resumes_and_loads_but_is_not_history() {
     assert_eq!(listed(&mut second, 6), [sid]);
     second.child.kill().unwrap();
     second.child.wait().unwrap();
+}
+
+/// `session/load` and `session/resume` move the session to the request's `cwd`: commands run
+/// there from then on, and the replayed view says where the conversation happened before.
+#[tokio::test]
+async fn a_session_reopened_in_another_directory_works_there() {
+    let server = FakeServer::start().await.unwrap();
+    server.push(Reply::text(&["Noted."]));
+    server.push(Reply::tool_call(
+        "b",
+        "bash",
+        &[r#"{"command": "pwd > where.txt"}"#],
+    ));
+    server.push(Reply::text(&["Done."]));
+    let home = tempfile::tempdir().unwrap();
+    let base = home.path().canonicalize().unwrap();
+    let (first_dir, second_dir) = (base.join("project-a"), base.join("project-b"));
+    for dir in [&first_dir, &second_dir] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    let config = base.join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[endpoints]]\nname = \"lan\"\nbase_url = \"{}\"\nmodel = \"qwen\"\ntool_format = \"native\"\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let init = json!({"protocolVersion": 1, "clientCapabilities": {}});
+
+    let mut first = Raw::spawn(&config, &base);
+    first.request(1, "initialize", init.clone());
+    let new = first.request(
+        2,
+        "session/new",
+        json!({"cwd": first_dir, "mcpServers": []}),
+    );
+    let sid = new["result"]["sessionId"].as_str().unwrap().to_string();
+    let prompt = |text: &str| json!({"sessionId": sid, "prompt": [{"type": "text", "text": text}]});
+    let mode = json!({"sessionId": sid, "configId": "mode", "value": "bypass"});
+    first.request(3, "session/set_config_option", mode);
+    let r = first.request(4, "session/prompt", prompt("remember this"));
+    assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
+    drop(first.stdin);
+    first.child.wait().unwrap();
+
+    let mut second = Raw::spawn(&config, &base);
+    second.request(1, "initialize", init);
+    let load = json!({"sessionId": sid, "cwd": second_dir, "mcpServers": []});
+    let (loaded, replay) = second.request_seeing(2, "session/load", load);
+    assert!(loaded["result"].is_object(), "{loaded}");
+    let replay = serde_json::to_string(&replay).unwrap();
+    let (a, b) = (
+        first_dir.display().to_string(),
+        second_dir.display().to_string(),
+    );
+    assert!(
+        replay.contains(&a) && replay.contains(&format!("from now on it works in {b}")),
+        "the replay does not say the session moved: {replay}"
+    );
+    let r = second.request(3, "session/prompt", prompt("where are you?"));
+    assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
+    second.child.kill().unwrap();
+    second.child.wait().unwrap();
+    let written = std::fs::read_to_string(second_dir.join("where.txt")).unwrap();
+    assert_eq!(written.trim(), b);
+    assert!(
+        !first_dir.join("where.txt").exists(),
+        "the command ran in the stored directory"
+    );
 }
