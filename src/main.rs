@@ -205,9 +205,18 @@ async fn bench(
     depths: Vec<usize>,
     no_ttft: bool,
 ) -> anyhow::Result<()> {
-    let path = match model.or_else(hearth_local::fetch::cached_default_model) {
+    let path = match model {
         Some(path) => path,
-        None => anyhow::bail!("no model: pass --model PATH or run `hearth model pull` first"),
+        // What the engine runs for the default model: its Q8_0 copy, made now if missing.
+        None => match hearth_local::fetch::cached_default_model() {
+            Some(original) => {
+                tokio::task::spawn_blocking(move || {
+                    hearth_local::engine_file(&original, hearth_local::fetch::DEFAULT_MODEL_ID)
+                })
+                .await?
+            }
+            None => anyhow::bail!("no model: pass --model PATH or run `hearth model pull` first"),
+        },
     };
     let mut config = hearth_local::bench::BenchConfig::new(path);
     if !depths.is_empty() {

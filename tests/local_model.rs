@@ -134,3 +134,43 @@ fn the_hearth_binary_serves_the_engine_in_a_worker_process() {
         "the same tokens through `hearth engine-worker`"
     );
 }
+
+/// `hearth bench` with no `--model` measures what the engine runs for the default model (its
+/// Q8_0 copy, made beside the download), not the download itself, and says which file.
+#[test]
+fn bench_measures_the_file_the_engine_runs() {
+    let Ok(model) = std::env::var("HEARTH_TEST_MODEL") else {
+        eprintln!("skipped: set HEARTH_TEST_MODEL to a Qwen2.5-Coder GGUF to run this test");
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let models = home.path().join("cache/hearth/models");
+    std::fs::create_dir_all(&models).unwrap();
+    let download = models.join(hearth_local::fetch::DEFAULT_MODEL_FILE);
+    std::os::unix::fs::symlink(&model, &download).unwrap();
+    if hearth_local::fetch::DEFAULT_MODEL_BYTES != std::fs::metadata(&download).unwrap().len() {
+        eprintln!("skipped: HEARTH_TEST_MODEL is not the default model's file");
+        return;
+    }
+    let output = Command::new(env!("CARGO_BIN_EXE_hearth"))
+        .args(["bench", "--depth", "0", "--no-ttft"])
+        .env("HOME", home.path())
+        .env("XDG_CACHE_HOME", home.path().join("cache"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let measured = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("model"))
+        .map(str::trim)
+        .unwrap();
+    let expected = hearth_local::engine_file(&download, hearth_local::fetch::DEFAULT_MODEL_ID);
+    assert_eq!(Path::new(measured), expected, "{stdout}");
+    assert_ne!(Path::new(measured), download.as_path());
+    assert!(stdout.contains("Q8_0"), "{stdout}");
+}

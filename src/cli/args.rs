@@ -45,7 +45,8 @@ pub enum CliCommand {
     },
     /// Measure the local engine: prefill and decode speed at several depths, cold vs warm turns.
     Bench {
-        /// A GGUF file (default: the cached default model).
+        /// A GGUF file (default: what the engine runs for the cached default model, its Q8_0
+        /// copy, made now if missing).
         #[arg(long, value_name = "PATH")]
         model: Option<PathBuf>,
         /// Context depths to measure at, comma-separated (default: 0,1024,4096).

@@ -106,7 +106,7 @@ impl LazyLocalBackend {
         };
         let path = if self.source == ModelSource::Default {
             let (model, original) = (model.clone(), path.clone());
-            tokio::task::spawn_blocking(move || faster_copy(&path, &model))
+            tokio::task::spawn_blocking(move || engine_file(&path, &model))
                 .await
                 .unwrap_or(original)
         } else {
@@ -140,9 +140,11 @@ fn fetch_fraction(p: FetchProgress) -> Option<f32> {
     }
 }
 
-/// The default file mixes Q4_K and Q5_0 tensors, for which candle has slow CPU kernels; a Q8_0
-/// copy made once beside it (a few seconds) runs faster. Falls back to the original on failure.
-fn faster_copy(original: &std::path::Path, model: &str) -> PathBuf {
+/// The file the engine runs for the default model `model` downloaded as `original`. The default
+/// file mixes Q4_K and Q5_0 tensors, for which candle has slow CPU kernels; a Q8_0 copy made
+/// once beside it (a few seconds) runs faster. Falls back to the original on failure. Blocks:
+/// call from a blocking context. `hearth bench` measures this file, as the engine runs it.
+pub fn engine_file(original: &std::path::Path, model: &str) -> PathBuf {
     let copy = original.with_file_name(format!("{model}-q8_0.gguf"));
     match crate::requant::q8_0_copy(original, &copy) {
         Ok(()) => copy,

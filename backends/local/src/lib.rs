@@ -26,7 +26,7 @@ pub use engine::{
 };
 pub use error::EngineError;
 pub use fault::FaultClass;
-pub use lazy::{LazyLocalBackend, ModelSource};
+pub use lazy::{LazyLocalBackend, ModelSource, engine_file};
 pub use model::{Arch, GgufFile, KvCache, LoadStage, Model, ModelConfig, ModelFiles};
 pub use sampler::SamplingParams;
 pub use tokenizer::TextTokenizer;
