@@ -38,6 +38,11 @@ pub enum EngineError {
     #[error("out of memory: {0}")]
     OutOfMemory(String),
 
+    /// A state the engine's own code must never reach (see [`EngineBug`]): the request fails as
+    /// an internal failure, never as "invalid request"; the model keeps serving.
+    #[error("engine bug: {0}")]
+    Bug(#[from] EngineBug),
+
     /// A tensor operation failed. Classified from its error chain (see [`crate::fault`]).
     #[error("tensor error: {0}")]
     Tensor(#[from] candle_core::Error),
@@ -82,6 +87,29 @@ pub enum EngineError {
     EngineGone(String),
 }
 
+/// A bug inside the engine, typed so that nothing classifies it by its text. Never the
+/// request's fault: a retry fails the same way. Nothing on the device is suspect, so the model
+/// keeps serving other requests.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EngineBug {
+    /// The fused q/k/v projection did not give three outputs.
+    #[error("the q/k/v projection gave {found} outputs, not 3")]
+    QkvArity { found: usize },
+    /// The fused gate/up projection did not give two outputs.
+    #[error("the gate/up projection gave {found} outputs, not 2")]
+    GateUpArity { found: usize },
+    /// The embedding reads its rows from an output head that was not built.
+    #[error("the embedding is tied to an output head that was not built")]
+    TiedEmbeddingWithoutHead,
+    /// A packed matmul got an input whose last dimension is not the weight's width.
+    #[error("a matmul input has shape {input:?}; the weight takes {cols} columns")]
+    MatmulShape { input: Vec<usize>, cols: usize },
+    /// The fused attention kernel refused its buffers (`hearth_kernels::ShapeError`).
+    #[error("{0}")]
+    AttentionShape(String),
+}
+
 impl EngineError {
     /// The fault class of this error. Tensor errors are classified from their error chain.
     pub fn class(&self) -> FaultClass {
@@ -122,6 +150,38 @@ impl EngineError {
                 detail: self.to_string(),
             },
             other => BackendError::Internal(other.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An engine bug reaches the agent as an internal failure, never as a request it should
+    /// not retry because it was invalid; nothing on the device is suspect.
+    #[test]
+    fn engine_bugs_are_internal_failures_and_poison_nothing() {
+        let bugs = [
+            EngineBug::QkvArity { found: 2 },
+            EngineBug::GateUpArity { found: 3 },
+            EngineBug::TiedEmbeddingWithoutHead,
+            EngineBug::MatmulShape {
+                input: vec![1, 3, 10],
+                cols: 12,
+            },
+            EngineBug::AttentionShape("attention: q holds 3 values".into()),
+        ];
+        for bug in bugs {
+            let error = EngineError::from(bug.clone());
+            assert_eq!(error.class(), FaultClass::Request, "{bug}");
+            match error.into_backend("m") {
+                BackendError::Internal(message) => {
+                    assert!(message.contains("engine bug"), "{message}");
+                    assert!(message.contains(&bug.to_string()), "{message}");
+                }
+                other => panic!("{bug}: {other:?}"),
+            }
         }
     }
 }

@@ -24,7 +24,7 @@ pub use device::DeviceChoice;
 pub use engine::{
     Engine, EngineConfig, EngineEvent, GenerateRequest, Health, Isolation, Prompt, WorkerCommand,
 };
-pub use error::EngineError;
+pub use error::{EngineBug, EngineError};
 pub use fault::FaultClass;
 pub use lazy::{LazyLocalBackend, ModelSource, engine_file};
 pub use model::{Arch, GgufFile, KvCache, LoadStage, Model, ModelConfig, ModelFiles};

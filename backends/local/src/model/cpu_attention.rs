@@ -6,7 +6,7 @@
 use candle_core::{DType, Storage, Tensor};
 use hearth_kernels::{AttentionShape, causal_attention};
 
-use crate::error::EngineError;
+use crate::error::{EngineBug, EngineError};
 
 /// `q`: `(1, heads, L, head_dim)`, rotated. `k`, `v`: the cache's whole `(1, kv_heads,
 /// capacity, head_dim)` buffers with the new tokens written at `offset..offset + L`. Returns
@@ -38,7 +38,7 @@ pub(crate) fn attend(
     });
     match ran {
         Some(Some(Some(result))) => {
-            result.map_err(|e| EngineError::Tensor(candle_core::Error::Msg(e.to_string())))?;
+            result.map_err(|e| EngineBug::AttentionShape(e.to_string()))?;
             Ok(Some(Tensor::from_vec(
                 out,
                 (1, queries, heads * head_dim),

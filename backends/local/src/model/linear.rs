@@ -8,7 +8,7 @@ use candle_core::quantized::{GgmlDType, QMatMul};
 use candle_core::{DType, Device, Module, Tensor};
 use hearth_kernels::{PackedQ4_0, PackedQ8_0};
 
-use crate::error::EngineError;
+use crate::error::{EngineBug, EngineError};
 
 pub(crate) enum Linear {
     Candle(QMatMul),
@@ -87,10 +87,11 @@ impl Linear {
         };
         let mut dims = x.dims().to_vec();
         if dims.pop() != Some(cols) {
-            return Err(EngineError::InvalidRequest(format!(
-                "matmul input is {:?}, the weight takes {cols} columns",
-                x.dims()
-            )));
+            return Err(EngineBug::MatmulShape {
+                input: x.dims().to_vec(),
+                cols,
+            }
+            .into());
         }
         let lhs = x.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
         let m = lhs.len() / cols;
@@ -112,6 +113,7 @@ mod tests {
     use candle_core::{Device, Module, Tensor};
 
     use super::Linear;
+    use crate::error::{EngineBug, EngineError};
 
     fn quantized(dtype: GgmlDType, rows: usize, cols: usize) -> QTensor {
         let dev = Device::Cpu;
@@ -162,5 +164,13 @@ mod tests {
             .unwrap();
         let diff = (got - want).unwrap().abs().unwrap().max_all().unwrap();
         assert!(diff.to_scalar::<f32>().unwrap() <= scale * 1e-4);
+
+        // An input of the wrong width is the engine's bug, typed, not an invalid request.
+        let wrong = Tensor::randn(0f32, 1.0, (1, 3, cols + 32), &dev).unwrap();
+        assert!(matches!(
+            packed.forward(&wrong),
+            Err(EngineError::Bug(EngineBug::MatmulShape { ref input, cols: c }))
+                if *input == [1, 3, cols + 32] && c == cols
+        ));
     }
 }

@@ -9,7 +9,7 @@
 use candle_core::quantized::QMatMul;
 use candle_core::{Device, Tensor};
 
-use crate::error::EngineError;
+use crate::error::{EngineBug, EngineError};
 use crate::model::linear::Linear;
 use crate::model::stacked::SharedInput;
 use crate::model::{KvCache, ModelConfig, Rope};
@@ -107,9 +107,7 @@ impl Model {
             Embedding::Table(table) => Some(table.embedding(&ids)?),
             Embedding::TiedToHead => self.lm_head.rows(tokens, &self.device)?,
         };
-        let mut x = x
-            .ok_or_else(|| EngineError::InvalidRequest("tied embedding without a head".into()))?
-            .unsqueeze(0)?;
+        let mut x = x.ok_or(EngineBug::TiedEmbeddingWithoutHead)?.unsqueeze(0)?;
         let mask = LazyMask::new(l, offset, &self.device);
         for (i, block) in self.blocks.iter().enumerate() {
             x = self.block_forward(block, i, &x, offset, &mask, cache)?;
@@ -137,7 +135,7 @@ impl Model {
         let h = candle_nn::ops::rms_norm(&x, &block.ffn_norm, eps)?;
         let (gate, up) = match block.mlp.gate_up.forward(&h)?.as_slice() {
             [gate, up] => (candle_nn::ops::silu(gate)?, up.clone()),
-            _ => return Err(EngineError::InvalidRequest("gate/up arity".into())),
+            other => return Err(EngineBug::GateUpArity { found: other.len() }.into()),
         };
         let mlp = block.mlp.down.forward(&(gate * up)?)?;
         Ok((x + mlp)?)
@@ -161,7 +159,7 @@ impl Model {
                 k.reshape((1, l, kv_heads, dim))?,
                 v.reshape((1, l, kv_heads, dim))?,
             ),
-            _ => return Err(EngineError::InvalidRequest("q/k/v arity".into())),
+            other => return Err(EngineBug::QkvArity { found: other.len() }.into()),
         };
         let eps = cfg.rms_eps as f32;
         let q = match &attn.q_norm {

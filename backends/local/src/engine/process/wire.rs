@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::{EngineConfig, EngineEvent, GenerateRequest, Health, Prompt};
-use crate::error::EngineError;
+use crate::error::{EngineBug, EngineError};
 use crate::fault::FaultClass;
 use crate::inject::ArmedFault;
 use crate::sampler::SamplingParams;
@@ -147,6 +147,7 @@ pub enum WireError {
         class: FaultClass,
     },
     Panic(String),
+    Bug(EngineBug),
     Poisoned {
         cause: String,
     },
@@ -185,6 +186,7 @@ impl From<&EngineError> for WireError {
                 class: error.class(),
             },
             E::Panic(m) => Self::Panic(m.clone()),
+            E::Bug(bug) => Self::Bug(bug.clone()),
             E::Poisoned { cause } => Self::Poisoned {
                 cause: cause.clone(),
             },
@@ -214,6 +216,7 @@ impl From<WireError> for EngineError {
             W::OutOfMemory(m) => Self::OutOfMemory(m),
             W::Tensor { message, class } => Self::Tensor(tensor_error(message, class)),
             W::Panic(m) => Self::Panic(m),
+            W::Bug(bug) => Self::Bug(bug),
             W::Poisoned { cause } => Self::Poisoned { cause },
             W::Failed(m) => Self::Failed(m),
             W::Load { path, message } => Self::Load { path, message },
@@ -258,6 +261,12 @@ mod tests {
                 cause: "CUDA_ERROR_ILLEGAL_ADDRESS".into(),
             },
             EngineError::Panic("sampler".into()),
+            EngineBug::QkvArity { found: 2 }.into(),
+            EngineBug::MatmulShape {
+                input: vec![1, 7, 896],
+                cols: 4864,
+            }
+            .into(),
             InjectedFault::Tensor.raise(),
             InjectedFault::OutOfMemory.raise(),
             InjectedFault::StickyCuda.raise(),
@@ -269,6 +278,14 @@ mod tests {
             assert_eq!(back.class(), class, "{message}");
             assert_eq!(back.to_string(), message);
         }
+        assert_eq!(
+            round_trip(EngineBug::TiedEmbeddingWithoutHead.into()).to_string(),
+            EngineError::Bug(EngineBug::TiedEmbeddingWithoutHead).to_string()
+        );
+        assert!(matches!(
+            round_trip(EngineBug::GateUpArity { found: 1 }.into()),
+            EngineError::Bug(EngineBug::GateUpArity { found: 1 })
+        ));
         assert!(matches!(
             round_trip(EngineError::ContextOverflow {
                 needed: 9,
