@@ -1,7 +1,7 @@
 //! Sessions survive the process: saved as they go, listed, loaded with full replay.
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::{Arc, Mutex};
 
@@ -67,6 +67,17 @@ impl Raw {
     }
 }
 
+/// A config in `dir` with one endpoint `lan` serving `qwen` from `server`, plus `extra` lines.
+fn lan_config(dir: &Path, server: &FakeServer, extra: &str) -> PathBuf {
+    let config = dir.join("config.toml");
+    let endpoint = format!(
+        "[[endpoints]]\nname = \"lan\"\nbase_url = \"{}\"\nmodel = \"qwen\"\n{extra}",
+        server.base_url()
+    );
+    std::fs::write(&config, endpoint).unwrap();
+    config
+}
+
 #[tokio::test]
 async fn a_killed_agents_session_is_listed_and_loads_with_full_replay_before_the_answer() {
     let server = FakeServer::start().await.unwrap();
@@ -78,15 +89,7 @@ async fn a_killed_agents_session_is_listed_and_loads_with_full_replay_before_the
     let home = tempfile::tempdir().unwrap();
     let project = home.path().join("project");
     std::fs::create_dir_all(&project).unwrap();
-    let config = home.path().join("config.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[[endpoints]]\nname = \"lan\"\nbase_url = \"{}\"\nmodel = \"qwen\"\n",
-            server.base_url()
-        ),
-    )
-    .unwrap();
+    let config = lan_config(home.path(), &server, "");
 
     // Process one: two prompts and a mode change, then SIGKILL.
     let mut first = Raw::spawn(&config, home.path());
@@ -236,15 +239,7 @@ async fn hearth_run_continue_and_sessions_cli_share_the_store() {
     server.push(Reply::text(&["noted: kumquat"]));
     server.push(Reply::text(&["it was kumquat"]));
     let home = tempfile::tempdir().unwrap();
-    let config = home.path().join("config.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[[endpoints]]\nname = \"lan\"\nbase_url = \"{}\"\nmodel = \"qwen\"\n",
-            server.base_url()
-        ),
-    )
-    .unwrap();
+    let config = lan_config(home.path(), &server, "");
     let hearth = |args: &[&str]| {
         let out = Command::new(env!("CARGO_BIN_EXE_hearth"))
             .args(["--config", &config.display().to_string()])
@@ -315,15 +310,7 @@ async fn a_session_nobody_prompted_resumes_and_loads_but_is_not_history() {
     let home = tempfile::tempdir().unwrap();
     let project = home.path().join("project");
     std::fs::create_dir_all(&project).unwrap();
-    let config = home.path().join("config.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[[endpoints]]\nname = \"lan\"\nbase_url = \"{}\"\nmodel = \"qwen\"\n",
-            server.base_url()
-        ),
-    )
-    .unwrap();
+    let config = lan_config(home.path(), &server, "");
     let open = |agent: &mut Raw| {
         agent.request(
             1,
@@ -397,15 +384,7 @@ async fn a_session_reopened_in_another_directory_works_there() {
     for dir in [&first_dir, &second_dir] {
         std::fs::create_dir_all(dir).unwrap();
     }
-    let config = base.join("config.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[[endpoints]]\nname = \"lan\"\nbase_url = \"{}\"\nmodel = \"qwen\"\ntool_format = \"native\"\n",
-            server.base_url()
-        ),
-    )
-    .unwrap();
+    let config = lan_config(&base, &server, "tool_format = \"native\"\n");
     let init = json!({"protocolVersion": 1, "clientCapabilities": {}});
 
     let mut first = Raw::spawn(&config, &base);
