@@ -51,7 +51,7 @@ pub async fn summarise(
     let messages = build_summary_request(span, previous.as_ref(), focus, &budget, &counter);
     let mut request = CompletionRequest::new(shape.model, messages);
     request.max_tokens = Some(budget.max_tokens);
-    request.context_window = Some(shape.context.window.tokens);
+    request.context_window = Some(shape.context.window_tokens());
     let mut stream = shape.endpoint.backend.stream(request, cancel.child_token());
     let mut text = String::new();
     let mut finish = None;

@@ -66,6 +66,8 @@ pub struct ModelContext {
     tokenizer: Option<TokenizerCounter>,
     /// The backend counts this model's tokens exactly (it has the tokenizer).
     backend_counts: bool,
+    /// A smaller window the server stated when it rejected a prompt: it wins from then on.
+    stated_window: Mutex<Option<u32>>,
     estimator: Mutex<CalibratedEstimator>,
 }
 
@@ -82,6 +84,7 @@ impl ModelContext {
             window,
             tokenizer,
             backend_counts: false,
+            stated_window: Mutex::new(None),
             estimator: Mutex::new(CalibratedEstimator::default()),
         }
     }
@@ -94,7 +97,7 @@ impl ModelContext {
 
     /// The budget of one request with `max_tokens` configured (or the default reserve).
     pub fn budget(&self, max_tokens: Option<u32>) -> Budget {
-        let window = self.window.tokens;
+        let window = self.window_tokens();
         let reserve = max_tokens
             .filter(|t| *t > 0)
             .unwrap_or_else(|| default_max_tokens(window))
@@ -122,9 +125,31 @@ impl ModelContext {
         lock(&self.estimator).calibrate(estimated, reported);
     }
 
-    /// Learns from a prompt the server rejected as too long.
-    pub fn record_overflow(&self) {
-        lock(&self.estimator).record_overflow();
+    /// The window requests are fitted to: the one found out, or a smaller one the server
+    /// stated since.
+    pub fn window_tokens(&self) -> u32 {
+        let stated = *lock(&self.stated_window);
+        stated.map_or(self.window.tokens, |w| w.min(self.window.tokens))
+    }
+
+    /// Learns from a prompt the server rejected as too long. With the prompt's size in the
+    /// server's own tokens (`reported`), estimates learn the exact ratio (and keep their
+    /// headroom over it); without, they count 15% more. A stated window smaller than the one
+    /// assumed replaces it for every later request.
+    pub fn record_overflow(&self, estimated: usize, reported: Option<u32>, window: Option<u32>) {
+        if let Some(window) = window.filter(|w| *w < self.window.tokens) {
+            tracing::warn!(
+                assumed = self.window.tokens,
+                stated = window,
+                "the server's window is smaller than assumed; fitting to its own from now on"
+            );
+            *lock(&self.stated_window) = Some(window);
+        }
+        let mut estimator = lock(&self.estimator);
+        match reported {
+            Some(reported) => estimator.calibrate(estimated, reported),
+            None => estimator.record_overflow(),
+        }
     }
 }
 
@@ -189,6 +214,24 @@ mod tests {
         context.calibrate(before, u32::try_from(before * 2).unwrap());
         let counter = context.counter(&backend, "m");
         assert!(counter.count(&text) >= before * 2);
+    }
+
+    /// After a rejection that states the prompt's size and a smaller window, the same prompt
+    /// counts at least what the server counted, and budgets use the server's window.
+    #[test]
+    fn a_stated_rejection_teaches_the_count_and_the_window() {
+        let backend = hearth_testkit_free_backend();
+        let context = ModelContext::new(window(8192), None);
+        let text = "fn main() { println!(\"{}\", 1 + 2); }\n".repeat(200);
+        let estimated = context.counter(&backend, "m").count(&text);
+        let reported = u32::try_from(estimated * 3).unwrap();
+        context.record_overflow(estimated, Some(reported), Some(4096));
+        assert!(context.counter(&backend, "m").count(&text) >= reported as usize);
+        assert_eq!(context.window_tokens(), 4096);
+        assert_eq!(context.budget(None).window, 4096);
+        // A larger stated window never widens the one assumed.
+        context.record_overflow(estimated, None, Some(65_536));
+        assert_eq!(context.window_tokens(), 4096);
     }
 
     #[test]

@@ -89,7 +89,7 @@ impl RequestShape<'_> {
             &projection.entries,
         );
         request.max_tokens = Some(budget.max_tokens);
-        request.context_window = Some(self.context.window.tokens);
+        request.context_window = Some(self.context.window_tokens());
         let report = describe(&projection, &budget);
         Fitted {
             request,

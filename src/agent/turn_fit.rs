@@ -1,6 +1,6 @@
 //! The turn loop's side of context fitting: before each request, project the history (and
 //! summarise it once it passes the threshold); after a "prompt too long" from the server,
-//! learn from it and retry once with a tighter budget.
+//! learn from it (its own count and window, where it states them) and retry once.
 
 use hearth_backend::BackendError;
 use hearth_conversation::{AgentEvent, HistoryEntry};
@@ -96,7 +96,10 @@ impl Fitting {
     }
 
     /// Whether to retry the round after `err`: once per turn, when the server rejected the
-    /// prompt as too long before answering anything. Teaches the estimate to count more.
+    /// prompt as too long before answering anything. The model's context learns from the
+    /// rejection for every later request: the prompt's size in the server's own tokens and its
+    /// window where the server stated them (the retry then fits without guessing), else a
+    /// count 15% higher and, for this turn, a budget an eighth tighter.
     pub fn retry_after(
         &mut self,
         ctx: &TurnContext<'_>,
@@ -107,22 +110,45 @@ impl Fitting {
     ) -> bool {
         let answered =
             !round.text.is_empty() || !round.reasoning.is_empty() || !round.calls.is_empty();
-        if !matches!(err, BackendError::ContextWindowExceeded { .. })
-            || self.overflow_retried
-            || answered
-        {
+        let BackendError::ContextWindowExceeded {
+            prompt_tokens,
+            window,
+            ..
+        } = err
+        else {
+            return false;
+        };
+        if self.overflow_retried || answered {
             return false;
         }
         self.overflow_retried = true;
-        shape.context.record_overflow();
-        let tighten = (estimated / OVERFLOW_TIGHTEN_DIVISOR).max(256);
-        self.tightened_by = u32::try_from(tighten).unwrap_or(u32::MAX);
-        ctx.client.send(AgentEvent::Notice {
-            text: format!(
-                "the server found the prompt too long (it counts tokens differently); \
-                 retrying once with {tighten} tokens less"
+        let reported = prompt_tokens.filter(|_| shape.context.estimates());
+        shape.context.record_overflow(estimated, reported, *window);
+        let text = match (reported, prompt_tokens) {
+            (Some(reported), _) => format!(
+                "the server counts this prompt as {reported} tokens where hearth estimated \
+                 {estimated}; counting as it does from now on and retrying once"
             ),
-        });
+            // An exact count that the server still finds too long: the template or the
+            // server adds what we cannot count; keep that much more room.
+            (None, Some(server)) => {
+                let excess = (*server as usize).saturating_sub(estimated) + 64;
+                self.tightened_by = u32::try_from(excess).unwrap_or(u32::MAX);
+                format!(
+                    "the server counts this prompt as {server} tokens, {excess} more than \
+                     hearth's count with room to spare; retrying once with that much less"
+                )
+            }
+            (None, None) => {
+                let tighten = (estimated / OVERFLOW_TIGHTEN_DIVISOR).max(256);
+                self.tightened_by = u32::try_from(tighten).unwrap_or(u32::MAX);
+                format!(
+                    "the server found the prompt too long (it counts tokens differently); \
+                     retrying once with {tighten} tokens less"
+                )
+            }
+        };
+        ctx.client.send(AgentEvent::Notice { text });
         true
     }
 }

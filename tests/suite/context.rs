@@ -517,3 +517,28 @@ async fn window_discovery_per_server_kind_end_to_end() {
     assert_eq!(chat[0].body["options"]["num_ctx"], 8192);
     assert_eq!(chat[0].body["options"]["num_predict"], 2048);
 }
+
+/// A rejection that states the prompt's size and the window (as vLLM, llama.cpp and OpenAI do)
+/// teaches hearth both: the retry is fitted to the server's window, and so is everything after.
+#[tokio::test]
+async fn an_overflow_that_states_the_window_moves_every_later_request_into_it() {
+    let server = FakeServer::start().await.unwrap();
+    // Nothing reports a window, so hearth assumes its default (8192) until the server says.
+    server.push(Reply::error(
+        400,
+        "This model's maximum context length is 4096 tokens. However, you requested 6000 \
+         tokens (5000 in the messages, 1000 in the completion).",
+    ));
+    server.push(answer("Fits now."));
+    let result = run_against(&server, "m").await;
+    assert_eq!(result["text"], "Fits now.");
+    assert_eq!(result["usage"]["size"], 4096, "{result}");
+    let chats = chat_requests(&server);
+    assert_eq!(chats.len(), 2);
+    // The retry leaves room for the answer inside the stated window.
+    assert!(
+        chats[1].body["max_tokens"].as_u64().unwrap() <= 1024,
+        "{}",
+        chats[1].body
+    );
+}

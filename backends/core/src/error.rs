@@ -40,9 +40,19 @@ pub enum BackendError {
         retry_after: Option<Duration>,
     },
 
-    /// The prompt does not fit the model's window. The turn loop compacts and retries once.
+    /// The prompt does not fit the model's window. The turn loop learns the server's count
+    /// (`prompt_tokens`, when the server said it) and retries once with the request fitted
+    /// again.
     #[error("the prompt does not fit the context window of `{model}`: {detail}")]
-    ContextWindowExceeded { model: String, detail: String },
+    ContextWindowExceeded {
+        model: String,
+        detail: String,
+        /// The prompt's size in the server's own tokens, when its message states it (vLLM,
+        /// llama.cpp and OpenAI-style errors do).
+        prompt_tokens: Option<u32>,
+        /// The window the server says it has, when it says.
+        window: Option<u32>,
+    },
 
     /// The stream ended without a finish reason or `[DONE]`. The turn ends with the partial
     /// answer kept.

@@ -124,9 +124,12 @@ impl EngineError {
     /// Maps onto the backend seam's error for the agent, with `model` naming the local model.
     pub fn into_backend(self, model: &str) -> BackendError {
         match self {
-            Self::ContextOverflow { .. } => BackendError::ContextWindowExceeded {
+            Self::ContextOverflow { limit, .. } => BackendError::ContextWindowExceeded {
                 model: model.to_string(),
                 detail: self.to_string(),
+                // `needed` counts the answer's reserve too: it is no prompt size.
+                prompt_tokens: None,
+                window: u32::try_from(limit).ok(),
             },
             Self::InvalidRequest(_) | Self::TokenOutOfRange { .. } | Self::BadPosition { .. } => {
                 BackendError::InvalidRequest(self.to_string())

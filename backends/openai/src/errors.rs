@@ -8,6 +8,7 @@ use reqwest::header::HeaderMap;
 use serde_json::Value;
 
 use crate::config::OpenAiEndpoint;
+use crate::overflow::stated_counts;
 
 /// Longest body snippet an error carries, in characters (an ellipsis included).
 pub(crate) const SNIPPET_CHARS: usize = 300;
@@ -70,13 +71,16 @@ pub(crate) fn http(
     // The whole body is searched: servers put the marker in `code` or `type` as often as in
     // the message.
     let overflow = matches!(status, 400 | 413) && says_context_exceeded(body);
-    let body = snippet(endpoint, body);
     if overflow {
+        let counts = stated_counts(body);
         return BackendError::ContextWindowExceeded {
             model: model.to_string(),
-            detail: body,
+            detail: snippet(endpoint, body),
+            prompt_tokens: counts.prompt_tokens,
+            window: counts.window,
         };
     }
+    let body = snippet(endpoint, body);
     BackendError::Http {
         endpoint: endpoint.name.clone(),
         status,

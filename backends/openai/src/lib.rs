@@ -77,6 +77,7 @@ mod ndjson;
 mod ollama_decode;
 mod ollama_request;
 mod ollama_wire;
+mod overflow;
 mod probes;
 mod request;
 mod route;

@@ -168,12 +168,14 @@ async fn context_overflow_400_is_context_window_exceeded() {
     let server = FakeServer::start().await.unwrap();
     server.push(Reply::error(
         400,
-        "This model's maximum context length is 4096 tokens. However, you requested 9000 tokens",
+        "This model's maximum context length is 4096 tokens. However, you requested 9000 tokens \
+         (8000 in the messages, 1000 in the completion).",
     ));
     let (_, error) = collect(&backend(&server)).await;
     assert!(
-        matches!(error, Some(BackendError::ContextWindowExceeded { ref model, ref detail })
-            if model == "qwen" && detail.contains("4096")),
+        matches!(error, Some(BackendError::ContextWindowExceeded {
+            ref model, ref detail, prompt_tokens: Some(8000), window: Some(4096)
+        }) if model == "qwen" && detail.contains("4096")),
         "{error:?}"
     );
 }
