@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::request_fit::RequestShape;
 use super::session_context::SessionContext;
-use crate::context::{Budget, Summary, build_summary_request};
+use crate::context::{Budget, MESSAGE_OVERHEAD, Summary, build_summary_request, content_tokens};
 
 /// Why a summary could not be made. The session goes on with elision only.
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +49,10 @@ pub async fn summarise(
         .counter(shape.endpoint.backend.as_ref(), shape.model);
     let previous = state.visible_summary();
     let messages = build_summary_request(span, previous.as_ref(), focus, &budget, &counter);
+    let estimated: usize = messages
+        .iter()
+        .map(|m| content_tokens(&m.content, &counter) + MESSAGE_OVERHEAD)
+        .sum();
     let mut request = CompletionRequest::new(shape.model, messages);
     request.max_tokens = Some(budget.max_tokens);
     request.context_window = Some(shape.context.window_tokens());
@@ -59,10 +63,25 @@ pub async fn summarise(
         if cancel.is_cancelled() {
             return Err(CompactError::Cancelled);
         }
-        match event? {
-            BackendEvent::Text { text: chunk } => text.push_str(&chunk),
-            BackendEvent::Finished { reason } => finish = Some(reason),
-            _ => {}
+        match event {
+            // A summary request the server finds too long teaches the same as any other: the
+            // next requests (and the next summary) count as the server does.
+            Err(err @ BackendError::ContextWindowExceeded { .. }) => {
+                if let BackendError::ContextWindowExceeded {
+                    prompt_tokens,
+                    window,
+                    ..
+                } = &err
+                {
+                    let reported = prompt_tokens.filter(|_| shape.context.estimates());
+                    shape.context.record_overflow(estimated, reported, *window);
+                }
+                return Err(err.into());
+            }
+            Err(err) => return Err(err.into()),
+            Ok(BackendEvent::Text { text: chunk }) => text.push_str(&chunk),
+            Ok(BackendEvent::Finished { reason }) => finish = Some(reason),
+            Ok(_) => {}
         }
     }
     if cancel.is_cancelled() {

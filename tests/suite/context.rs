@@ -542,3 +542,47 @@ async fn an_overflow_that_states_the_window_moves_every_later_request_into_it() 
         chats[1].body
     );
 }
+
+/// A summary request the server rejects as too long, stating its count and window, teaches
+/// hearth as any other rejection does: the turn goes on by elision, and the requests after it
+/// are fitted to the window the server stated.
+#[tokio::test]
+async fn a_summary_rejected_with_counts_teaches_the_window() {
+    let server = FakeServer::start().await.unwrap();
+    let s = setup(&server);
+    for i in 0..5 {
+        server.push(read_big(&format!("c{i}")));
+    }
+    server.push(answer("Done anyway."));
+    let stated = WINDOW / 2;
+    server.push_when(
+        SUMMARY_REQUEST,
+        Reply::error(
+            400,
+            &format!(
+                "This model's maximum context length is {stated} tokens. However, you \
+                 requested 9999 tokens (9000 in the messages, 999 in the completion)."
+            ),
+        ),
+    );
+    let recorder = Recorder::default();
+    let watch = recorder.clone();
+    recording_client(recorder)
+        .connect_with(acp_agent(&s.config, &s.root), async |cx| {
+            let sid = open(&cx, &s.root).await;
+            assert_eq!(
+                prompt(&cx, &sid, "read it five times").await,
+                StopReason::EndTurn
+            );
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let sizes: Vec<u64> = usage_updates(&watch)
+        .iter()
+        .map(|(_, size)| *size)
+        .collect();
+    assert_eq!(sizes.first(), Some(&WINDOW), "{sizes:?}");
+    assert_eq!(sizes.last(), Some(&stated), "{sizes:?}");
+    assert!(watch.agent_text().contains("Done anyway."));
+}
