@@ -118,6 +118,22 @@ fn usage_updates(recorder: &Recorder) -> Vec<(u64, u64)> {
         .collect()
 }
 
+/// Opens a session over ACP, sends `text` as its one prompt (which must end the turn) and
+/// returns what the client received.
+async fn one_prompt(s: &Setup, text: &str) -> Recorder {
+    let recorder = Recorder::default();
+    let watch = recorder.clone();
+    recording_client(recorder)
+        .connect_with(acp_agent(&s.config, &s.root), async |cx| {
+            let sid = open(&cx, &s.root).await;
+            assert_eq!(prompt(&cx, &sid, text).await, StopReason::EndTurn);
+            Ok(())
+        })
+        .await
+        .unwrap();
+    watch
+}
+
 async fn open(cx: &ConnectionTo<Agent>, cwd: &Path) -> SessionId {
     cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
         .block_task()
@@ -158,19 +174,7 @@ async fn a_tool_heavy_turn_fits_the_window_compacts_and_reports_usage() {
             summary("## Goal\nRead big.txt five times."),
         );
     }
-    let recorder = Recorder::default();
-    let watch = recorder.clone();
-    recording_client(recorder)
-        .connect_with(acp_agent(&s.config, &s.root), async |cx| {
-            let sid = open(&cx, &s.root).await;
-            assert_eq!(
-                prompt(&cx, &sid, "read big.txt five times").await,
-                StopReason::EndTurn
-            );
-            Ok(())
-        })
-        .await
-        .unwrap();
+    let watch = one_prompt(&s, "read big.txt five times").await;
 
     let requests = chat_requests(&server);
     let (summaries, turns): (Vec<_>, Vec<_>) =
@@ -225,19 +229,7 @@ async fn a_failing_summary_degrades_to_elision_with_a_message() {
     for _ in 0..3 {
         server.push_when(SUMMARY_REQUEST, Reply::error(500, "summariser crashed"));
     }
-    let recorder = Recorder::default();
-    let watch = recorder.clone();
-    recording_client(recorder)
-        .connect_with(acp_agent(&s.config, &s.root), async |cx| {
-            let sid = open(&cx, &s.root).await;
-            assert_eq!(
-                prompt(&cx, &sid, "read it five times").await,
-                StopReason::EndTurn
-            );
-            Ok(())
-        })
-        .await
-        .unwrap();
+    let watch = one_prompt(&s, "read it five times").await;
     let requests = chat_requests(&server);
     let summaries = requests
         .iter()
@@ -565,19 +557,7 @@ async fn a_summary_rejected_with_counts_teaches_the_window() {
             ),
         ),
     );
-    let recorder = Recorder::default();
-    let watch = recorder.clone();
-    recording_client(recorder)
-        .connect_with(acp_agent(&s.config, &s.root), async |cx| {
-            let sid = open(&cx, &s.root).await;
-            assert_eq!(
-                prompt(&cx, &sid, "read it five times").await,
-                StopReason::EndTurn
-            );
-            Ok(())
-        })
-        .await
-        .unwrap();
+    let watch = one_prompt(&s, "read it five times").await;
     let sizes: Vec<u64> = usage_updates(&watch)
         .iter()
         .map(|(_, size)| *size)
