@@ -12,6 +12,7 @@ mod options;
 mod render;
 mod session_ops;
 mod state;
+mod stdio;
 mod turn_task;
 
 pub use handlers::agent;
@@ -19,12 +20,10 @@ pub use state::AcpState;
 
 use std::sync::Arc;
 
-use agent_client_protocol::Stdio;
-
 /// Serves ACP on stdin/stdout until the client closes stdin, then stops every session's MCP
 /// servers (so none outlives hearth).
 pub async fn serve_stdio(state: Arc<AcpState>) -> Result<(), agent_client_protocol::Error> {
-    let served = agent(state.clone()).connect_to(Stdio::new()).await;
+    let served = agent(state.clone()).connect_to(stdio::transport()).await;
     state.close_all().await;
     match served {
         Err(err) if client_hung_up(&err) => {

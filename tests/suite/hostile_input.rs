@@ -78,3 +78,55 @@ fn garbage_unknown_methods_and_unknown_sessions_get_errors_and_the_agent_keeps_s
     let status = child.wait().unwrap();
     assert!(status.success(), "clean exit at EOF, got {status}");
 }
+
+/// A line that is not UTF-8 costs that line, not the server; a line longer than hearth reads is
+/// dropped as it arrives and answered briefly, without echoing it back.
+#[test]
+fn bad_bytes_and_endless_lines_cost_one_line_each() {
+    let home = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hearth"))
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", home.path().join("config"))
+        .env("XDG_DATA_HOME", home.path().join("data"))
+        .env_remove("HEARTH_BASE_URL")
+        .env_remove("HEARTH_CONFIG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut read = |stdin: &mut std::process::ChildStdin, bytes: &[u8]| -> String {
+        stdin.write_all(bytes).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+        let mut answer = String::new();
+        stdout.read_line(&mut answer).unwrap();
+        answer
+    };
+
+    let bad = read(
+        &mut stdin,
+        b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"\xff\xfe\"}",
+    );
+    let bad: Value = serde_json::from_str(&bad).unwrap_or_else(|e| panic!("{e}: {bad:?}"));
+    assert!(bad["error"]["code"].is_i64(), "{bad}");
+
+    let endless = vec![b'x'; 20 * 1024 * 1024];
+    let answer = read(&mut stdin, &endless);
+    assert!(
+        answer.len() < 4096,
+        "the answer echoes {} bytes",
+        answer.len()
+    );
+    let answer: Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(answer["error"]["code"], -32700, "{answer}");
+
+    let init = json!({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}});
+    let answer = read(&mut stdin, init.to_string().as_bytes());
+    let answer: Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(answer["result"]["protocolVersion"], 1, "{answer}");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}
