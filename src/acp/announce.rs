@@ -92,7 +92,7 @@ pub fn respond_then_announce<T: JsonRpcResponse>(
 }
 
 /// The `available_commands_update` for every session.
-pub fn available_commands() -> SessionUpdate {
+fn available_commands() -> SessionUpdate {
     let commands = COMMANDS
         .iter()
         .map(|c| {

@@ -79,30 +79,35 @@ async fn restore(
     }
     let id = validate_session_id(raw_id)?;
     let core = state.core.clone();
-    let live = state.session(id.as_str());
-    let restored = {
-        let id = id.clone();
-        tokio::task::spawn_blocking(move || core.restore_session(&id))
-            .await
-            .map_err(|e| AcpError::Internal(e.to_string()))?
-    };
-    let (session, snapshot, notices) = match (live, restored) {
+    let (session, snapshot, notices) = match state.session(id.as_str()) {
         // A session still open in this process stays the one that serves prompts; what the
         // store holds of it is only the replay. One that nothing was stored for yet (no store,
         // or its file could not be written) replays nothing but is still the session.
-        (Some(live), Ok((_, snapshot))) => (live, snapshot, Vec::new()),
-        (Some(live), Err(err)) => {
-            tracing::debug!(session = %id, "nothing stored to replay: {err}");
-            let snapshot = SessionSnapshot::empty(id.clone(), live.cwd());
+        Some(live) => {
+            let stored = {
+                let (core, id) = (core.clone(), id.clone());
+                tokio::task::spawn_blocking(move || core.stored_snapshot(&id))
+                    .await
+                    .map_err(|e| AcpError::Internal(e.to_string()))?
+            };
+            let snapshot = stored.unwrap_or_else(|err| {
+                tracing::debug!(session = %id, "nothing stored to replay: {err}");
+                SessionSnapshot::empty(id.clone(), live.cwd())
+            });
             (live, snapshot, Vec::new())
         }
-        (None, Ok((fresh, snapshot))) => {
+        None => {
+            let (fresh, snapshot) = {
+                let (core, id) = (core.clone(), id.clone());
+                tokio::task::spawn_blocking(move || core.restore_session(&id))
+                    .await
+                    .map_err(|e| AcpError::Internal(e.to_string()))??
+            };
             let (fresh, notices) = attach(state, fresh, servers).await;
             let session = Arc::new(fresh);
             state.insert_session(session.clone());
             (session, snapshot, notices)
         }
-        (None, Err(err)) => return Err(err.into()),
     };
     let before = session.cwd();
     let moved_from = (canonical_cwd(&before) != canonical_cwd(&cwd)).then(|| {

@@ -63,25 +63,22 @@ pub async fn summarise(
         if cancel.is_cancelled() {
             return Err(CompactError::Cancelled);
         }
-        match event {
-            // A summary request the server finds too long teaches the same as any other: the
-            // next requests (and the next summary) count as the server does.
-            Err(err @ BackendError::ContextWindowExceeded { .. }) => {
-                if let BackendError::ContextWindowExceeded {
-                    prompt_tokens,
-                    window,
-                    ..
-                } = &err
-                {
-                    let reported = prompt_tokens.filter(|_| shape.context.estimates());
-                    shape.context.record_overflow(estimated, reported, *window);
-                }
-                return Err(err.into());
-            }
-            Err(err) => return Err(err.into()),
-            Ok(BackendEvent::Text { text: chunk }) => text.push_str(&chunk),
-            Ok(BackendEvent::Finished { reason }) => finish = Some(reason),
-            Ok(_) => {}
+        // A summary request the server finds too long teaches the same as any other: the next
+        // requests (and the next summary) count as the server does.
+        if let Err(BackendError::ContextWindowExceeded {
+            prompt_tokens,
+            window,
+            ..
+        }) = &event
+        {
+            shape
+                .context
+                .record_overflow(estimated, *prompt_tokens, *window);
+        }
+        match event? {
+            BackendEvent::Text { text: chunk } => text.push_str(&chunk),
+            BackendEvent::Finished { reason } => finish = Some(reason),
+            _ => {}
         }
     }
     if cancel.is_cancelled() {

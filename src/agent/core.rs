@@ -94,12 +94,9 @@ impl AgentCore {
         }
     }
 
-    /// Brings a stored session back: history, mode, model (when it still exists), "always"
-    /// answers. The snapshot carries what a replay shows.
-    pub fn restore_session(
-        &self,
-        id: &SessionId,
-    ) -> Result<(Session, SessionSnapshot), StoreError> {
+    /// What the store holds of session `id` (the replay of a session open in this process).
+    /// Damage in its file is logged; what can be read still loads.
+    pub fn stored_snapshot(&self, id: &SessionId) -> Result<SessionSnapshot, StoreError> {
         let store = self
             .store
             .as_ref()
@@ -108,7 +105,16 @@ impl AgentCore {
         for warning in &loaded.warnings {
             tracing::warn!(file = %warning.file.display(), line = warning.line, "session file damaged: {}", warning.problem);
         }
-        let snapshot = loaded.state();
+        Ok(loaded.state())
+    }
+
+    /// Brings a stored session back: history, mode, model (when it still exists), "always"
+    /// answers. The snapshot carries what a replay shows.
+    pub fn restore_session(
+        &self,
+        id: &SessionId,
+    ) -> Result<(Session, SessionSnapshot), StoreError> {
+        let snapshot = self.stored_snapshot(id)?;
         let model = snapshot
             .model
             .clone()
@@ -128,11 +134,13 @@ impl AgentCore {
         )
         .with_rules(rules.clone())
         .with_context(context);
-        match store.open_writer(id) {
-            Ok(writer) => {
+        // A snapshot was read, so there is a store.
+        match self.store.as_ref().map(|store| store.open_writer(id)) {
+            Some(Ok(writer)) => {
                 session = session.persisted(Persistence::new(writer, snapshot.next_round, rules))
             }
-            Err(err) => tracing::warn!(session = %id, "the session will not be saved: {err}"),
+            Some(Err(err)) => tracing::warn!(session = %id, "the session will not be saved: {err}"),
+            None => {}
         }
         Ok((session, snapshot))
     }

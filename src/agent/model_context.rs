@@ -132,11 +132,17 @@ impl ModelContext {
         stated.map_or(self.window.tokens, |w| w.min(self.window.tokens))
     }
 
-    /// Learns from a prompt the server rejected as too long. With the prompt's size in the
-    /// server's own tokens (`reported`), estimates learn the exact ratio (and keep their
-    /// headroom over it); without, they count 15% more. A stated window smaller than the one
-    /// assumed replaces it for every later request.
-    pub fn record_overflow(&self, estimated: usize, reported: Option<u32>, window: Option<u32>) {
+    /// Learns from a prompt the server rejected as too long, `estimated` by our count. Where
+    /// counts are estimated and the server `reported` the prompt's size in its own tokens, the
+    /// estimate learns the exact ratio (keeping its headroom over it); without a size, it counts
+    /// 15% more. A stated window smaller than the one assumed replaces it for every later
+    /// request. Returns whether the estimate learned the server's count.
+    pub fn record_overflow(
+        &self,
+        estimated: usize,
+        reported: Option<u32>,
+        window: Option<u32>,
+    ) -> bool {
         if let Some(window) = window.filter(|w| *w < self.window.tokens) {
             tracing::warn!(
                 assumed = self.window.tokens,
@@ -145,11 +151,16 @@ impl ModelContext {
             );
             *lock(&self.stated_window) = Some(window);
         }
+        if !self.estimates() {
+            // Exact counts have nothing to learn; the caller keeps more room instead.
+            return false;
+        }
         let mut estimator = lock(&self.estimator);
         match reported {
             Some(reported) => estimator.calibrate(estimated, reported),
             None => estimator.record_overflow(),
         }
+        reported.is_some()
     }
 }
 

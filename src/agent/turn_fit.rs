@@ -122,16 +122,17 @@ impl Fitting {
             return false;
         }
         self.overflow_retried = true;
-        let reported = prompt_tokens.filter(|_| shape.context.estimates());
-        shape.context.record_overflow(estimated, reported, *window);
-        let text = match (reported, prompt_tokens) {
-            (Some(reported), _) => format!(
+        let learned = shape
+            .context
+            .record_overflow(estimated, *prompt_tokens, *window);
+        let text = match (learned, prompt_tokens) {
+            (true, Some(reported)) => format!(
                 "the server counts this prompt as {reported} tokens where hearth estimated \
                  {estimated}; counting as it does from now on and retrying once"
             ),
             // An exact count that the server still finds too long: the template or the
             // server adds what we cannot count; keep that much more room.
-            (None, Some(server)) => {
+            (false, Some(server)) => {
                 let excess = (*server as usize).saturating_sub(estimated) + 64;
                 self.tightened_by = u32::try_from(excess).unwrap_or(u32::MAX);
                 format!(
@@ -139,7 +140,7 @@ impl Fitting {
                      hearth's count with room to spare; retrying once with that much less"
                 )
             }
-            (None, None) => {
+            (_, None) => {
                 let tighten = (estimated / OVERFLOW_TIGHTEN_DIVISOR).max(256);
                 self.tightened_by = u32::try_from(tighten).unwrap_or(u32::MAX);
                 format!(

@@ -1,7 +1,7 @@
 //! Garbage on stdin gets JSON-RPC errors and the process keeps serving.
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use serde_json::{Value, json};
 
@@ -14,13 +14,12 @@ fn exchange(stdin: &mut impl Write, stdout: &mut impl BufRead, line: &str) -> Va
     serde_json::from_str(&answer).unwrap_or_else(|e| panic!("not JSON ({e}): {answer:?}"))
 }
 
-#[test]
-fn garbage_unknown_methods_and_unknown_sessions_get_errors_and_the_agent_keeps_serving() {
-    let home = tempfile::tempdir().unwrap();
+/// `hearth` serving ACP on pipes, with no configuration and its data under `home`.
+fn spawn_agent(home: &std::path::Path) -> (Child, ChildStdin, BufReader<ChildStdout>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_hearth"))
-        .env("HOME", home.path())
-        .env("XDG_CONFIG_HOME", home.path().join("config"))
-        .env("XDG_DATA_HOME", home.path().join("data"))
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("XDG_DATA_HOME", home.join("data"))
         .env_remove("HEARTH_BASE_URL")
         .env_remove("HEARTH_CONFIG")
         .stdin(Stdio::piped())
@@ -28,8 +27,15 @@ fn garbage_unknown_methods_and_unknown_sessions_get_errors_and_the_agent_keeps_s
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let stdin = child.stdin.take().unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    (child, stdin, stdout)
+}
+
+#[test]
+fn garbage_unknown_methods_and_unknown_sessions_get_errors_and_the_agent_keeps_serving() {
+    let home = tempfile::tempdir().unwrap();
+    let (mut child, mut stdin, mut stdout) = spawn_agent(home.path());
 
     let garbage = exchange(&mut stdin, &mut stdout, "this is not json {");
     assert_eq!(garbage["error"]["code"], -32700);
@@ -84,20 +90,8 @@ fn garbage_unknown_methods_and_unknown_sessions_get_errors_and_the_agent_keeps_s
 #[test]
 fn bad_bytes_and_endless_lines_cost_one_line_each() {
     let home = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hearth"))
-        .env("HOME", home.path())
-        .env("XDG_CONFIG_HOME", home.path().join("config"))
-        .env("XDG_DATA_HOME", home.path().join("data"))
-        .env_remove("HEARTH_BASE_URL")
-        .env_remove("HEARTH_CONFIG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut read = |stdin: &mut std::process::ChildStdin, bytes: &[u8]| -> String {
+    let (mut child, mut stdin, mut stdout) = spawn_agent(home.path());
+    let mut read = |stdin: &mut ChildStdin, bytes: &[u8]| -> String {
         stdin.write_all(bytes).unwrap();
         stdin.write_all(b"\n").unwrap();
         stdin.flush().unwrap();

@@ -8,7 +8,7 @@ use hearth_backend::{ModelDescription, ServerKind, WindowSource};
 
 use crate::models::{self, Listed};
 use crate::probes;
-use crate::shared::{PROBE_TIMEOUT, Shared};
+use crate::shared::Shared;
 
 /// Ollama's default port, the fallback to tell it apart when `/api/show` cannot be probed.
 const OLLAMA_PORT: &str = ":11434";
@@ -20,7 +20,7 @@ pub(crate) fn ollama_by_port(base_url: &str) -> bool {
 
 pub(crate) async fn describe(shared: &Shared, model: &str) -> ModelDescription {
     let listing = async {
-        match tokio::time::timeout(PROBE_TIMEOUT, models::fetch(shared)).await {
+        match tokio::time::timeout(shared.probe_timeout(), models::fetch(shared)).await {
             Ok(Ok(listed)) => listed,
             Ok(Err(err)) => {
                 tracing::debug!("window probe failed: {err}");

@@ -10,7 +10,7 @@ use hearth_backend::ServerKind;
 use crate::config::OpenAiEndpoint;
 
 /// Longest wait for one window probe. Local servers answer these in milliseconds.
-pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// What every request of one backend shares.
 pub(crate) struct Shared {
