@@ -321,7 +321,12 @@ impl Shared {
             .take()
             .map_or_else(|| "stopped".to_string(), reap);
         let exited = format!("the engine worker exited ({status})");
-        for (_, entry) in state.requests.drain() {
+        let lost: Vec<_> = state.requests.drain().map(|(_, entry)| entry).collect();
+        self.after_exit(&mut state, exited.clone());
+        // Only once the health says what happens next do the callers hear of the failure: one
+        // that asks again at once is refused while the replacement loads, never served by a
+        // health that has not yet heard of the crash.
+        for entry in lost {
             entry.done.cancel();
             entry.sink.finish(Terminal::Failed {
                 error: EngineError::Poisoned {
@@ -330,6 +335,10 @@ impl Shared {
                 partial: entry.partial,
             });
         }
+    }
+
+    /// The health after the worker exited, and its replacement when one is started.
+    fn after_exit(self: &Arc<Self>, state: &mut State, exited: String) {
         if state.closing {
             return;
         }
@@ -362,7 +371,7 @@ impl Shared {
         self.health.set(Health::Poisoned {
             cause: cause.clone(),
         });
-        if let Err(err) = self.spawn_worker(&mut state) {
+        if let Err(err) = self.spawn_worker(state) {
             state.restarting = false;
             self.health.set(Health::Failed {
                 reason: format!("{cause}; {err}"),
