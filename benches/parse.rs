@@ -67,6 +67,7 @@ fn config() -> ParserConfig {
         format: ToolFormat::Auto,
         tools: tools(),
         think: ThinkStart::Closed,
+        text_calls: Default::default(),
     }
 }
 

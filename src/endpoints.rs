@@ -67,6 +67,7 @@ fn local_endpoint(local: &LocalSettings) -> Endpoint {
         model: Some(backend.model_id()),
         context_window: local.max_context,
         max_tokens: Some(local.max_tokens.unwrap_or(LOCAL_MAX_TOKENS)),
+        temperature: local.temperature,
         tokenizer: None,
         // The engine renders ChatML itself; tools travel in-band, the Qwen way.
         tool_format: ToolFormat::Hermes,

@@ -8,6 +8,7 @@ pub mod cli;
 pub mod config;
 pub mod context;
 pub mod endpoints;
+pub mod eval;
 pub mod host;
 pub mod logging;
 pub mod mcp;

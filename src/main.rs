@@ -30,7 +30,9 @@ fn main() -> ExitCode {
         }
     };
     let audience = match cli.command {
-        Some(CliCommand::Repl(_) | CliCommand::Run(_)) => LogAudience::Terminal,
+        Some(CliCommand::Repl(_) | CliCommand::Run(_) | CliCommand::Eval(_)) => {
+            LogAudience::Terminal
+        }
         _ => LogAudience::Editor,
     };
     let _log = hearth::logging::init(&config.log, audience);
@@ -56,6 +58,31 @@ fn main() -> ExitCode {
             CliCommand::Run(args) => {
                 let core = build_core(config)?;
                 Ok(ExitCode::from(hearth::batch::run(core, args).await.code()))
+            }
+            CliCommand::Eval(args) => {
+                let mut config = config;
+                for assist in &args.without {
+                    config.agent.assists.turn_off(*assist);
+                }
+                if let Some(t) = args.temperature {
+                    config
+                        .endpoints
+                        .iter_mut()
+                        .for_each(|e| e.temperature = Some(t));
+                    if let Some(local) = &mut config.local {
+                        local.temperature = Some(t);
+                    }
+                }
+                // Eval sessions are not the user's: none is saved, plans go to a scratch dir.
+                let scratch = tempfile::tempdir()?;
+                let catalog = build_catalog(&config)?;
+                let core = Arc::new(AgentCore::new(
+                    config,
+                    catalog,
+                    scratch.path().to_path_buf(),
+                ));
+                hearth::eval::run(core, args).await?;
+                Ok(ExitCode::SUCCESS)
             }
             CliCommand::Sessions { action } => {
                 let store = Store::new(data_root(&env)?);
@@ -177,9 +204,13 @@ async fn model_command(action: ModelAction) -> anyhow::Result<()> {
     match action {
         ModelAction::Pull => {
             let path = tokio::task::spawn_blocking(|| {
-                hearth_local::fetch::fetch_default_model(&mut |p| eprintln!("{p:?}"))
+                let mut shown = hearth::cli::pull::PullProgress::default();
+                let fetched = hearth_local::fetch::fetch_default_model(&mut |p| shown.show(p));
+                shown.done();
+                fetched
             })
             .await??;
+            eprintln!("Ready:");
             println!("{}", path.display());
         }
         ModelAction::List => {

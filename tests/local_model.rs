@@ -174,3 +174,62 @@ fn bench_measures_the_file_the_engine_runs() {
     assert_ne!(Path::new(measured), download.as_path());
     assert!(stdout.contains("Q8_0"), "{stdout}");
 }
+
+#[test]
+fn hearth_eval_runs_real_tasks_on_the_local_engine_and_reports_each_one() {
+    let Ok(model) = std::env::var("HEARTH_TEST_MODEL") else {
+        eprintln!("skipped: set HEARTH_TEST_MODEL to a Qwen2.5-Coder GGUF to run this test");
+        return;
+    };
+    let model = q8_0_copy(&model);
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[local]\nmodel = \"{}\"\nmax_tokens = 400\n",
+            model.display()
+        ),
+    )
+    .unwrap();
+    let tasks = "server-port,hello-py,evaluate-expression";
+    let output = Command::new(env!("CARGO_BIN_EXE_hearth"))
+        .args([
+            "--config",
+            &config.display().to_string(),
+            "eval",
+            "--output",
+            "json",
+        ])
+        .args(["--tasks", tasks, "--timeout", "150"])
+        .current_dir(home.path())
+        .env("HOME", home.path())
+        .env("XDG_DATA_HOME", home.path().join("data"))
+        .env_remove("HEARTH_BASE_URL")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    // What hearth guarantees, whatever the model does: every task ran to an end (its own, or
+    // the time limit; never a backend error), in bounded rounds, judged and counted.
+    let results = report["tasks"].as_array().unwrap();
+    let ids: Vec<&str> = results.iter().map(|t| t["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, tasks.split(',').collect::<Vec<_>>());
+    for task in results {
+        match task.get("error") {
+            None => assert!(task["stop"].is_string(), "{task}"),
+            Some(error) => assert!(error.as_str().unwrap().starts_with("timed out"), "{task}"),
+        }
+        let rounds = task["rounds"].as_u64().unwrap();
+        assert!((1..=50).contains(&rounds), "{task}");
+        assert!(task["tokens"].as_u64().unwrap() > 0, "{task}");
+        assert!(!task["verdicts"].as_array().unwrap().is_empty(), "{task}");
+    }
+    let passed = results.iter().filter(|t| t["passed"] == true).count();
+    assert_eq!(report["passed"].as_u64().unwrap(), passed as u64);
+    assert!(
+        !stderr.contains("assuming 8192"),
+        "the engine knows its window: {stderr}"
+    );
+}

@@ -5,7 +5,7 @@ use hearth_conversation::AgentEvent;
 
 use super::compact::{CompactError, summarise};
 use super::core::AgentCore;
-use super::request_fit::RequestShape;
+use super::request_fit::{RequestShape, offered_tools};
 use super::session::{Session, TurnTicket};
 use super::turn::TurnError;
 use crate::context::{ContextReport, TokenCounter, on_demand_span};
@@ -48,10 +48,13 @@ impl AgentCore {
         let history = session.history().await;
         let (model, endpoint) = self.selected(session)?;
         let system_prompt = self.system_prompt_for(session)?;
-        let specs = self
-            .tools_of(session)
-            .specs_for_mode(session.settings().mode);
         let context = self.contexts.get(endpoint, &model).await;
+        let specs = offered_tools(
+            self.tools_of(session),
+            session.settings().mode,
+            &context,
+            &self.config.agent.assists,
+        );
         let shape = RequestShape {
             endpoint,
             model: &model.model,
@@ -125,10 +128,13 @@ impl AgentCore {
         let history = session.history().await;
         let (model, endpoint) = self.selected(session)?;
         let system_prompt = self.system_prompt_for(session)?;
-        let specs = self
-            .tools_of(session)
-            .specs_for_mode(session.settings().mode);
         let context = self.contexts.get(endpoint, &model).await;
+        let specs = offered_tools(
+            self.tools_of(session),
+            session.settings().mode,
+            &context,
+            &self.config.agent.assists,
+        );
         let shape = RequestShape {
             endpoint,
             model: &model.model,

@@ -13,11 +13,14 @@ use super::session::{Session, TurnTicket};
 use super::session_context::SessionContext;
 use super::turn::{StopReason, TurnError, run_turn};
 use super::turn_context::TurnContext;
-use crate::config::Config;
+use crate::config::{Assist, Config};
 use crate::host::ClientOps;
+use crate::parse::SESSION_PART;
 use crate::store::{SessionSnapshot, Store, StoreError, title_from_prompt};
 use crate::sync::lock;
-use crate::tools::{Resolved, ToolLimits, ToolRegistry, plan_dir, plan_mode_prompt};
+use crate::tools::{
+    Resolved, ToolLimits, ToolRegistry, attach_named_files, plan_dir, plan_mode_prompt,
+};
 
 const SYSTEM_PROMPT: &str = include_str!("../../prompts/system.md");
 
@@ -163,6 +166,8 @@ impl AgentCore {
             let cwd = session.cwd();
             let plan_dir = self.plan_dir(&cwd)?;
             let system_prompt = self.system_prompt(&cwd, settings.mode, plan_dir.path());
+            let title = title_from_prompt(&prompt);
+            let prompt = self.with_named_files(prompt, &cwd, client).await;
             let ctx = TurnContext {
                 catalog: &self.catalog,
                 model: settings.model.as_ref(),
@@ -192,7 +197,7 @@ impl AgentCore {
                     let context_before = lock(session.context()).to_record(0);
                     if persist.rounds() == 0
                         && before == 0
-                        && let Some(title) = title_from_prompt(&prompt)
+                        && let Some(title) = title
                     {
                         client.send(AgentEvent::SessionTitle { title });
                     }
@@ -213,6 +218,24 @@ impl AgentCore {
                 }
             }
         }
+    }
+
+    /// The prompt with the project files it names put before it (the attach_files assist).
+    async fn with_named_files(
+        &self,
+        prompt: Vec<ContentPart>,
+        cwd: &Path,
+        client: &dyn ClientOps,
+    ) -> Vec<ContentPart> {
+        if !self.config.agent.assists.on(Assist::AttachFiles) {
+            return prompt;
+        }
+        let mut parts = attach_named_files(&prompt, cwd, client).await;
+        if parts.is_empty() {
+            return prompt;
+        }
+        parts.extend(prompt);
+        parts
     }
 
     /// The session's model and its endpoint.
@@ -244,7 +267,11 @@ impl AgentCore {
     }
 
     fn system_prompt(&self, cwd: &Path, mode: Mode, plan_dir: &Path) -> String {
-        let mut prompt = SYSTEM_PROMPT.replace("{cwd}", &cwd.display().to_string());
+        let mut prompt = format!(
+            "{}{SESSION_PART}The project is at {}; relative paths are resolved there.",
+            SYSTEM_PROMPT.trim_end(),
+            cwd.display()
+        );
         if mode == Mode::Plan {
             prompt.push_str("\n\n");
             prompt.push_str(&plan_mode_prompt(plan_dir));

@@ -23,6 +23,7 @@ pub fn build_request(
     }
     request.stop = stop_strings(format);
     request.max_tokens = endpoint.max_tokens;
+    request.temperature = endpoint.temperature;
     // `context_window` is set by `fit`, which knows the window the prompt was budgeted for.
     request
 }

@@ -2,16 +2,34 @@
 //! and build the request from the projection. The stored history is never touched.
 
 use hearth_backend::{CompletionRequest, ContentPart, ToolSpec};
-use hearth_conversation::HistoryEntry;
+use hearth_conversation::{HistoryEntry, Mode};
 
 use super::catalog::Endpoint;
 use super::model_context::ModelContext;
 use super::request::build_request;
 use super::session_context::SessionContext;
+use crate::config::{Assist, Assists};
 use crate::context::{
     Budget, ContextReport, MESSAGE_OVERHEAD, Projection, TokenCounter, describe, project,
 };
 use crate::parse::{ResolvedFormat, render_messages};
+use crate::tools::{COMPACT_WINDOW, ToolRegistry, compact_specs};
+
+/// The tools a request offers: the mode's, in their compact form for a small window (the
+/// compact_tools assist).
+pub fn offered_tools(
+    registry: &ToolRegistry,
+    mode: Mode,
+    context: &ModelContext,
+    assists: &Assists,
+) -> Vec<ToolSpec> {
+    let specs = registry.specs_for_mode(mode);
+    if assists.on(Assist::CompactTools) && context.window_tokens() <= COMPACT_WINDOW {
+        compact_specs(specs)
+    } else {
+        specs
+    }
+}
 
 /// What a request is built from, besides the history.
 pub struct RequestShape<'a> {

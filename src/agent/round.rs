@@ -6,6 +6,7 @@ use hearth_backend::{BackendError, BackendEvent, FinishReason, Progress, ToolSpe
 use hearth_conversation::{AgentEvent, HistoryEntry, ToolCallId, ToolCallRecord};
 use tokio_util::sync::CancellationToken;
 
+use super::runaway;
 use crate::host::ClientOps;
 use crate::parse::{
     Malformed, MalformedReason, ParseEvent, ParsedCall, StreamEnd, StreamParser, repair_native_call,
@@ -19,6 +20,8 @@ pub struct Round {
     pub finish: Option<FinishReason>,
     pub usage: Option<Usage>,
     pub cancelled: bool,
+    /// The reply ran away (blank lines or one line over and over) and was cut short.
+    pub runaway: bool,
     /// Every call in the order the model wrote them; `Some` for calls that could not be
     /// repaired (their record keeps the history paired).
     pub calls: Vec<(ToolCallRecord, Option<Malformed>)>,
@@ -85,7 +88,18 @@ pub async fn stream_round(
                 let error = (!round.cancelled).then_some(err);
                 return (round, error);
             }
-            Some(Ok(event)) => apply_event(&mut sink, &mut round, event),
+            Some(Ok(event)) => {
+                let shown = round.text.len();
+                apply_event(&mut sink, &mut round, event);
+                if round.text.len() > shown && runaway::is_runaway(&round.text) {
+                    // Dropping the stream stops the generation; what it said so far is kept.
+                    let events = sink.parser.finish(StreamEnd::Stop);
+                    apply_parsed(&sink, &mut round, events, true);
+                    round.runaway = true;
+                    round.text.truncate(round.text.trim_end().len());
+                    return (round, None);
+                }
+            }
         }
     }
 }

@@ -6,10 +6,12 @@ use hearth_conversation::{
 };
 
 use super::dispatch::{DispatchStop, run_calls};
-use super::request_fit::RequestShape;
+use super::loop_guard::{LoopGuard, REPEAT_NUDGE, Silence, blank_nudge};
+use super::request_fit::{RequestShape, offered_tools};
 use super::round::{RoundSink, stream_round};
 use super::turn_context::TurnContext;
 use super::turn_fit::Fitting;
+use crate::config::Assist;
 use crate::parse::{
     MAX_MALFORMED_ROUNDS, Malformed, ParserConfig, ResolvedFormat, StreamParser,
     corrective_message, give_up_message, resolve_format, think_start_for,
@@ -26,6 +28,19 @@ pub enum StopReason {
     /// The server refused to answer (content filter).
     Refusal,
     Cancelled,
+}
+
+impl StopReason {
+    /// The reason as headless output names it (`end_turn`, `max_tokens`, …).
+    pub fn id(self) -> &'static str {
+        match self {
+            Self::EndTurn => "end_turn",
+            Self::MaxTokens => "max_tokens",
+            Self::MaxTurnRequests => "max_turn_requests",
+            Self::Refusal => "refusal",
+            Self::Cancelled => "cancelled",
+        }
+    }
 }
 
 /// Why a turn failed. Every variant ends the turn; the history keeps what was produced.
@@ -71,12 +86,12 @@ pub async fn run_turn(
         .catalog
         .endpoint(&model.endpoint)
         .ok_or_else(|| TurnError::UnknownEndpoint(model.endpoint.clone()))?;
-    let specs = ctx.tools.specs_for_mode(ctx.mode);
+    let model_context = ctx.contexts.get(endpoint, model).await;
+    let specs = offered_tools(ctx.tools, ctx.mode, &model_context, &ctx.settings.assists);
     // The parser knows every tool, offered or not, so a call to one the mode leaves out is
     // refused by the policy with its reason instead of being read as an unknown name.
     let known: Vec<ToolSpec> = ctx.tools.iter().map(|t| t.spec()).collect();
     let format = resolve_format(endpoint.config.tool_format, &model.model);
-    let model_context = ctx.contexts.get(endpoint, model).await;
     let shape = RequestShape {
         endpoint,
         model: &model.model,
@@ -87,6 +102,7 @@ pub async fn run_turn(
     };
     let mut malformed_rounds = 0;
     let mut fitting = Fitting::default();
+    let mut guard = LoopGuard::new(ctx.settings.assists.on(Assist::LoopGuard));
 
     for _ in 0..ctx.settings.max_turn_requests {
         if ctx.cancel.is_cancelled() {
@@ -101,6 +117,7 @@ pub async fn run_turn(
             format: endpoint.config.tool_format,
             tools: known.clone(),
             think: think_start_for(&model.model),
+            text_calls: ctx.settings.assists.text_calls(),
         });
         let sink = RoundSink {
             client: ctx.client,
@@ -121,6 +138,26 @@ pub async fn run_turn(
             return Err(err.into());
         }
         if round.calls.is_empty() {
+            if matches!(round.finish, None | Some(FinishReason::Stop)) {
+                let said = if round.runaway {
+                    ""
+                } else {
+                    round.text.as_str()
+                };
+                match guard.silence(said) {
+                    Silence::Nudge => {
+                        history.push(blank_nudge());
+                        continue;
+                    }
+                    Silence::GiveUp(why) => {
+                        ctx.client.send(AgentEvent::AgentText {
+                            text: format!("\n\n{why}"),
+                        });
+                        return Ok(StopReason::EndTurn);
+                    }
+                    Silence::Answered => {}
+                }
+            }
             return Ok(match round.finish {
                 Some(FinishReason::Length) => StopReason::MaxTokens,
                 Some(FinishReason::ContentFilter) => StopReason::Refusal,
@@ -142,7 +179,7 @@ pub async fn run_turn(
             });
             return Ok(StopReason::EndTurn);
         }
-        if let Some(stop) = run_round_calls(ctx, history, &round.calls, format).await? {
+        if let Some(stop) = run_round_calls(ctx, history, &round.calls, format, &mut guard).await? {
             return Ok(stop);
         }
     }
@@ -156,27 +193,56 @@ pub async fn run_turn(
 }
 
 /// Answers the round's calls in the order the model wrote them: runs of good calls go to the
-/// dispatcher, malformed ones get a corrective answer. Returns a stop reason when the turn ends.
+/// dispatcher; malformed ones get a corrective answer and repeats a nudge, neither running.
+/// Returns a stop reason when the turn ends.
 async fn run_round_calls(
     ctx: &TurnContext<'_>,
     history: &mut Vec<HistoryEntry>,
     calls: &[(ToolCallRecord, Option<Malformed>)],
     format: ResolvedFormat,
+    guard: &mut LoopGuard,
 ) -> Result<Option<StopReason>, TurnError> {
+    let runnable = |guard: &LoopGuard, (call, malformed): &(ToolCallRecord, Option<Malformed>)| {
+        malformed.is_none() && !guard.is_repeat(call)
+    };
+    let all_repeats = calls
+        .iter()
+        .all(|(call, m)| m.is_none() && guard.is_repeat(call));
+    if guard.repeated_round(all_repeats) {
+        let name = calls.first().map_or("", |(c, _)| c.name.as_str());
+        ctx.client.send(AgentEvent::AgentText {
+            text: format!(
+                "\n\nStopped: the model kept repeating the same `{name}` call, and it would change nothing."
+            ),
+        });
+        return Ok(Some(StopReason::EndTurn));
+    }
     let mut index = 0;
     while index < calls.len() {
-        if let (call, Some(malformed)) = &calls[index] {
-            answer_malformed(ctx, history, call, malformed, format);
+        if !runnable(guard, &calls[index]) {
+            let (call, malformed) = &calls[index];
+            let (title, message) = match malformed {
+                Some(m) => (
+                    format!("Malformed call to {}", call.name),
+                    corrective_message(m, format),
+                ),
+                None => (
+                    format!("Repeated call to {}", call.name),
+                    REPEAT_NUDGE.into(),
+                ),
+            };
+            answer_unrun(ctx, history, call, title, message);
             index += 1;
             continue;
         }
         let end = calls[index..]
             .iter()
-            .position(|(_, m)| m.is_some())
+            .position(|c| !runnable(guard, c))
             .map_or(calls.len(), |n| index + n);
         let good: Vec<ToolCallRecord> = calls[index..end].iter().map(|(c, _)| c.clone()).collect();
         let (results, stop) = run_calls(&ctx.dispatch(), &good).await;
         history.extend(results);
+        guard.ran(&good, ctx.tools);
         match stop {
             Some(DispatchStop::Cancelled) => return Ok(Some(StopReason::Cancelled)),
             Some(DispatchStop::Abort(message)) => return Err(TurnError::Aborted(message)),
@@ -187,19 +253,19 @@ async fn run_round_calls(
     Ok(None)
 }
 
-/// A call that could not be parsed: a failed card for the user, the exact problem for the model.
-fn answer_malformed(
+/// A call that is not run (malformed, or a repeat): a failed card for the user, the reason
+/// for the model.
+fn answer_unrun(
     ctx: &TurnContext<'_>,
     history: &mut Vec<HistoryEntry>,
     call: &ToolCallRecord,
-    malformed: &Malformed,
-    format: ResolvedFormat,
+    title: String,
+    message: String,
 ) {
-    let message = corrective_message(malformed, format);
     ctx.client.send(AgentEvent::ToolCallStarted {
         card: ToolCard {
             id: call.id.clone(),
-            title: format!("Malformed call to {}", call.name),
+            title,
             kind: ToolKind::Other,
             status: ToolStatus::Failed,
             locations: Vec::new(),

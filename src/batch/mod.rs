@@ -11,4 +11,5 @@ mod run;
 
 pub use args::{OutputFormat, RunArgs};
 pub use exit::RunExit;
+pub use progress::BatchProgress;
 pub use run::run;

@@ -13,9 +13,10 @@ pub struct BatchProgress {
 }
 
 impl BatchProgress {
-    /// A bar for `total` prompts when `show` holds and stderr is a terminal.
-    pub fn new(total: u64, show: bool) -> Self {
-        let bar = (show && std::io::stderr().is_terminal()).then(|| bar(total));
+    /// A bar for `total` items (`unit`: "prompts", "tasks") when `show` holds and stderr is a
+    /// terminal.
+    pub fn new(total: u64, show: bool, unit: &str) -> Self {
+        let bar = (show && std::io::stderr().is_terminal()).then(|| bar(total, unit));
         Self { bar, failed: 0 }
     }
 
@@ -48,13 +49,13 @@ impl BatchProgress {
     }
 }
 
-fn bar(total: u64) -> ProgressBar {
+fn bar(total: u64, unit: &str) -> ProgressBar {
     let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
     // A template is a compile-time constant here; should it ever fail, the default style
     // still draws a bar.
-    if let Ok(style) = ProgressStyle::with_template(
-        "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} prompts {msg}",
-    ) {
+    let template =
+        format!("{{spinner}} [{{elapsed_precise}}] {{bar:30}} {{pos}}/{{len}} {unit} {{msg}}");
+    if let Ok(style) = ProgressStyle::with_template(&template) {
         bar.set_style(style);
     }
     bar.enable_steady_tick(Duration::from_millis(200));
@@ -67,7 +68,7 @@ mod tests {
 
     #[test]
     fn without_a_terminal_nothing_is_drawn_and_counting_still_works() {
-        let mut progress = BatchProgress::new(3, false);
+        let mut progress = BatchProgress::new(3, false, "prompts");
         progress.finished(true);
         progress.finished(false);
         assert!(progress.bar.is_none());

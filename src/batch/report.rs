@@ -40,14 +40,3 @@ pub struct UsageReport {
     pub used: u64,
     pub size: u64,
 }
-
-pub fn stop_reason_id(reason: crate::agent::StopReason) -> &'static str {
-    use crate::agent::StopReason as S;
-    match reason {
-        S::EndTurn => "end_turn",
-        S::MaxTokens => "max_tokens",
-        S::MaxTurnRequests => "max_turn_requests",
-        S::Refusal => "refusal",
-        S::Cancelled => "cancelled",
-    }
-}

@@ -14,7 +14,7 @@ use super::client::{BatchFront, Live, Permits, Stdout};
 use super::exit::RunExit;
 use super::jobs::{Job, job_cwd, parse_batch};
 use super::progress::BatchProgress;
-use super::report::{PromptReport, stop_reason_id};
+use super::report::PromptReport;
 use crate::agent::{AgentCore, Session, StopReason};
 use crate::host::LocalClientOps;
 use crate::store::validate_session_id;
@@ -69,7 +69,7 @@ pub async fn run(core: Arc<AgentCore>, args: RunArgs) -> RunExit {
         outcomes.push(RunExit::Usage);
     }
     let concurrency = usize::from(ctx.args.jobs);
-    let mut progress = BatchProgress::new(jobs.len() as u64, ctx.args.batch.is_some());
+    let mut progress = BatchProgress::new(jobs.len() as u64, ctx.args.batch.is_some(), "prompts");
     let mut results = futures::stream::iter(jobs.into_iter().map(|job| run_job(ctx.clone(), job)))
         .buffer_unordered(concurrency);
     while let Some((report, exit)) = results.next().await {
@@ -183,11 +183,11 @@ async fn run_job(ctx: Arc<RunContext>, job: Job) -> (PromptReport, RunExit) {
             RunExit::Timeout
         }
         Ok(StopReason::Cancelled) if ctx.interrupt.is_cancelled() => {
-            report.stop_reason = Some(stop_reason_id(StopReason::Cancelled));
+            report.stop_reason = Some(StopReason::Cancelled.id());
             RunExit::Interrupted
         }
         Ok(reason) => {
-            report.stop_reason = Some(stop_reason_id(reason));
+            report.stop_reason = Some(reason.id());
             RunExit::Ok
         }
         Err(err) => {

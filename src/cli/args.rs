@@ -29,6 +29,9 @@ pub enum CliCommand {
     Models,
     /// Run prompts headless: one prompt (-p or stdin) or a batch file.
     Run(crate::batch::RunArgs),
+    /// Score a model on the built-in suite of agent tasks (each in a fresh temporary project,
+    /// where the model's writes and commands run without asking).
+    Eval(crate::eval::EvalArgs),
     /// Parse raw model output from stdin into text, reasoning and tool calls (JSON lines).
     Parse(super::parse::ParseArgs),
     /// The agent in a terminal: a line editor, streamed answers, permission questions.

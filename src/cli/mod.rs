@@ -3,6 +3,7 @@
 
 mod args;
 pub mod parse;
+pub mod pull;
 pub mod sessions;
 
 pub use args::{Cli, CliCommand, ENGINE_WORKER, ModelAction};

@@ -91,6 +91,7 @@ pub fn run(
             ThinkArg::Closed => ThinkStart::Closed,
             ThinkArg::Open => ThinkStart::Open,
         },
+        text_calls: Default::default(),
     };
     let mut parser = StreamParser::new(config);
     let mut events = Vec::new();

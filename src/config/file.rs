@@ -33,6 +33,7 @@ pub(super) struct FileLocal {
     pub max_context: Option<Spanned<u32>>,
     pub prefill_chunk: Option<Spanned<u32>>,
     pub max_tokens: Option<Spanned<u32>>,
+    pub temperature: Option<Spanned<f32>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -47,6 +48,8 @@ pub(super) struct FileLog {
 pub(super) struct FileAgent {
     pub max_turn_requests: Option<Spanned<u32>>,
     pub compact_threshold: Option<Spanned<f64>>,
+    #[serde(default)]
+    pub assists_off: Vec<super::Assist>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -59,6 +62,7 @@ pub(super) struct FileEndpoint {
     pub model: Option<String>,
     pub context_window: Option<Spanned<u32>>,
     pub max_tokens: Option<Spanned<u32>>,
+    pub temperature: Option<Spanned<f32>>,
     pub tokenizer: Option<std::path::PathBuf>,
     #[serde(default)]
     pub tool_format: ToolFormat,

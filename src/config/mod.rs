@@ -4,10 +4,12 @@
 //! (a missing default file is fine; a missing explicit one is an error). `config.example.toml`
 //! at the repository root documents every key.
 
+mod assists;
 mod error;
 mod file;
 mod resolve;
 
+pub use assists::{Assist, Assists};
 pub use error::ConfigError;
 pub use resolve::{
     AgentSettings, Config, ConfigSource, EndpointConfig, LOCAL_ENDPOINT, LocalSettings,

@@ -39,6 +39,8 @@ pub struct LocalSettings {
     pub prefill_chunk: Option<u32>,
     /// The most tokens one answer may have.
     pub max_tokens: Option<u32>,
+    /// Sampling temperature (0 = greedy); default: Qwen's recommended sampling.
+    pub temperature: Option<f32>,
 }
 
 /// Where the configuration came from, for messages.
@@ -59,6 +61,8 @@ pub struct EndpointConfig {
     pub model: Option<String>,
     pub context_window: Option<u32>,
     pub max_tokens: Option<u32>,
+    /// Sampling temperature sent with each request (0 = greedy); default: the server's.
+    pub temperature: Option<f32>,
     /// A `tokenizer.json` for exact token counts; without one they are estimated.
     pub tokenizer: Option<PathBuf>,
     pub tool_format: ToolFormat,
@@ -98,6 +102,8 @@ pub struct AgentSettings {
     pub max_turn_requests: u32,
     /// Share of the window (0..1) at which the conversation is summarised.
     pub compact_threshold: f64,
+    /// The help given to models that need it (all on unless turned off).
+    pub assists: super::Assists,
 }
 
 impl Default for AgentSettings {
@@ -105,6 +111,7 @@ impl Default for AgentSettings {
         Self {
             max_turn_requests: DEFAULT_MAX_TURN_REQUESTS,
             compact_threshold: crate::context::DEFAULT_COMPACT_THRESHOLD,
+            assists: super::Assists::default(),
         }
     }
 }
@@ -218,6 +225,7 @@ pub fn parse_str(
                 max_context: l.max_context.map(Spanned::into_inner),
                 prefill_chunk: l.prefill_chunk.map(Spanned::into_inner),
                 max_tokens: l.max_tokens.map(Spanned::into_inner),
+                temperature: temperature("local.temperature", l.temperature, &at)?,
             })
         }
         None if endpoints.is_empty() => Some(LocalSettings::default()),
@@ -235,6 +243,7 @@ pub fn parse_str(
         agent: AgentSettings {
             max_turn_requests,
             compact_threshold,
+            assists: super::Assists::without(file.agent.assists_off),
         },
         source,
     })
@@ -306,6 +315,7 @@ fn resolve_endpoint(
         model: raw.model.filter(|m| !m.trim().is_empty()),
         context_window: raw.context_window.map(Spanned::into_inner),
         max_tokens: raw.max_tokens.map(Spanned::into_inner),
+        temperature: temperature(&key("temperature"), raw.temperature, at)?,
         tokenizer: raw.tokenizer,
         tool_format: raw.tool_format,
         headers: raw.headers.into_iter().collect(),
@@ -379,6 +389,7 @@ fn apply_env(config: &mut Config, env: &dyn Fn(&str) -> Option<String>) -> Resul
             model: env("HEARTH_MODEL").filter(|m| !m.is_empty()),
             context_window: None,
             max_tokens: None,
+            temperature: None,
             tokenizer: None,
             tool_format: ToolFormat::Auto,
             headers: Vec::new(),
@@ -386,6 +397,22 @@ fn apply_env(config: &mut Config, env: &dyn Fn(&str) -> Option<String>) -> Resul
         },
     );
     Ok(())
+}
+
+/// A sampling temperature: a number from 0 (greedy) to 2.
+fn temperature(
+    key: &str,
+    value: Option<Spanned<f32>>,
+    at: &At<'_>,
+) -> Result<Option<f32>, ConfigError> {
+    match value {
+        Some(v) if !(v.get_ref().is_finite() && (0.0..=2.0).contains(v.get_ref())) => Err(at(
+            key,
+            v.span(),
+            "must be a number from 0 (greedy) to 2".into(),
+        )),
+        other => Ok(other.map(Spanned::into_inner)),
+    }
 }
 
 fn line_of(text: &str, offset: usize) -> usize {

@@ -23,6 +23,7 @@ fn example_config_parses_with_every_key() {
     assert_eq!(lm.api_key.as_deref(), Some("lm-studio"));
     assert_eq!(lm.context_window, Some(32768));
     assert_eq!(lm.max_tokens, Some(4096));
+    assert_eq!(lm.temperature, Some(0.7));
     assert_eq!(
         lm.headers,
         vec![("X-Title".to_string(), "hearth".to_string())]
@@ -166,4 +167,21 @@ fn bad_environment_url_is_named() {
 fn explicit_missing_file_is_an_error() {
     let err = load(Some(Path::new("/nonexistent/hearth.toml")), &no_env).unwrap_err();
     assert!(matches!(err, ConfigError::Read { .. }), "{err}");
+}
+
+#[test]
+fn assists_can_be_turned_off_and_a_temperature_must_be_one() {
+    let config = parse("[agent]\nassists_off = [\"attach_files\", \"loop_guard\"]\n").unwrap();
+    assert!(!config.agent.assists.on(super::super::Assist::AttachFiles));
+    assert!(!config.agent.assists.on(super::super::Assist::LoopGuard));
+    assert!(config.agent.assists.on(super::super::Assist::TextCalls));
+    assert!(parse("[agent]\nassists_off = [\"telepathy\"]\n").is_err());
+    let config = parse("[local]\ntemperature = 0\n").unwrap();
+    assert_eq!(config.local.unwrap().temperature, Some(0.0));
+    let text = "[[endpoints]]\nname = \"a\"\nbase_url = \"http://x/v1\"\ntemperature = 3.5\n";
+    let err = parse(text).unwrap_err().to_string();
+    assert!(
+        err.contains("endpoints[0].temperature") && err.contains("line 4"),
+        "{err}"
+    );
 }

@@ -3,6 +3,7 @@
 
 use hearth_backend::ToolSpec;
 
+use super::config::TextCalls;
 use super::event::{Malformed, MalformedReason, ParseEvent, Repair, StreamEnd};
 use super::normalize::{Intent, Outcome, to_calls};
 use super::repair::parse_values;
@@ -54,7 +55,11 @@ pub(crate) struct Finished<'a> {
 }
 
 /// The events a block produces. Text events carry only bytes of `raw` that are visible text.
-pub(crate) fn interpret(block: &Finished<'_>, tools: &[ToolSpec]) -> Vec<ParseEvent> {
+pub(crate) fn interpret(
+    block: &Finished<'_>,
+    tools: &[ToolSpec],
+    invented: TextCalls,
+) -> Vec<ParseEvent> {
     let intent = block.kind.intent();
     let malformed = |reason| {
         vec![ParseEvent::Malformed(Malformed {
@@ -81,7 +86,7 @@ pub(crate) fn interpret(block: &Finished<'_>, tools: &[ToolSpec]) -> Vec<ParseEv
             Intent::Candidate => as_text(),
         };
     }
-    let (outcomes, leftover) = match read_body(block, tools, intent) {
+    let (outcomes, leftover) = match read_body(block, tools, intent, invented) {
         Ok(read) => read,
         Err(detail) => {
             return match intent {
@@ -121,6 +126,7 @@ fn read_body<'a>(
     block: &Finished<'a>,
     tools: &[ToolSpec],
     intent: Intent,
+    invented: TextCalls,
 ) -> Result<(Vec<Outcome>, &'a str), String> {
     let mut base = Vec::new();
     match (block.kind, block.ending) {
@@ -142,7 +148,7 @@ fn read_body<'a>(
     let outs = v
         .values
         .into_iter()
-        .map(|value| to_calls(value, tools, intent, &base))
+        .map(|value| to_calls(value, tools, intent, invented, &base))
         .collect();
     Ok((outs, v.leftover))
 }

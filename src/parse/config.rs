@@ -7,13 +7,34 @@ use super::ToolFormat;
 /// What a [`crate::parse::StreamParser`] needs to know about the request.
 #[derive(Debug, Clone, Default)]
 pub struct ParserConfig {
-    /// `Auto`, `Hermes` and `Xml` all parse both in-band formats (models drift between them);
-    /// `Native` only routes reasoning, since calls arrive as `tool_calls`.
+    /// `Auto`, `Hermes` and `Xml` all parse both in-band formats (models drift between them).
+    /// `Native` parses them too: calls should arrive as `tool_calls`, but a server whose
+    /// template missed one (llama.cpp returning the call as JSON text in `content`) must not
+    /// have it shown as the answer.
     pub format: ToolFormat,
     /// The declared tools: calls to anything else are never executed.
     pub tools: Vec<ToolSpec>,
     /// Whether the prompt ended inside `<think>`.
     pub think: ThinkStart,
+    /// What call-shaped JSON written as text is.
+    pub text_calls: TextCalls,
+}
+
+/// What to make of a call written as a JSON object in the text (`{"name": …, "arguments": …}`)
+/// rather than in `<tool_call>` tags. Small models do this all the time: they invent a tool
+/// (`write_fizzbuzz`) instead of answering, or say "use read_file as follows:" and write the
+/// call they mean to make.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TextCalls {
+    /// Opening the message (bare or fenced): a call, and one naming no declared tool is a
+    /// malformed call (the model is told the real tools, and to answer in text if none fits).
+    /// After prose, in a message that made no other call: a call when it names a declared
+    /// tool and has exactly a call's keys.
+    #[default]
+    Take,
+    /// Only the classic forms: a bare or fenced object opening the message that names a
+    /// declared tool; anything else is plain text.
+    Show,
 }
 
 /// Where the output starts relative to a think block.

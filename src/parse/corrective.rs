@@ -26,6 +26,9 @@ pub fn corrective_message(m: &Malformed, format: ResolvedFormat) -> String {
         MalformedReason::Truncated => {
             " Write a shorter call: split large contents over several calls."
         }
+        MalformedReason::UnknownTool { .. } => {
+            " Use only the tools listed. If none of them fits, answer the user in plain text, without any call."
+        }
         _ => "",
     };
     match format {

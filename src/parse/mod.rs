@@ -7,6 +7,7 @@ mod corrective;
 mod event;
 mod native;
 mod normalize;
+mod prose_calls;
 mod pyjson;
 mod render;
 mod repair;
@@ -18,10 +19,12 @@ mod test_support;
 mod tool_format;
 mod xml;
 
-pub use config::{ParserConfig, ResolvedFormat, ThinkStart, resolve_format, think_start_for};
+pub use config::{
+    ParserConfig, ResolvedFormat, TextCalls, ThinkStart, resolve_format, think_start_for,
+};
 pub use corrective::{MAX_MALFORMED_ROUNDS, corrective_message, give_up_message};
 pub use event::{Malformed, MalformedReason, ParseEvent, ParsedCall, Repair, StreamEnd};
 pub use native::repair_native_call;
-pub use render::{render_messages, render_tool_block, stop_strings};
+pub use render::{SESSION_PART, render_messages, render_tool_block, stop_strings};
 pub use stream::StreamParser;
 pub use tool_format::ToolFormat;

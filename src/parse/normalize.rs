@@ -5,6 +5,7 @@
 use hearth_backend::ToolSpec;
 use serde_json::{Map, Value};
 
+use super::config::TextCalls;
 use super::event::{MalformedReason, ParsedCall, Repair, type_name};
 use super::repair::parse_lenient;
 use super::schema;
@@ -27,6 +28,9 @@ pub(crate) enum Outcome {
     NotACall,
 }
 
+/// The keys of a call object: one with only these, naming no declared tool, is an invented call.
+pub(crate) const CALL_KEYS: [&str; 5] = ["name", "arguments", "parameters", "type", "id"];
+
 /// Keys under which models put the tool name when they do not use `name`.
 const NAME_ALIASES: [&str; 5] = ["tool", "tool_name", "function", "action", "command"];
 
@@ -35,6 +39,7 @@ pub(crate) fn to_calls(
     value: Value,
     tools: &[ToolSpec],
     intent: Intent,
+    invented: TextCalls,
     base: &[Repair],
 ) -> Outcome {
     let items = match value {
@@ -43,7 +48,7 @@ pub(crate) fn to_calls(
     };
     let mut calls = Vec::new();
     for item in items {
-        match one_call(item, tools, intent, base) {
+        match one_call(item, tools, intent, invented, base) {
             Outcome::Calls(mut c) => calls.append(&mut c),
             other => return other,
         }
@@ -51,7 +56,13 @@ pub(crate) fn to_calls(
     Outcome::Calls(calls)
 }
 
-fn one_call(value: Value, tools: &[ToolSpec], intent: Intent, base: &[Repair]) -> Outcome {
+fn one_call(
+    value: Value,
+    tools: &[ToolSpec],
+    intent: Intent,
+    invented: TextCalls,
+    base: &[Repair],
+) -> Outcome {
     let mut repairs = base.to_vec();
     let Value::Object(mut obj) = value else {
         return match intent {
@@ -74,6 +85,15 @@ fn one_call(value: Value, tools: &[ToolSpec], intent: Intent, base: &[Repair]) -
         let has_args = ["arguments", "parameters"]
             .iter()
             .any(|k| obj.contains_key(*k));
+        if let Some(name) = named.as_deref()
+            && !declared
+            && has_args
+            && invented == TextCalls::Take
+            && obj.keys().all(|k| CALL_KEYS.contains(&k.as_str()))
+        {
+            // Exactly a call's shape, naming a tool that does not exist: an invented tool.
+            return Outcome::Failed(unknown(name, tools));
+        }
         if !(declared && has_args) {
             return match aliased_name(&obj, tools) {
                 Some(tool) => Outcome::Failed(wrong_keys(tool, &obj)),
@@ -284,14 +304,14 @@ mod tests {
             ),
         ];
         let ambiguous = json!({"arguments": {"path": "a"}});
-        match to_calls(ambiguous, &tools, Intent::Explicit, &[]) {
+        match to_calls(ambiguous, &tools, Intent::Explicit, TextCalls::Take, &[]) {
             Outcome::Failed(MalformedReason::MissingName { candidates }) => {
                 assert_eq!(candidates, vec!["cat", "stat"]);
             }
             other => panic!("{other:?}"),
         }
         let unique = json!({"arguments": {"path": "a", "follow": true}});
-        match to_calls(unique, &tools, Intent::Explicit, &[]) {
+        match to_calls(unique, &tools, Intent::Explicit, TextCalls::Take, &[]) {
             Outcome::Calls(c) => assert_eq!(
                 (c[0].name.as_str(), c[0].repairs.clone()),
                 ("stat", vec![Repair::InferredName])
@@ -300,7 +320,13 @@ mod tests {
         }
         // A candidate (bare JSON) without a declared name is just text.
         assert!(matches!(
-            to_calls(json!({"path": "a"}), &tools, Intent::Candidate, &[]),
+            to_calls(
+                json!({"path": "a"}),
+                &tools,
+                Intent::Candidate,
+                TextCalls::Take,
+                &[]
+            ),
             Outcome::NotACall
         ));
     }

@@ -13,6 +13,12 @@ const HERMES_TAIL: &str = "\n</tools>\n\nFor each function call, return a json o
 const XML_HEAD: &str = "You have access to the following functions:\n\n<tools>";
 const XML_TAIL: &str = "\n</tools>\n\nIf you choose to call a function ONLY reply in the following format with NO suffix:\n\n<tool_call>\n<function=example_function_name>\n<parameter=example_parameter_1>\nvalue_1\n</parameter>\n<parameter=example_parameter_2>\nThis is the value for the second parameter\nthat can span\nmultiple lines\n</parameter>\n</function>\n</tool_call>\n\n<IMPORTANT>\nReminder:\n- Function calls MUST follow the specified format: an inner <function=...></function> block must be nested within <tool_call></tool_call> XML tags\n- Required parameters MUST be specified\n- You may provide optional reasoning for your function call in natural language BEFORE the function call, but NOT after\n- If there is no function call available, answer the question like normal with your current knowledge and do not tell the user about function calls\n</IMPORTANT>";
 
+/// Splits a system prompt into what every session shares (before it) and what is this
+/// session's own (after it: the project's path, the mode's rules). The tool block goes between
+/// the two, so every session's requests begin with the same tokens and the engine's prefix
+/// cache serves a new session, in any project, from the first token of its tool block.
+pub const SESSION_PART: &str = "\u{0}session\u{0}";
+
 /// The tool section of the system prompt (empty for native tool calling or no tools).
 pub fn render_tool_block(format: ResolvedFormat, tools: &[ToolSpec]) -> String {
     if tools.is_empty() {
@@ -112,7 +118,8 @@ pub fn render_messages(
 ) -> Vec<Message> {
     let mut out = Vec::new();
     let block = render_tool_block(format, tools);
-    let system_text = [system, block.as_str()]
+    let (shared, own) = system.split_once(SESSION_PART).unwrap_or((system, ""));
+    let system_text = [shared, block.as_str(), own]
         .into_iter()
         .filter(|s| !s.is_empty())
         .collect::<Vec<_>>()

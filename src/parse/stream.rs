@@ -6,11 +6,11 @@
 use hearth_backend::ToolSpec;
 use memchr::memchr;
 
-use super::ToolFormat;
 use super::block::BlockKind;
-use super::config::{ParserConfig, ThinkStart};
+use super::config::{ParserConfig, TextCalls, ThinkStart};
 use super::event::{ParseEvent, StreamEnd};
 use super::normalize::find_tool;
+use super::prose_calls::calls_in_prose;
 use super::tags::{
     CALL_CLOSE, CALL_OPEN, FUNCTION_OPEN, MAX_NAME, Match, THINK_CLOSE, THINK_OPEN, closer,
     match_tag,
@@ -20,9 +20,10 @@ use super::tags::{
 #[derive(Debug)]
 pub struct StreamParser {
     tools: Vec<ToolSpec>,
-    /// False for native tool calling: only reasoning is routed.
+    /// Whether in-band calls are read at all (always, since native servers leak them too).
     calls: bool,
     think: ThinkStart,
+    pub(super) invented: TextCalls,
     s: State,
 }
 
@@ -50,6 +51,11 @@ struct State {
     out: Vec<ParseEvent>,
     text: String,
     reasoning: String,
+    /// Every visible text byte of the message, kept for [`calls_in_prose`] when calls written
+    /// as text are taken.
+    shown: String,
+    /// A call (good or malformed) was read from the message.
+    made_calls: bool,
 }
 
 impl State {
@@ -68,6 +74,8 @@ impl State {
             out: Vec::new(),
             text: String::new(),
             reasoning: String::new(),
+            shown: String::new(),
+            made_calls: false,
         }
     }
 }
@@ -110,8 +118,9 @@ impl StreamParser {
     /// A parser for one message.
     pub fn new(config: ParserConfig) -> Self {
         Self {
-            calls: config.format != ToolFormat::Native,
+            calls: true,
             think: config.think,
+            invented: config.text_calls,
             tools: config.tools,
             s: State::new(config.think),
         }
@@ -155,6 +164,16 @@ impl StreamParser {
             self.finish_open_block(blk, end);
         }
         self.s.finished = true;
+        if end == StreamEnd::Stop
+            && !self.s.made_calls
+            && self.s.think_calls.is_empty()
+            && self.invented == TextCalls::Take
+        {
+            let shown = std::mem::take(&mut self.s.shown);
+            for event in calls_in_prose(&shown, &self.tools) {
+                self.push_event(event);
+            }
+        }
         if self.s.mode == Mode::Think {
             match end {
                 StreamEnd::Stop => {
@@ -208,6 +227,9 @@ impl StreamParser {
         if !self.s.visible && t.bytes().any(|c| !c.is_ascii_whitespace()) {
             self.s.visible = true;
         }
+        if self.invented == TextCalls::Take {
+            self.s.shown.push_str(t);
+        }
         self.s.text.push_str(t);
     }
 
@@ -222,6 +244,9 @@ impl StreamParser {
     }
 
     fn push_event(&mut self, e: ParseEvent) {
+        if matches!(e, ParseEvent::ToolCall(_) | ParseEvent::Malformed(_)) {
+            self.s.made_calls = true;
+        }
         self.flush();
         self.s.out.push(e);
     }

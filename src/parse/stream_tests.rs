@@ -315,6 +315,34 @@ fn qwen3_coder_xml() {
 }
 
 #[test]
+fn an_invented_tool_in_a_call_shaped_object_is_answered_not_shown() {
+    let fenced =
+        "```json\n{\n  \"name\": \"write_fizzbuzz\",\n  \"arguments\": {\"n\": 15}\n}\n```";
+    check(&case(
+        "fenced",
+        fenced,
+        vec![Bad("unknown tool `write_fizzbuzz`")],
+    ));
+    let bare = "{\"name\": \"is_prime\", \"parameters\": {\"n\": 7}}";
+    check(&case("bare", bare, vec![Bad("unknown tool `is_prime`")]));
+    // Not exactly a call's shape: JSON in an answer stays the answer. After prose it is shown
+    // as it streamed, and still answered.
+    let data = "{\"name\": \"Ada\", \"arguments\": [], \"age\": 36}";
+    check(&case("data", data, vec![T(data)]));
+    let shown = "Like this:\n{\"name\": \"x\", \"arguments\": {}}";
+    check(&case(
+        "after prose",
+        shown,
+        vec![T(shown), Bad("unknown tool `x`")],
+    ));
+    // Turned off, the object is shown as it came.
+    let mut cfg = config(ToolFormat::Auto, ThinkStart::Closed);
+    cfg.text_calls = super::super::TextCalls::Show;
+    let got = split_invariant(&cfg, fenced, StreamEnd::Stop);
+    assert_eq!(got, vec![ParseEvent::Text(fenced.into())]);
+}
+
+#[test]
 fn names_resolved_strictly() {
     let input = "<tool_call>{\"name\": \"todorantum\", \"arguments\": {}}</tool_call>";
     check(&case(
@@ -456,16 +484,15 @@ fn calls_inside_think() {
 }
 
 #[test]
-fn native_format_routes_only_reasoning() {
+fn native_format_still_reads_a_call_the_server_left_in_the_text() {
+    // llama.cpp returns a call its template missed as text in `content`, finish `stop`: it is
+    // the call it says it is, not the answer.
     let input = "<think>hm</think><tool_call>{\"name\": \"list_dir\"}</tool_call>";
-    let mut c = case(
-        "native",
-        input,
-        vec![
-            R("hm"),
-            T("<tool_call>{\"name\": \"list_dir\"}</tool_call>"),
-        ],
-    );
+    let mut c = case("native", input, vec![R("hm"), C("list_dir", json!({}))]);
+    c.format = ToolFormat::Native;
+    check(&c);
+    let bare = "{\"name\": \"list_dir\", \"arguments\": {}}";
+    let mut c = case("native bare", bare, vec![C("list_dir", json!({}))]);
     c.format = ToolFormat::Native;
     check(&c);
 }

@@ -42,6 +42,7 @@ pub(crate) fn config(format: ToolFormat, think: ThinkStart) -> ParserConfig {
         format,
         tools: tools(),
         think,
+        text_calls: Default::default(),
     }
 }
 

@@ -5,11 +5,13 @@
 
 mod args;
 mod bash;
+mod compact;
 mod edit_file;
 mod glob;
 mod grep;
 mod handler;
 mod list_dir;
+mod mentions;
 mod paths;
 mod policy;
 mod read_file;
@@ -23,11 +25,13 @@ mod write_file;
 pub(crate) mod test_support;
 
 pub use bash::Bash;
+pub use compact::{COMPACT_WINDOW, compact_specs};
 pub use edit_file::{Applied, Edit, EditFile, apply_edits};
 pub use glob::Glob;
 pub use grep::Grep;
 pub use handler::{Prepared, ToolContext, ToolError, ToolHandler, ToolLimits, ToolOutput};
 pub use list_dir::ListDir;
+pub use mentions::attach_named_files;
 pub use paths::{PathError, Resolved, is_within, normalize, real_path, resolve};
 pub use policy::{
     Decision, Subject, USER_REJECTED, USER_REJECTED_ALWAYS, decide, offers, plan_dir,

@@ -59,14 +59,16 @@ fn setup(server: &FakeServer) -> Setup {
 }
 
 /// A native tool call with no usage chunk, so usage comes from hearth's own count.
-fn read_big(id: &str) -> Reply {
+/// A read of big.txt from line `n + 1`: each read differs, so none is a repeat the loop guard
+/// would refuse to run again.
+fn read_big(id: &str, n: usize) -> Reply {
     Reply::frames(&[
         chunk_role(),
         chunk_tool_call(
             0,
             Some(id),
             Some("read_file"),
-            &json!({"path": "big.txt"}).to_string(),
+            &json!({"path": "big.txt", "offset": n + 1}).to_string(),
         ),
         chunk_finish("tool_calls"),
         DONE.to_string(),
@@ -165,7 +167,7 @@ async fn a_tool_heavy_turn_fits_the_window_compacts_and_reports_usage() {
     let server = FakeServer::start().await.unwrap();
     let s = setup(&server);
     for i in 0..5 {
-        server.push(read_big(&format!("c{i}")));
+        server.push(read_big(&format!("c{i}"), i));
     }
     server.push(answer("All five reads done."));
     for _ in 0..3 {
@@ -223,7 +225,7 @@ async fn a_failing_summary_degrades_to_elision_with_a_message() {
     let server = FakeServer::start().await.unwrap();
     let s = setup(&server);
     for i in 0..5 {
-        server.push(read_big(&format!("c{i}")));
+        server.push(read_big(&format!("c{i}"), i));
     }
     server.push(answer("Done anyway."));
     for _ in 0..3 {
@@ -543,7 +545,7 @@ async fn a_summary_rejected_with_counts_teaches_the_window() {
     let server = FakeServer::start().await.unwrap();
     let s = setup(&server);
     for i in 0..5 {
-        server.push(read_big(&format!("c{i}")));
+        server.push(read_big(&format!("c{i}"), i));
     }
     server.push(answer("Done anyway."));
     let stated = WINDOW / 2;

@@ -9,14 +9,18 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use hearth_backend::{
     Backend, BackendError, BackendEvent, CompletionRequest, EventStream, ModelDescription,
-    ModelInfo, Progress, ServerKind,
+    ModelInfo, Progress, ServerKind, WindowSource,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::LocalBackend;
 use crate::engine::EngineConfig;
-use crate::fetch::{DEFAULT_MODEL_ID, FetchProgress, cached_default_model, fetch_default_model};
+use crate::fetch::{
+    DEFAULT_MODEL_CONTEXT, DEFAULT_MODEL_ID, FetchProgress, cached_default_model,
+    fetch_default_model,
+};
+use crate::model::ModelFiles;
 
 /// Which weights the lazy backend runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,6 +60,25 @@ impl LazyLocalBackend {
             ModelSource::Default => DEFAULT_MODEL_ID.to_string(),
             ModelSource::File(path) => crate::model::ModelFiles::default_id(path),
         }
+    }
+
+    /// The window the engine will run with, from the model's header and `max_context`.
+    fn window_before_start(&self) -> Option<u32> {
+        let trained = match &self.source {
+            ModelSource::Default => match cached_default_model() {
+                Some(path) => ModelFiles::at(&path).header().ok()?.config.context_length,
+                None => DEFAULT_MODEL_CONTEXT,
+            },
+            ModelSource::File(path) => ModelFiles::at(path).header().ok()?.config.context_length,
+        };
+        let path = match &self.source {
+            ModelSource::Default => PathBuf::new(),
+            ModelSource::File(path) => path.clone(),
+        };
+        let window = (self.configure)(path)
+            .max_context
+            .map_or(trained, |cap| cap.min(trained));
+        u32::try_from(window).ok().filter(|w| *w > 0)
     }
 
     fn running(&self) -> Option<LocalBackend> {
@@ -210,11 +233,21 @@ impl Backend for LazyLocalBackend {
     async fn describe(&self, model: &str) -> ModelDescription {
         match self.running() {
             Some(backend) => backend.describe(model).await,
-            None => ModelDescription {
-                server: ServerKind::Engine,
-                settled: false,
-                ..ModelDescription::unknown()
-            },
+            None => {
+                // Not started yet: the window is read from the weights' header (or, before the
+                // default model is fetched, known from it), so no caller has to guess.
+                let lazy = self.clone();
+                let window = tokio::task::spawn_blocking(move || lazy.window_before_start())
+                    .await
+                    .ok()
+                    .flatten();
+                ModelDescription {
+                    window: window.map(|w| (w, WindowSource::Listed)),
+                    server: ServerKind::Engine,
+                    settled: false,
+                    ..ModelDescription::unknown()
+                }
+            }
         }
     }
 

@@ -17,6 +17,9 @@ pub const DEFAULT_MODEL_SHA256: &str =
     "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32";
 /// Size of the default model file in bytes.
 pub const DEFAULT_MODEL_BYTES: u64 = 491_400_064;
+/// The default model's trained window (`qwen2.context_length` in its GGUF header), for
+/// describing it before it is fetched.
+pub const DEFAULT_MODEL_CONTEXT: usize = 32_768;
 
 /// `$XDG_CACHE_HOME/hearth/models` (or the platform's cache directory).
 pub fn models_dir() -> Result<PathBuf, EngineError> {

@@ -10,8 +10,8 @@ mod report;
 mod sources;
 
 pub use cache::{
-    DEFAULT_MODEL_BYTES, DEFAULT_MODEL_FILE, DEFAULT_MODEL_ID, DEFAULT_MODEL_SHA256,
-    cached_default_model, list_cached_models, models_dir, sha256_file,
+    DEFAULT_MODEL_BYTES, DEFAULT_MODEL_CONTEXT, DEFAULT_MODEL_FILE, DEFAULT_MODEL_ID,
+    DEFAULT_MODEL_SHA256, cached_default_model, list_cached_models, models_dir, sha256_file,
 };
 pub use hub::{HubConfig, HubFile};
 pub use pypi::PypiMirror;

@@ -145,7 +145,8 @@ pub fn fetch_model(
                 return Ok(dest);
             }
             Err(error) => {
-                warn!(source = %name, %error, "model source failed; trying the next");
+                // Expected when a source is offline; the final error lists every source.
+                info!(source = %name, %error, "model source failed; trying the next");
                 attempts.push((name, error));
             }
         }

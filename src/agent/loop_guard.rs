@@ -1,0 +1,156 @@
+//! Catching a model that goes in circles: the same call again with nothing changed since, or
+//! an empty answer after its tool results. Each gets one nudge that tells the model what to do
+//! instead; a model that does it again ends the turn with a reason the user can read.
+
+use std::collections::HashSet;
+
+use hearth_conversation::{HistoryEntry, ToolCallRecord};
+
+use crate::tools::ToolRegistry;
+
+/// What the model is told when it repeats a call.
+pub const REPEAT_NUDGE: &str = "Not run again: you already made this exact call, and nothing has \
+changed since; its result is above. Use that result to answer the user now, or make a \
+different call.";
+
+/// What the model is told when it answers nothing after tool results.
+pub const BLANK_NUDGE: &str = "Your last reply was empty. Answer my request now, in plain \
+text, using the tool results above if there are any.";
+
+/// The turn's record of calls since the project last changed.
+#[derive(Debug, Default)]
+pub struct LoopGuard {
+    enabled: bool,
+    /// Calls (name and arguments) run since the last call that could change the project.
+    seen: HashSet<String>,
+    /// Rounds in a row whose every call was a repeat.
+    repeat_rounds: u32,
+    blank_nudged: bool,
+}
+
+/// What to do with a round that called no tool.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Silence {
+    /// It said something: the turn ends normally.
+    Answered,
+    /// Ask again with [`BLANK_NUDGE`].
+    Nudge,
+    /// Nudged once already: end the turn, telling the user why.
+    GiveUp(&'static str),
+}
+
+impl LoopGuard {
+    pub fn new(enabled: bool) -> Self {
+        Self {
+            enabled,
+            ..Self::default()
+        }
+    }
+
+    fn key(call: &ToolCallRecord) -> String {
+        format!("{}\u{0}{}", call.name, call.arguments)
+    }
+
+    /// Whether `call` repeats one made since the project last changed.
+    pub fn is_repeat(&self, call: &ToolCallRecord) -> bool {
+        self.enabled && self.seen.contains(&Self::key(call))
+    }
+
+    /// Records the calls that ran this round. A call that may change the project (a write, an
+    /// edit, a command) makes every earlier call worth making again.
+    pub fn ran(&mut self, calls: &[ToolCallRecord], tools: &ToolRegistry) {
+        for call in calls {
+            if !tools.runs_concurrently(&call.name) {
+                self.seen.clear();
+            }
+            self.seen.insert(Self::key(call));
+        }
+    }
+
+    /// Counts a round whose calls were all repeats; true when the turn should stop.
+    pub fn repeated_round(&mut self, all_repeats: bool) -> bool {
+        self.repeat_rounds = if all_repeats {
+            self.repeat_rounds + 1
+        } else {
+            0
+        };
+        self.enabled && self.repeat_rounds >= 2
+    }
+
+    /// Judges a round that made no call.
+    pub fn silence(&mut self, text: &str) -> Silence {
+        if !self.enabled || !text.trim().is_empty() {
+            return Silence::Answered;
+        }
+        if self.blank_nudged {
+            return Silence::GiveUp("The model gave no answer, even when asked again.");
+        }
+        self.blank_nudged = true;
+        Silence::Nudge
+    }
+}
+
+/// The nudge for a blank answer, as the next user message.
+pub fn blank_nudge() -> HistoryEntry {
+    HistoryEntry::User {
+        content: vec![hearth_backend::ContentPart::text(BLANK_NUDGE)],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hearth_conversation::ToolCallId;
+    use serde_json::json;
+
+    fn call(name: &str, args: serde_json::Value) -> ToolCallRecord {
+        ToolCallRecord {
+            id: ToolCallId::generate(),
+            name: name.into(),
+            arguments: args,
+        }
+    }
+
+    #[test]
+    fn a_read_repeated_with_nothing_changed_is_caught_and_a_write_in_between_clears_it() {
+        let tools = ToolRegistry::builtin();
+        let mut guard = LoopGuard::new(true);
+        let read = call("read_file", json!({"path": "a"}));
+        assert!(!guard.is_repeat(&read));
+        guard.ran(std::slice::from_ref(&read), &tools);
+        assert!(guard.is_repeat(&read));
+        assert!(!guard.is_repeat(&call("read_file", json!({"path": "b"}))));
+        guard.ran(
+            &[call("write_file", json!({"path": "a", "content": "x"}))],
+            &tools,
+        );
+        assert!(!guard.is_repeat(&read));
+        // Running the tests again after an edit is not a loop; running them twice in a row is.
+        let test = call("bash", json!({"command": "pytest"}));
+        guard.ran(std::slice::from_ref(&test), &tools);
+        assert!(guard.is_repeat(&test));
+    }
+
+    #[test]
+    fn two_rounds_of_repeats_stop_the_turn_and_one_good_round_resets_the_count() {
+        let mut guard = LoopGuard::new(true);
+        assert!(!guard.repeated_round(true));
+        assert!(!guard.repeated_round(false));
+        assert!(!guard.repeated_round(true));
+        assert!(guard.repeated_round(true));
+    }
+
+    #[test]
+    fn a_blank_answer_is_nudged_once_then_ends_the_turn() {
+        let tools = ToolRegistry::builtin();
+        let mut guard = LoopGuard::new(true);
+        guard.ran(&[call("list_dir", json!({}))], &tools);
+        assert_eq!(guard.silence("Here you go."), Silence::Answered);
+        assert_eq!(guard.silence("\n \n"), Silence::Nudge);
+        assert!(matches!(guard.silence(""), Silence::GiveUp(_)));
+        let mut off = LoopGuard::new(false);
+        off.ran(&[call("list_dir", json!({}))], &tools);
+        assert_eq!(off.silence(""), Silence::Answered);
+        assert!(!off.is_repeat(&call("list_dir", json!({}))));
+    }
+}

@@ -1,0 +1,84 @@
+//! The help hearth gives models that need it: each assist is on by default, can be turned off
+//! in the config (`[agent] assists_off = […]`) and is measured with `hearth eval --without`.
+
+use std::collections::BTreeSet;
+
+use serde::Deserialize;
+
+use crate::parse::TextCalls;
+
+/// One assist.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "snake_case")]
+#[value(rename_all = "snake_case")]
+pub enum Assist {
+    /// A call-shaped JSON object naming no declared tool is answered to the model with the real
+    /// tool list instead of being shown as the answer.
+    TextCalls,
+    /// Files the prompt names that exist in the project are attached to it (bounded), as an
+    /// editor's @-mention would.
+    AttachFiles,
+    /// A call repeated with the same arguments, or a blank answer after tool results, gets a
+    /// nudge; a second one ends the turn with an honest reason.
+    LoopGuard,
+    /// Tool descriptions cut to their first sentence when the window is small.
+    CompactTools,
+}
+
+impl Assist {
+    pub const ALL: [Assist; 4] = [
+        Self::TextCalls,
+        Self::AttachFiles,
+        Self::LoopGuard,
+        Self::CompactTools,
+    ];
+
+    pub fn id(self) -> &'static str {
+        match self {
+            Self::TextCalls => "text_calls",
+            Self::AttachFiles => "attach_files",
+            Self::LoopGuard => "loop_guard",
+            Self::CompactTools => "compact_tools",
+        }
+    }
+}
+
+/// Which assists are on.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Assists {
+    off: BTreeSet<Assist>,
+}
+
+impl Assists {
+    /// Every assist but those in `off`.
+    pub fn without(off: impl IntoIterator<Item = Assist>) -> Self {
+        Self {
+            off: off.into_iter().collect(),
+        }
+    }
+
+    pub fn on(&self, assist: Assist) -> bool {
+        !self.off.contains(&assist)
+    }
+
+    /// Turns `assist` off as well.
+    pub fn turn_off(&mut self, assist: Assist) {
+        self.off.insert(assist);
+    }
+
+    /// What the parser makes of an invented call.
+    pub fn text_calls(&self) -> TextCalls {
+        if self.on(Assist::TextCalls) {
+            TextCalls::Take
+        } else {
+            TextCalls::Show
+        }
+    }
+
+    /// The assists that are off, by id.
+    pub fn off_ids(&self) -> Vec<&'static str> {
+        self.off.iter().map(|a| a.id()).collect()
+    }
+}

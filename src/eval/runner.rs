@@ -1,0 +1,132 @@
+//! Runs one task: a fresh project in a temporary directory, one prompt through the agent core
+//! with everything permitted, then the judge.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hearth_backend::ContentPart;
+use hearth_conversation::ModelRef;
+use serde::Serialize;
+
+use super::judge::{Verdict, judge};
+use super::outcome::{EvalFront, Outcome};
+use super::suite::SuiteTask;
+use crate::agent::AgentCore;
+use crate::host::LocalClientOps;
+
+/// How every task of a run is run.
+#[derive(Debug, Clone)]
+pub struct TaskOptions {
+    pub model: Option<ModelRef>,
+    /// A task's turn is cancelled after this long (and judged on what it did).
+    pub timeout: Duration,
+    /// Keep each project directory (its path is in the result) instead of deleting it.
+    pub keep: bool,
+}
+
+/// One task's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct TaskResult {
+    pub id: String,
+    pub kind: &'static str,
+    pub passed: bool,
+    pub verdicts: Vec<Verdict>,
+    #[serde(flatten)]
+    pub outcome: Outcome,
+    /// Where the project was kept (`--keep`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub project: Option<PathBuf>,
+}
+
+/// Runs `task` and judges it. Never fails: a project that cannot be set up is a failed task
+/// whose verdict says why.
+pub async fn run_task(core: Arc<AgentCore>, task: SuiteTask, options: TaskOptions) -> TaskResult {
+    let started = Instant::now();
+    let project = match set_up(&task) {
+        Ok(dir) => dir,
+        Err(err) => {
+            let outcome = Outcome {
+                error: Some(format!("cannot set up the project: {err}")),
+                ..Outcome::default()
+            };
+            return finish(&task, outcome, Vec::new(), None);
+        }
+    };
+    let dir = project
+        .path()
+        .canonicalize()
+        .unwrap_or_else(|_| project.path().to_path_buf());
+    let mut outcome = run_prompt(&core, &task, &dir, &options).await;
+    outcome.setup = task.task.files.clone();
+    outcome.seconds = started.elapsed().as_secs_f64();
+    let verdicts = judge(&task.task, &dir, &outcome).await;
+    let kept = options.keep.then(|| project.keep());
+    finish(&task, outcome, verdicts, kept)
+}
+
+fn finish(
+    task: &SuiteTask,
+    outcome: Outcome,
+    verdicts: Vec<Verdict>,
+    project: Option<PathBuf>,
+) -> TaskResult {
+    let passed = !verdicts.is_empty() && verdicts.iter().all(|v| v.passed);
+    TaskResult {
+        id: task.task.id.clone(),
+        kind: task.kind,
+        passed,
+        verdicts,
+        outcome,
+        project,
+    }
+}
+
+/// The task's files in a new temporary directory.
+fn set_up(task: &SuiteTask) -> std::io::Result<tempfile::TempDir> {
+    let dir = tempfile::Builder::new().prefix("hearth-eval-").tempdir()?;
+    for (path, text) in &task.task.files {
+        let target = dir.path().join(path);
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(target, text)?;
+    }
+    Ok(dir)
+}
+
+async fn run_prompt(
+    core: &AgentCore,
+    task: &SuiteTask,
+    dir: &Path,
+    options: &TaskOptions,
+) -> Outcome {
+    let settings = core.default_settings(None, options.model.clone(), &[]);
+    let session = core.new_session(dir.to_path_buf(), settings);
+    let front = Arc::new(EvalFront::default());
+    let client = LocalClientOps::new(front.clone());
+    let ticket = session.begin_turn();
+    let prompt = vec![ContentPart::text(task.task.prompt.clone())];
+    let run = core.run_prompt(&session, &ticket, prompt, &client);
+    tokio::pin!(run);
+    let mut timed_out = false;
+    let result = tokio::select! {
+        result = &mut run => result,
+        () = tokio::time::sleep(options.timeout) => {
+            timed_out = true;
+            ticket.cancel.cancel();
+            run.await
+        }
+    };
+    let mut outcome = Outcome::default();
+    front.fill(&mut outcome);
+    outcome.read_history(&session.history().await);
+    match result {
+        Ok(_) if timed_out => {
+            outcome.error = Some(format!("timed out after {}s", options.timeout.as_secs()));
+        }
+        Ok(reason) => outcome.stop = Some(reason.id()),
+        Err(err) => outcome.error = Some(err.to_string()),
+    }
+    outcome
+}

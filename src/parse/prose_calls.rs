@@ -1,0 +1,143 @@
+//! Calls written into prose: "To see it, use read_file as follows:" and then the call as a
+//! JSON object on its own line (often fenced). A small model means it; running it beats showing
+//! it. Only an object with exactly a call's keys counts, and only in a message that made no
+//! other call; one naming no declared tool is an invented tool, answered with the real ones.
+
+use hearth_backend::ToolSpec;
+use serde_json::Value;
+
+use super::config::TextCalls;
+use super::event::{Malformed, MalformedReason, ParseEvent, Repair};
+use super::normalize::{CALL_KEYS, Intent, Outcome, find_tool, to_calls, unknown};
+use super::repair::parse_values;
+
+/// Calls read from one message's prose at most.
+const MAX_CALLS: usize = 8;
+
+/// The calls a message's visible text holds, as events to append after it.
+pub(crate) fn calls_in_prose(text: &str, tools: &[ToolSpec]) -> Vec<ParseEvent> {
+    let mut events = Vec::new();
+    let mut at = 0;
+    while events.len() < MAX_CALLS {
+        let Some(start) = next_line_object(text, at) else {
+            break;
+        };
+        let Ok(read) = parse_values(&text[start..], 1) else {
+            // Not JSON even leniently (code pasted into a string, unescaped): if it opens
+            // exactly like a call, it was one, and the model hears what is wrong with it.
+            if let Some(name) = call_opening(&text[start..]) {
+                let raw = text[start..].lines().next().unwrap_or("").to_string();
+                let reason = if find_tool(tools, name).is_some() {
+                    MalformedReason::InvalidJson {
+                        detail: "the arguments are not valid JSON".into(),
+                    }
+                } else {
+                    unknown(name, tools)
+                };
+                events.push(ParseEvent::Malformed(Malformed { raw, reason }));
+                break;
+            }
+            at = start + 1;
+            continue;
+        };
+        let end = text.len() - read.leftover.len();
+        at = end.max(start + 1);
+        let raw = &text[start..end.min(text.len())];
+        for value in read.values {
+            if !call_shaped(&value) {
+                continue;
+            }
+            match to_calls(
+                value,
+                tools,
+                Intent::Explicit,
+                TextCalls::Take,
+                &[Repair::Wrapper],
+            ) {
+                Outcome::Calls(calls) => {
+                    events.extend(calls.into_iter().map(ParseEvent::ToolCall));
+                }
+                Outcome::Failed(reason) => events.push(ParseEvent::Malformed(Malformed {
+                    raw: raw.to_string(),
+                    reason,
+                })),
+                Outcome::NotACall => {}
+            }
+        }
+    }
+    events
+}
+
+/// The next `{` from `at` that opens a line (after indentation).
+fn next_line_object(text: &str, mut at: usize) -> Option<usize> {
+    while at < text.len() {
+        let found = at + text[at..].find('{')?;
+        let line_start = text[..found].rfind('\n').map_or(0, |n| n + 1);
+        if text[line_start..found].trim().is_empty() {
+            return Some(found);
+        }
+        at = found + 1;
+    }
+    None
+}
+
+/// The tool name of text that opens exactly like a call: `{"name": "…", "arguments":`.
+fn call_opening(text: &str) -> Option<&str> {
+    let rest = text.strip_prefix('{')?.trim_start();
+    let rest = rest
+        .strip_prefix("\"name\"")?
+        .trim_start()
+        .strip_prefix(':')?
+        .trim_start();
+    let rest = rest.strip_prefix('"')?;
+    let (name, rest) = rest.split_once('"')?;
+    let rest = rest.trim_start().strip_prefix(',')?.trim_start();
+    let opens = rest.starts_with("\"arguments\"") || rest.starts_with("\"parameters\"");
+    (opens && !name.is_empty() && !name.contains('\\')).then_some(name)
+}
+
+/// `{"name": "…", "arguments": {…}}` and nothing else (`parameters`, `type`, `id` allowed).
+fn call_shaped(value: &Value) -> bool {
+    let Value::Object(obj) = value else {
+        return false;
+    };
+    let named = obj.get("name").is_some_and(Value::is_string);
+    let has_args = obj.contains_key("arguments") || obj.contains_key("parameters");
+    named && has_args && obj.keys().all(|k| CALL_KEYS.contains(&k.as_str()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::test_support::tools;
+
+    #[test]
+    fn a_call_on_its_own_line_after_prose_is_read_and_examples_of_other_shapes_are_not() {
+        let text = "To read it, use read_file as follows:\n\n```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a.txt\"}}\n```\nThis prints it.";
+        let events = calls_in_prose(text, &tools());
+        assert!(
+            matches!(&events[..], [ParseEvent::ToolCall(c)] if c.name == "read_file"),
+            "{events:?}"
+        );
+        let inline =
+            "Call it like {\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}} inline.";
+        assert!(calls_in_prose(inline, &tools()).is_empty());
+        let invented = "Use this:\n```json\n{\"name\": \"summon\", \"arguments\": {}}\n```";
+        assert!(matches!(
+            &calls_in_prose(invented, &tools())[..],
+            [ParseEvent::Malformed(m)] if m.to_string().contains("unknown tool `summon`")
+        ));
+        let data = "The record:\n{\"name\": \"read_file\", \"arguments\": {}, \"owner\": \"me\"}";
+        assert!(calls_in_prose(data, &tools()).is_empty());
+        let broken = "Here:\n```json\n{\n  \"name\": \"write_fizzbuzz\",\n  \"arguments\": {\"code\": \"fn main() { println!(\"x\") }\"\n}}\n```";
+        assert!(matches!(
+            &calls_in_prose(broken, &tools())[..],
+            [ParseEvent::Malformed(m)] if m.to_string().contains("unknown tool `write_fizzbuzz`")
+        ));
+        let bad = "Now:\n{\"name\": \"read_file\", \"arguments\": {\"nope\": 1}}";
+        assert!(matches!(
+            &calls_in_prose(bad, &tools())[..],
+            [ParseEvent::Malformed(_)]
+        ));
+    }
+}

@@ -1,0 +1,261 @@
+//! The assists that make small models finish tasks, each driven through the agent core with a
+//! scripted model: an invented tool is answered instead of shown, a repeated call and a blank
+//! answer get one nudge and then an honest stop, named files ride along with the prompt, and a
+//! native server's call left in the text still runs.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use hearth::agent::{AgentCore, Catalog, Endpoint, StopReason};
+use hearth::config::{ConfigSource, parse_str};
+use hearth::host::{LocalClientOps, LocalFrontEnd};
+use hearth_backend::{ContentPart, FinishReason, Role};
+use hearth_conversation::{AgentEvent, PermissionAnswer, ToolCard};
+
+use crate::common::fake_backend::{FakeBackend, finish, text};
+
+#[derive(Default)]
+struct Front {
+    events: Mutex<Vec<AgentEvent>>,
+}
+
+#[async_trait]
+impl LocalFrontEnd for Front {
+    async fn request_permission(&self, _card: &ToolCard) -> PermissionAnswer {
+        PermissionAnswer::AllowOnce
+    }
+
+    fn send(&self, event: AgentEvent) {
+        self.events.lock().unwrap().push(event);
+    }
+}
+
+impl Front {
+    fn answer(&self) -> String {
+        self.events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|e| match e {
+                AgentEvent::AgentText { text } => Some(text.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn card_titles(&self) -> Vec<String> {
+        self.events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|e| match e {
+                AgentEvent::ToolCallStarted { card } => Some(card.title.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+fn core(backend: &FakeBackend, data: &Path, format: &str) -> Arc<AgentCore> {
+    let toml = format!(
+        "[[endpoints]]\nname = \"fake\"\nbase_url = \"http://fake.invalid/v1\"\n\
+         model = \"m\"\ntool_format = \"{format}\"\n"
+    );
+    let config = parse_str(&toml, ConfigSource::Defaults, &|_| None).unwrap();
+    let catalog = Catalog::new(vec![Endpoint {
+        config: config.endpoints[0].clone(),
+        backend: Arc::new(backend.clone()),
+    }]);
+    Arc::new(AgentCore::new(config, catalog, data.to_path_buf()))
+}
+
+fn reply(backend: &FakeBackend, answer: &str) {
+    backend.push(vec![text(answer), finish(FinishReason::Stop)]);
+}
+
+/// Runs one prompt in `project`; returns the stop reason and the front end.
+async fn prompt(
+    backend: &FakeBackend,
+    project: &Path,
+    format: &str,
+    words: &str,
+) -> (StopReason, Arc<Front>) {
+    let data = tempfile::tempdir().unwrap();
+    let core = core(backend, data.path(), format);
+    let session = core.new_session(
+        project.to_path_buf(),
+        core.default_settings(None, None, &[]),
+    );
+    let front = Arc::new(Front::default());
+    let client = LocalClientOps::new(front.clone());
+    let ticket = session.begin_turn();
+    let stop = core
+        .run_prompt(&session, &ticket, vec![ContentPart::text(words)], &client)
+        .await
+        .unwrap();
+    (stop, front)
+}
+
+/// The text of the last message of request `n`.
+fn last_message(backend: &FakeBackend, n: usize) -> String {
+    let request = &backend.requests()[n];
+    let message = request.messages.last().unwrap();
+    message
+        .content
+        .iter()
+        .filter_map(|p| match p {
+            ContentPart::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn an_invented_tool_is_answered_with_the_real_ones_and_never_shown_as_the_answer() {
+    let project = tempfile::tempdir().unwrap();
+    let backend = FakeBackend::default();
+    reply(
+        &backend,
+        "```json\n{\"name\": \"write_fizzbuzz\", \"arguments\": {\"n\": 15}}\n```",
+    );
+    reply(&backend, "```rust\nfn main() {}\n```");
+    let (stop, front) = prompt(&backend, project.path(), "hermes", "write fizzbuzz").await;
+    assert_eq!(stop, StopReason::EndTurn);
+    assert_eq!(front.answer(), "```rust\nfn main() {}\n```");
+    let told = last_message(&backend, 1);
+    assert!(told.contains("unknown tool `write_fizzbuzz`"), "{told}");
+    assert!(
+        told.contains("read_file") && told.contains("plain text"),
+        "{told}"
+    );
+}
+
+#[tokio::test]
+async fn a_repeated_call_is_not_run_again_and_a_second_repeat_round_ends_the_turn() {
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("a.txt"), "alpha\n").unwrap();
+    let backend = FakeBackend::default();
+    let read = "<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a.txt\"}}\n</tool_call>";
+    for _ in 0..3 {
+        reply(&backend, read);
+    }
+    reply(&backend, "never asked");
+    let (stop, front) = prompt(&backend, project.path(), "hermes", "read a.txt").await;
+    assert_eq!(stop, StopReason::EndTurn);
+    assert_eq!(backend.requests().len(), 3, "the third round is the last");
+    assert!(last_message(&backend, 2).contains("Not run again"));
+    assert_eq!(
+        front
+            .card_titles()
+            .iter()
+            .filter(|t| t.starts_with("Repeated"))
+            .count(),
+        1
+    );
+    assert!(
+        front
+            .answer()
+            .contains("kept repeating the same `read_file` call")
+    );
+}
+
+#[tokio::test]
+async fn a_blank_answer_is_asked_again_once_then_the_turn_says_why_it_ended() {
+    let project = tempfile::tempdir().unwrap();
+    let backend = FakeBackend::default();
+    reply(
+        &backend,
+        "<tool_call>\n{\"name\": \"list_dir\", \"arguments\": {}}\n</tool_call>",
+    );
+    reply(&backend, "\n\n\n");
+    reply(&backend, "The directory is empty.");
+    let (_, front) = prompt(&backend, project.path(), "hermes", "what is here?").await;
+    assert!(last_message(&backend, 2).contains("Your last reply was empty"));
+    assert!(front.answer().ends_with("The directory is empty."));
+
+    let backend = FakeBackend::default();
+    reply(&backend, "\n");
+    reply(&backend, " ");
+    reply(&backend, "never asked");
+    let (stop, front) = prompt(&backend, project.path(), "hermes", "hello?").await;
+    assert_eq!(stop, StopReason::EndTurn);
+    assert_eq!(backend.requests().len(), 2);
+    assert!(front.answer().contains("gave no answer"));
+}
+
+#[tokio::test]
+async fn files_the_prompt_names_ride_along_but_never_secrets_or_files_outside() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("far.py"), "FAR = 1\n").unwrap();
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("greet.py"), "print('howdy')\n").unwrap();
+    std::fs::write(project.path().join(".env"), "TOKEN=hunter2\n").unwrap();
+    std::os::unix::fs::symlink(
+        outside.path().join("far.py"),
+        project.path().join("link.py"),
+    )
+    .unwrap();
+    std::fs::write(project.path().join("big.txt"), "x".repeat(64 * 1024)).unwrap();
+    let backend = FakeBackend::default();
+    reply(&backend, "It prints howdy.");
+    let words = "What do greet.py, .env, link.py, big.txt and missing.py do?";
+    prompt(&backend, project.path(), "hermes", words).await;
+    let request = &backend.requests()[0];
+    let user = request
+        .messages
+        .iter()
+        .rfind(|m| m.role == Role::User)
+        .unwrap();
+    let sent: String = user
+        .content
+        .iter()
+        .filter_map(|p| match p {
+            ContentPart::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        sent.contains("<context file=\"greet.py\">\nprint('howdy')\n</context>"),
+        "{sent}"
+    );
+    assert!(sent.ends_with(words), "the question comes last: {sent}");
+    for never in ["hunter2", "FAR = 1", "xxxxxxxx"] {
+        assert!(!sent.contains(never), "{never} was attached");
+    }
+}
+
+#[tokio::test]
+async fn a_native_server_that_leaves_a_call_in_the_text_still_gets_it_run() {
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("a.txt"), "alpha\n").unwrap();
+    let backend = FakeBackend::default();
+    reply(
+        &backend,
+        "{\"name\": \"read_file\", \"arguments\": {\"path\": \"a.txt\"}}",
+    );
+    reply(&backend, "It says alpha.");
+    let (_, front) = prompt(&backend, project.path(), "native", "what is in a.txt?").await;
+    assert_eq!(front.answer(), "It says alpha.");
+    let request = &backend.requests()[1];
+    let result = request.messages.last().unwrap();
+    assert_eq!(result.role, Role::Tool);
+}
+
+#[tokio::test]
+async fn a_reply_that_runs_away_is_cut_short_and_asked_again() {
+    let project = tempfile::tempdir().unwrap();
+    let backend = FakeBackend::default();
+    backend.push(vec![
+        text("Let me think.\n"),
+        text(&"\n".repeat(5000)),
+        text("never shown"),
+        finish(FinishReason::Length),
+    ]);
+    reply(&backend, "Nothing is here yet.");
+    let (stop, front) = prompt(&backend, project.path(), "hermes", "what is here?").await;
+    assert_eq!(stop, StopReason::EndTurn);
+    assert!(!front.answer().contains("never shown"));
+    assert!(front.answer().ends_with("Nothing is here yet."));
+    assert!(last_message(&backend, 1).contains("Your last reply was empty"));
+}
