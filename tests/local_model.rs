@@ -25,6 +25,29 @@ fn q8_0_copy(original: &str) -> PathBuf {
     copy
 }
 
+/// `hearth --config …` with a config whose only endpoint is the engine on `model`, in a home
+/// directory of its own (kept alive by the returned guard).
+fn hearth_on_local(model: &Path, max_tokens: u32) -> (tempfile::TempDir, Command) {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[local]\nmodel = \"{}\"\nmax_tokens = {max_tokens}\n",
+            model.display()
+        ),
+    )
+    .unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_hearth"));
+    command
+        .args(["--config", &config.display().to_string()])
+        .current_dir(home.path())
+        .env("HOME", home.path())
+        .env("XDG_DATA_HOME", home.path().join("data"))
+        .env_remove("HEARTH_BASE_URL");
+    (home, command)
+}
+
 #[test]
 fn hearth_run_answers_a_coding_question_on_the_local_engine() {
     let Ok(model) = std::env::var("HEARTH_TEST_MODEL") else {
@@ -32,23 +55,10 @@ fn hearth_run_answers_a_coding_question_on_the_local_engine() {
         return;
     };
     let model = q8_0_copy(&model);
-    let home = tempfile::tempdir().unwrap();
-    let config = home.path().join("config.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[local]\nmodel = \"{}\"\nmax_tokens = 160\n",
-            model.display()
-        ),
-    )
-    .unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_hearth"))
-        .args(["--config", &config.display().to_string(), "run", "--output", "json", "-p"])
+    let (_home, mut hearth) = hearth_on_local(&model, 160);
+    let output = hearth
+        .args(["run", "--output", "json", "-p"])
         .arg("Write a Rust function `add(a: i32, b: i32) -> i32` that returns the sum. Answer with the code only.")
-        .current_dir(home.path())
-        .env("HOME", home.path())
-        .env("XDG_DATA_HOME", home.path().join("data"))
-        .env_remove("HEARTH_BASE_URL")
         .output()
         .unwrap();
     assert!(
@@ -182,30 +192,18 @@ fn hearth_eval_runs_real_tasks_on_the_local_engine_and_reports_each_one() {
         return;
     };
     let model = q8_0_copy(&model);
-    let home = tempfile::tempdir().unwrap();
-    let config = home.path().join("config.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[local]\nmodel = \"{}\"\nmax_tokens = 400\n",
-            model.display()
-        ),
-    )
-    .unwrap();
+    let (_home, mut hearth) = hearth_on_local(&model, 400);
     let tasks = "server-port,hello-py,evaluate-expression";
-    let output = Command::new(env!("CARGO_BIN_EXE_hearth"))
+    let output = hearth
         .args([
-            "--config",
-            &config.display().to_string(),
             "eval",
             "--output",
             "json",
+            "--tasks",
+            tasks,
+            "--timeout",
+            "150",
         ])
-        .args(["--tasks", tasks, "--timeout", "150"])
-        .current_dir(home.path())
-        .env("HOME", home.path())
-        .env("XDG_DATA_HOME", home.path().join("data"))
-        .env_remove("HEARTH_BASE_URL")
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);

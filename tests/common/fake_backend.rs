@@ -156,3 +156,23 @@ impl Backend for FakeBackend {
         Ok(self.inner.lock().unwrap().models.clone())
     }
 }
+
+/// An agent core whose one endpoint, `fake`, is `backend`, with the given tool format.
+pub fn agent_core(
+    backend: &FakeBackend,
+    data: &std::path::Path,
+    tool_format: &str,
+) -> hearth::agent::AgentCore {
+    use hearth::agent::{AgentCore, Catalog, Endpoint};
+    use hearth::config::{ConfigSource, parse_str};
+    let toml = format!(
+        "[[endpoints]]\nname = \"fake\"\nbase_url = \"http://fake.invalid/v1\"\n\
+         model = \"m\"\ntool_format = \"{tool_format}\"\n"
+    );
+    let config = parse_str(&toml, ConfigSource::Defaults, &|_| None).unwrap();
+    let catalog = Catalog::new(vec![Endpoint {
+        config: config.endpoints[0].clone(),
+        backend: Arc::new(backend.clone()),
+    }]);
+    AgentCore::new(config, catalog, data.to_path_buf())
+}

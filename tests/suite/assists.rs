@@ -7,13 +7,12 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use hearth::agent::{AgentCore, Catalog, Endpoint, StopReason};
-use hearth::config::{ConfigSource, parse_str};
+use hearth::agent::{AgentCore, StopReason};
 use hearth::host::{LocalClientOps, LocalFrontEnd};
 use hearth_backend::{ContentPart, FinishReason, Role};
 use hearth_conversation::{AgentEvent, PermissionAnswer, ToolCard};
 
-use crate::common::fake_backend::{FakeBackend, finish, text};
+use crate::common::fake_backend::{FakeBackend, agent_core, finish, text};
 
 #[derive(Default)]
 struct Front {
@@ -58,16 +57,7 @@ impl Front {
 }
 
 fn core(backend: &FakeBackend, data: &Path, format: &str) -> Arc<AgentCore> {
-    let toml = format!(
-        "[[endpoints]]\nname = \"fake\"\nbase_url = \"http://fake.invalid/v1\"\n\
-         model = \"m\"\ntool_format = \"{format}\"\n"
-    );
-    let config = parse_str(&toml, ConfigSource::Defaults, &|_| None).unwrap();
-    let catalog = Catalog::new(vec![Endpoint {
-        config: config.endpoints[0].clone(),
-        backend: Arc::new(backend.clone()),
-    }]);
-    Arc::new(AgentCore::new(config, catalog, data.to_path_buf()))
+    Arc::new(agent_core(backend, data, format))
 }
 
 fn reply(backend: &FakeBackend, answer: &str) {

@@ -6,12 +6,11 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hearth::agent::{AgentCore, Catalog, Endpoint};
-use hearth::config::{ConfigSource, parse_str};
+use hearth::agent::AgentCore;
 use hearth::eval::{SuiteTask, TaskOptions, TaskResult, builtin_suite, run_task};
 use hearth_backend::FinishReason;
 
-use crate::common::fake_backend::{FakeBackend, finish, text};
+use crate::common::fake_backend::{FakeBackend, agent_core, finish, text};
 
 /// Answers every task must fail.
 const GENERIC_WRONG: [&str; 3] = [
@@ -21,14 +20,7 @@ const GENERIC_WRONG: [&str; 3] = [
 ];
 
 fn core(backend: &FakeBackend, data: &Path) -> Arc<AgentCore> {
-    let toml = "[[endpoints]]\nname = \"fake\"\nbase_url = \"http://fake.invalid/v1\"\n\
-                model = \"m\"\ntool_format = \"hermes\"\n";
-    let config = parse_str(toml, ConfigSource::Defaults, &|_| None).unwrap();
-    let catalog = Catalog::new(vec![Endpoint {
-        config: config.endpoints[0].clone(),
-        backend: Arc::new(backend.clone()),
-    }]);
-    Arc::new(AgentCore::new(config, catalog, data.to_path_buf()))
+    Arc::new(agent_core(backend, data, "hermes"))
 }
 
 /// `{{command}}` in a scripted answer becomes what the command prints in the task's project

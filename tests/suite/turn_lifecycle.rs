@@ -2,16 +2,15 @@
 //! mid-turn aborts the turn instead of feeding the model an error.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use async_trait::async_trait;
-use hearth::agent::{AgentCore, Catalog, Endpoint, Session, TurnError};
-use hearth::config::{ConfigSource, parse_str};
+use hearth::agent::{AgentCore, Session, TurnError};
 use hearth::host::{ClientOps, ClientOpsError, ExitStatus, TerminalOutput, TerminalRequest};
 use hearth_backend::{ContentPart, FinishReason};
 use hearth_conversation::{AgentEvent, PermissionAnswer, TerminalId, ToolCard};
 
-use crate::common::fake_backend::{FakeBackend, finish, text};
+use crate::common::fake_backend::{FakeBackend, agent_core, finish, text};
 
 /// A host whose connection is gone: every request it would forward fails as disconnected.
 #[derive(Default)]
@@ -67,14 +66,7 @@ impl ClientOps for GoneHost {
 }
 
 fn core(backend: &FakeBackend, data: &Path) -> AgentCore {
-    let toml = "[[endpoints]]\nname = \"fake\"\nbase_url = \"http://fake.invalid/v1\"\n\
-                model = \"m\"\ntool_format = \"hermes\"\n";
-    let config = parse_str(toml, ConfigSource::Defaults, &|_| None).unwrap();
-    let catalog = Catalog::new(vec![Endpoint {
-        config: config.endpoints[0].clone(),
-        backend: Arc::new(backend.clone()),
-    }]);
-    AgentCore::new(config, catalog, data.to_path_buf())
+    agent_core(backend, data, "hermes")
 }
 
 fn session(core: &AgentCore, cwd: &Path) -> Session {
