@@ -214,7 +214,8 @@ fn hearth_eval_runs_real_tasks_on_the_local_engine_and_reports_each_one() {
     // the time limit; never a backend error), in bounded rounds, judged and counted.
     let results = report["tasks"].as_array().unwrap();
     let ids: Vec<&str> = results.iter().map(|t| t["id"].as_str().unwrap()).collect();
-    assert_eq!(ids, tasks.split(',').collect::<Vec<_>>());
+    // In the suite's order, whatever order they were named or finished in.
+    assert_eq!(ids, ["evaluate-expression", "server-port"]);
     for task in results {
         match task.get("error") {
             None => assert!(task["stop"].is_string(), "{task}"),
