@@ -231,4 +231,31 @@ mod tests {
         };
         assert!(guarantees(&fine).iter().all(|v| v.passed));
     }
+
+    #[tokio::test]
+    async fn a_call_counts_only_when_it_was_made_and_succeeded() {
+        use super::super::outcome::CallOutcome;
+        let check = Check::Called {
+            tool: "list_dir".into(),
+        };
+        let dir = std::env::temp_dir();
+        let with = |name: &str, succeeded| Outcome {
+            calls: vec![CallOutcome {
+                name: name.into(),
+                succeeded,
+            }],
+            ..Outcome::default()
+        };
+        assert!(
+            judge_check(&check, &dir, &with("list_dir", true))
+                .await
+                .passed
+        );
+        assert!(
+            !judge_check(&check, &dir, &with("list_dir", false))
+                .await
+                .passed
+        );
+        assert!(!judge_check(&check, &dir, &with("glob", true)).await.passed);
+    }
 }

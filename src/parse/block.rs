@@ -58,7 +58,7 @@ pub(crate) struct Finished<'a> {
 pub(crate) fn interpret(
     block: &Finished<'_>,
     tools: &[ToolSpec],
-    invented: TextCalls,
+    text_calls: TextCalls,
 ) -> Vec<ParseEvent> {
     let intent = block.kind.intent();
     let malformed = |reason| {
@@ -86,7 +86,7 @@ pub(crate) fn interpret(
             Intent::Candidate => as_text(),
         };
     }
-    let (outcomes, leftover) = match read_body(block, tools, intent, invented) {
+    let (outcomes, leftover) = match read_body(block, tools, intent, text_calls) {
         Ok(read) => read,
         Err(detail) => {
             return match intent {
@@ -126,7 +126,7 @@ fn read_body<'a>(
     block: &Finished<'a>,
     tools: &[ToolSpec],
     intent: Intent,
-    invented: TextCalls,
+    text_calls: TextCalls,
 ) -> Result<(Vec<Outcome>, &'a str), String> {
     let mut base = Vec::new();
     match (block.kind, block.ending) {
@@ -148,7 +148,7 @@ fn read_body<'a>(
     let outs = v
         .values
         .into_iter()
-        .map(|value| to_calls(value, tools, intent, invented, &base))
+        .map(|value| to_calls(value, tools, intent, text_calls, &base))
         .collect();
     Ok((outs, v.leftover))
 }

@@ -39,7 +39,7 @@ pub(crate) fn to_calls(
     value: Value,
     tools: &[ToolSpec],
     intent: Intent,
-    invented: TextCalls,
+    text_calls: TextCalls,
     base: &[Repair],
 ) -> Outcome {
     let items = match value {
@@ -48,7 +48,7 @@ pub(crate) fn to_calls(
     };
     let mut calls = Vec::new();
     for item in items {
-        match one_call(item, tools, intent, invented, base) {
+        match one_call(item, tools, intent, text_calls, base) {
             Outcome::Calls(mut c) => calls.append(&mut c),
             other => return other,
         }
@@ -60,7 +60,7 @@ fn one_call(
     value: Value,
     tools: &[ToolSpec],
     intent: Intent,
-    invented: TextCalls,
+    text_calls: TextCalls,
     base: &[Repair],
 ) -> Outcome {
     let mut repairs = base.to_vec();
@@ -88,7 +88,7 @@ fn one_call(
         if let Some(name) = named.as_deref()
             && !declared
             && has_args
-            && invented == TextCalls::Take
+            && text_calls == TextCalls::Take
             && obj.keys().all(|k| CALL_KEYS.contains(&k.as_str()))
         {
             // Exactly a call's shape, naming a tool that does not exist: an invented tool.

@@ -13,12 +13,19 @@ use super::repair::parse_values;
 
 /// Calls read from one message's prose at most.
 const MAX_CALLS: usize = 8;
+/// Line-opening objects tried at most: each try reads on to the end of the text, so a hostile
+/// reply of many `{` lines must not cost quadratic time.
+const MAX_TRIES: usize = 32;
+/// Visible text kept for the scan; a call is written near a message's start, not after this.
+pub(crate) const MAX_SCANNED_BYTES: usize = 64 * 1024;
 
 /// The calls a message's visible text holds, as events to append after it.
 pub(crate) fn calls_in_prose(text: &str, tools: &[ToolSpec]) -> Vec<ParseEvent> {
     let mut events = Vec::new();
     let mut at = 0;
-    while events.len() < MAX_CALLS {
+    let mut tries = 0;
+    while events.len() < MAX_CALLS && tries < MAX_TRIES {
+        tries += 1;
         let Some(start) = next_line_object(text, at) else {
             break;
         };
@@ -134,6 +141,12 @@ mod tests {
             &calls_in_prose(broken, &tools())[..],
             [ParseEvent::Malformed(m)] if m.to_string().contains("unknown tool `write_fizzbuzz`")
         ));
+        let flood =
+            "{\n".repeat(10_000) + "{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}";
+        assert!(
+            calls_in_prose(&flood, &tools()).is_empty(),
+            "gives up after its tries"
+        );
         let bad = "Now:\n{\"name\": \"read_file\", \"arguments\": {\"nope\": 1}}";
         assert!(matches!(
             &calls_in_prose(bad, &tools())[..],

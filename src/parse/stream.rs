@@ -10,7 +10,7 @@ use super::block::BlockKind;
 use super::config::{ParserConfig, TextCalls, ThinkStart};
 use super::event::{ParseEvent, StreamEnd};
 use super::normalize::find_tool;
-use super::prose_calls::calls_in_prose;
+use super::prose_calls::{MAX_SCANNED_BYTES, calls_in_prose};
 use super::tags::{
     CALL_CLOSE, CALL_OPEN, FUNCTION_OPEN, MAX_NAME, Match, THINK_CLOSE, THINK_OPEN, closer,
     match_tag,
@@ -23,7 +23,7 @@ pub struct StreamParser {
     /// Whether in-band calls are read at all (always, since native servers leak them too).
     calls: bool,
     think: ThinkStart,
-    pub(super) invented: TextCalls,
+    pub(super) text_calls: TextCalls,
     s: State,
 }
 
@@ -120,7 +120,7 @@ impl StreamParser {
         Self {
             calls: true,
             think: config.think,
-            invented: config.text_calls,
+            text_calls: config.text_calls,
             tools: config.tools,
             s: State::new(config.think),
         }
@@ -167,7 +167,7 @@ impl StreamParser {
         if end == StreamEnd::Stop
             && !self.s.made_calls
             && self.s.think_calls.is_empty()
-            && self.invented == TextCalls::Take
+            && self.text_calls == TextCalls::Take
         {
             let shown = std::mem::take(&mut self.s.shown);
             for event in calls_in_prose(&shown, &self.tools) {
@@ -227,7 +227,7 @@ impl StreamParser {
         if !self.s.visible && t.bytes().any(|c| !c.is_ascii_whitespace()) {
             self.s.visible = true;
         }
-        if self.invented == TextCalls::Take {
+        if self.text_calls == TextCalls::Take && self.s.shown.len() < MAX_SCANNED_BYTES {
             self.s.shown.push_str(t);
         }
         self.s.text.push_str(t);

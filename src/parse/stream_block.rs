@@ -96,7 +96,7 @@ impl StreamParser {
             body: &blk.raw[blk.body_start.min(body_end)..body_end],
             ending,
         };
-        let events = interpret(&fin, &self.tools, self.invented);
+        let events = interpret(&fin, &self.tools, self.text_calls);
         if blk.in_think {
             let calls = events
                 .into_iter()
@@ -128,7 +128,7 @@ impl StreamParser {
                     body: &blk.raw[blk.body_start..len],
                     ending: Ending::Open(end),
                 };
-                let calls = interpret(&fin, &self.tools, self.invented)
+                let calls = interpret(&fin, &self.tools, self.text_calls)
                     .into_iter()
                     .filter(|e| !matches!(e, ParseEvent::Text(_)));
                 self.s.think_calls.extend(calls);

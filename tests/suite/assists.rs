@@ -187,9 +187,15 @@ async fn files_the_prompt_names_ride_along_but_never_secrets_or_files_outside() 
     )
     .unwrap();
     std::fs::write(project.path().join("big.txt"), "x".repeat(64 * 1024)).unwrap();
+    // A FIFO would block a reader forever: only regular files are read.
+    let fifo = std::process::Command::new("mkfifo")
+        .arg(project.path().join("pipe.txt"))
+        .status()
+        .unwrap();
+    assert!(fifo.success());
     let backend = FakeBackend::default();
     reply(&backend, "It prints howdy.");
-    let words = "What do greet.py, .env, link.py, big.txt and missing.py do?";
+    let words = "What do greet.py, .env, link.py, big.txt, pipe.txt, ../far.py and missing.py do?";
     prompt(&backend, project.path(), "hermes", words).await;
     let request = &backend.requests()[0];
     let user = request

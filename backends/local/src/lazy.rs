@@ -64,20 +64,22 @@ impl LazyLocalBackend {
 
     /// The window the engine will run with, from the model's header and `max_context`.
     fn window_before_start(&self) -> Option<u32> {
-        let trained = match &self.source {
-            ModelSource::Default => match cached_default_model() {
-                Some(path) => ModelFiles::at(&path).header().ok()?.config.context_length,
-                None => DEFAULT_MODEL_CONTEXT,
-            },
-            ModelSource::File(path) => ModelFiles::at(path).header().ok()?.config.context_length,
-        };
         let path = match &self.source {
-            ModelSource::Default => PathBuf::new(),
-            ModelSource::File(path) => path.clone(),
+            ModelSource::Default => cached_default_model(),
+            ModelSource::File(path) => Some(path.clone()),
         };
-        let window = (self.configure)(path)
-            .max_context
-            .map_or(trained, |cap| cap.min(trained));
+        let (trained, cap) = match path {
+            Some(path) => (
+                ModelFiles::at(&path).header().ok()?.config.context_length,
+                (self.configure)(path).max_context,
+            ),
+            // Not fetched yet: its window is known, and `max_context` does not depend on a path.
+            None => (
+                DEFAULT_MODEL_CONTEXT,
+                (self.configure)(PathBuf::new()).max_context,
+            ),
+        };
+        let window = cap.map_or(trained, |cap| cap.min(trained));
         u32::try_from(window).ok().filter(|w| *w > 0)
     }
 
