@@ -17,4 +17,5 @@ pub mod repl;
 pub mod slash;
 pub mod store;
 pub mod sync;
+pub mod text_safety;
 pub mod tools;

@@ -17,6 +17,16 @@ pub enum Access {
     SessionOnly,
 }
 
+/// Where a call reaches, as the permission question tells it: inside the session's roots (its
+/// project, plan and extra directories) or outside them. Outside, no "always" answer is
+/// offered or honoured, and headless `--allow-*` permits do not apply: the user decides each
+/// time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    WithinRoots,
+    OutsideRoots,
+}
+
 /// The user's answer to a permission request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PermissionAnswer {

@@ -15,7 +15,7 @@ mod model_ref;
 mod rules;
 mod settings;
 
-pub use access::{Access, PermissionAnswer};
+pub use access::{Access, PermissionAnswer, Reach};
 pub use event::{
     AgentEvent, PlanEntry, PlanStatus, ToolCard, ToolCardUpdate, ToolContent, ToolKind,
     ToolLocation, ToolStatus,

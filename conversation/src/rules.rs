@@ -11,8 +11,17 @@ use super::access::PermissionAnswer;
 pub enum RuleKey<'a> {
     /// Any tool but a shell command: its name.
     Tool(&'a str),
-    /// A shell command: the programs its line runs; empty when the line cannot be keyed safely.
-    Command(&'a [String]),
+    /// A shell command.
+    Command {
+        /// Every program the line may run, as far as can be told: "reject always" on any of
+        /// them refuses the line.
+        programs: &'a [String],
+        /// What "allow always" is stored under and matched by: the program (with its
+        /// subcommand for tools like git and cargo) of a *plain* invocation, one program
+        /// with literal arguments and nothing else. `None` for every other line, which
+        /// therefore asks each time, whatever was allowed before.
+        invocation: Option<&'a str>,
+    },
 }
 
 /// "Allow always" and "reject always" answers, remembered for a session. Commands are keyed by
@@ -25,39 +34,39 @@ pub struct AlwaysRules {
     pub allow_tools: BTreeSet<String>,
     #[serde(default)]
     pub reject_tools: BTreeSet<String>,
+    /// Plain invocations allowed always: `ls`, `git status`.
     #[serde(default)]
     pub allow_programs: BTreeSet<String>,
+    /// Programs rejected always: `rm`.
     #[serde(default)]
     pub reject_programs: BTreeSet<String>,
 }
 
 impl AlwaysRules {
     /// What the rules say about a call: `Some(true)` allowed always, `Some(false)` rejected
-    /// always, `None` no rule. A command is allowed only if every program in it is, and
-    /// rejected if any program in it is.
+    /// always, `None` no rule. A command is rejected if any program in it is, and allowed
+    /// only when it is a plain invocation that was allowed.
     pub fn lookup(&self, key: RuleKey<'_>) -> Option<bool> {
         match key {
             RuleKey::Tool(tool) if self.reject_tools.contains(tool) => Some(false),
             RuleKey::Tool(tool) if self.allow_tools.contains(tool) => Some(true),
             RuleKey::Tool(_) => None,
-            RuleKey::Command(programs)
+            RuleKey::Command { programs, .. }
                 if programs.iter().any(|p| self.reject_programs.contains(p)) =>
             {
                 Some(false)
             }
-            RuleKey::Command(programs)
-                if !programs.is_empty()
-                    && programs.iter().all(|p| self.allow_programs.contains(p)) =>
-            {
-                Some(true)
-            }
-            RuleKey::Command(_) => None,
+            RuleKey::Command {
+                invocation: Some(invocation),
+                ..
+            } if self.allow_programs.contains(invocation) => Some(true),
+            RuleKey::Command { .. } => None,
         }
     }
 
-    /// Records an answer. "Allow always" on a command allows each of its programs; "reject
-    /// always" rejects its first program (the one the user was looking at). A command that
-    /// cannot be keyed is remembered as nothing: the next one asks again.
+    /// Records an answer. "Allow always" on a command allows its plain invocation (a line
+    /// that is not one is remembered as nothing: the next one asks again); "reject always"
+    /// rejects its first program (the one the user was looking at).
     pub fn remember(&mut self, key: RuleKey<'_>, answer: PermissionAnswer) {
         match (key, answer) {
             (RuleKey::Tool(tool), PermissionAnswer::AllowAlways) => {
@@ -68,15 +77,22 @@ impl AlwaysRules {
                 self.allow_tools.remove(tool);
                 self.reject_tools.insert(tool.to_owned());
             }
-            (RuleKey::Command(programs), PermissionAnswer::AllowAlways) => {
+            (
+                RuleKey::Command {
+                    programs,
+                    invocation: Some(invocation),
+                },
+                PermissionAnswer::AllowAlways,
+            ) => {
                 for p in programs {
                     self.reject_programs.remove(p);
-                    self.allow_programs.insert(p.clone());
                 }
+                self.allow_programs.insert(invocation.to_owned());
             }
-            (RuleKey::Command(programs), PermissionAnswer::RejectAlways) => {
+            (RuleKey::Command { programs, .. }, PermissionAnswer::RejectAlways) => {
                 if let Some(first) = programs.first() {
-                    self.allow_programs.remove(first);
+                    self.allow_programs
+                        .retain(|allowed| allowed.split(' ').next() != Some(first.as_str()));
                     self.reject_programs.insert(first.clone());
                 }
             }
@@ -93,22 +109,37 @@ mod tests {
         names.iter().map(|s| s.to_string()).collect()
     }
 
+    fn line<'a>(programs: &'a [String], invocation: Option<&'a str>) -> RuleKey<'a> {
+        RuleKey::Command {
+            programs,
+            invocation,
+        }
+    }
+
     #[test]
-    fn a_command_is_allowed_only_when_every_program_is() {
+    fn only_a_plain_invocation_that_was_allowed_is_allowed() {
         let mut rules = AlwaysRules::default();
+        let ls = programs(&["ls"]);
+        rules.remember(line(&ls, Some("ls")), PermissionAnswer::AllowAlways);
+        assert_eq!(rules.lookup(line(&ls, Some("ls"))), Some(true));
+        // The same program in a line that is not plain (a pipe, a redirection) asks.
+        assert_eq!(rules.lookup(line(&programs(&["ls", "wc"]), None)), None);
+        assert_eq!(rules.lookup(line(&ls, None)), None);
+        // A subcommand key allows that subcommand only.
+        let git = programs(&["git"]);
         rules.remember(
-            RuleKey::Command(&programs(&["ls", "wc"])),
+            line(&git, Some("git status")),
             PermissionAnswer::AllowAlways,
         );
-        assert_eq!(
-            rules.lookup(RuleKey::Command(&programs(&["ls"]))),
-            Some(true)
+        assert_eq!(rules.lookup(line(&git, Some("git status"))), Some(true));
+        assert_eq!(rules.lookup(line(&git, Some("git push"))), None);
+        // A line that is not plain is remembered as nothing.
+        let before = rules.clone();
+        rules.remember(
+            line(&programs(&["rm"]), None),
+            PermissionAnswer::AllowAlways,
         );
-        assert_eq!(
-            rules.lookup(RuleKey::Command(&programs(&["ls", "rm"]))),
-            None
-        );
-        assert_eq!(rules.lookup(RuleKey::Command(&[])), None);
+        assert_eq!(rules, before);
         assert_eq!(rules.lookup(RuleKey::Tool("ls")), None);
     }
 
@@ -119,15 +150,22 @@ mod tests {
         rules.remember(RuleKey::Tool("write_file"), PermissionAnswer::RejectAlways);
         assert_eq!(rules.lookup(RuleKey::Tool("write_file")), Some(false));
         assert!(rules.allow_tools.is_empty());
+        let git = programs(&["git"]);
         rules.remember(
-            RuleKey::Command(&programs(&["rm", "ls"])),
+            line(&git, Some("git status")),
+            PermissionAnswer::AllowAlways,
+        );
+        rules.remember(
+            line(&programs(&["git", "ls"]), None),
             PermissionAnswer::RejectAlways,
         );
+        assert!(rules.allow_programs.is_empty(), "{rules:?}");
         assert_eq!(
-            rules.lookup(RuleKey::Command(&programs(&["ls", "rm"]))),
+            rules.lookup(line(&programs(&["ls", "git"]), None)),
             Some(false)
         );
-        assert_eq!(rules.lookup(RuleKey::Command(&programs(&["ls"]))), None);
+        assert_eq!(rules.lookup(line(&git, Some("git status"))), Some(false));
+        assert_eq!(rules.lookup(line(&programs(&["ls"]), Some("ls"))), None);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::{Client, ErrorCode};
 use async_trait::async_trait;
-use hearth_conversation::{AgentEvent, PermissionAnswer, TerminalId, ToolCard};
+use hearth_conversation::{AgentEvent, PermissionAnswer, Reach, TerminalId, ToolCard};
 use tokio_util::sync::CancellationToken;
 
 use super::render;
@@ -122,11 +122,12 @@ impl ClientOps for AcpClientOps {
         let request = ReadTextFileRequest::new(self.sid(), path)
             .line(line)
             .limit(limit);
+        // The editor's answer stands: a read it refuses (a path outside its project, a file
+        // it will not show) is never read here behind its back.
         match self.cx().send_request(request).block_task().await {
             Ok(response) => Ok(response.content),
-            // The editor refuses paths outside the project: read those here.
             Err(err) if err.code == ErrorCode::RESOURCE_NOT_FOUND => {
-                self.local.read_text_file(path, line, limit).await
+                Err(ClientOpsError::NotFound(path.to_path_buf()))
             }
             Err(err) => Err(failed(err)),
         }
@@ -237,8 +238,8 @@ impl ClientOps for AcpClientOps {
             .map_err(failed)
     }
 
-    async fn request_permission(&self, card: &ToolCard) -> PermissionAnswer {
-        self.front.request_permission(card).await
+    async fn request_permission(&self, card: &ToolCard, reach: Reach) -> PermissionAnswer {
+        self.front.request_permission(card, reach).await
     }
 
     fn send(&self, event: AgentEvent) {
@@ -252,8 +253,8 @@ impl ClientOps for AcpClientOps {
 
 #[async_trait]
 impl LocalFrontEnd for AcpFront {
-    async fn request_permission(&self, card: &ToolCard) -> PermissionAnswer {
-        let options = vec![
+    async fn request_permission(&self, card: &ToolCard, reach: Reach) -> PermissionAnswer {
+        let mut options = vec![
             PermissionOption::new("allow_once", "Allow", PermissionOptionKind::AllowOnce),
             PermissionOption::new(
                 "allow_always",
@@ -267,6 +268,10 @@ impl LocalFrontEnd for AcpFront {
                 PermissionOptionKind::RejectAlways,
             ),
         ];
+        // Outside the project every call is asked about on its own: no "always allow".
+        if reach == Reach::OutsideRoots {
+            options.retain(|o| o.kind != PermissionOptionKind::AllowAlways);
+        }
         let update = ToolCallUpdate::from(render::tool_call(card.clone()));
         let request =
             RequestPermissionRequest::new(self.session_id.clone(), update, options.clone());

@@ -19,7 +19,7 @@ use crate::parse::SESSION_PART;
 use crate::store::{SessionSnapshot, Store, StoreError, title_from_prompt};
 use crate::sync::lock;
 use crate::tools::{
-    Resolved, ToolLimits, ToolRegistry, attach_named_files, plan_dir, plan_mode_prompt,
+    Resolved, Roots, ToolLimits, ToolRegistry, attach_named_files, plan_dir, plan_mode_prompt,
 };
 
 const SYSTEM_PROMPT: &str = include_str!("../../prompts/system.md");
@@ -164,8 +164,9 @@ impl AgentCore {
         } else {
             let settings = session.settings();
             let cwd = session.cwd();
-            let plan_dir = self.plan_dir(&cwd)?;
-            let system_prompt = self.system_prompt(&cwd, settings.mode, plan_dir.path());
+            let roots = self.roots(session, &cwd)?;
+            let system_prompt = self.system_prompt(&cwd, settings.mode, roots.plan_dir().path());
+            let live_mode = || session.settings().mode;
             let title = title_from_prompt(&prompt);
             let prompt = self.with_named_files(prompt, &cwd, client).await;
             let ctx = TurnContext {
@@ -179,7 +180,8 @@ impl AgentCore {
                 mode: settings.mode,
                 cwd: &cwd,
                 home: self.home.as_deref(),
-                plan_dir: &plan_dir,
+                live_mode: &live_mode,
+                roots: &roots,
                 rules: session.rules(),
                 limits: &self.limits,
                 contexts: &self.contexts,
@@ -261,9 +263,18 @@ impl AgentCore {
     }
 
     fn plan_dir(&self, cwd: &Path) -> Result<Resolved, TurnError> {
-        let dir = plan_dir(&self.data_dir, cwd);
-        Resolved::from_absolute(&dir)
-            .map_err(|source| TurnError::PlanDirectory { path: dir, source })
+        resolve_root(&plan_dir(&self.data_dir, cwd))
+    }
+
+    /// The session's roots for this turn: its cwd, its plan directory, and the extra
+    /// directories its client named.
+    fn roots(&self, session: &Session, cwd: &Path) -> Result<Roots, TurnError> {
+        let extra = session
+            .extra_dirs()
+            .iter()
+            .map(|dir| resolve_root(dir))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Roots::new(resolve_root(cwd)?, self.plan_dir(cwd)?, extra))
     }
 
     fn system_prompt(&self, cwd: &Path, mode: Mode, plan_dir: &Path) -> String {
@@ -278,4 +289,11 @@ impl AgentCore {
         }
         prompt
     }
+}
+
+fn resolve_root(dir: &Path) -> Result<Resolved, TurnError> {
+    Resolved::from_absolute(dir).map_err(|source| TurnError::Roots {
+        path: dir.to_path_buf(),
+        source,
+    })
 }

@@ -2,12 +2,14 @@
 //! and report each step as a tool card. Read-only calls run concurrently; the rest in order.
 
 use crate::sync::lock;
+use std::future::Future;
 use std::path::Path;
 use std::sync::Mutex;
+use std::time::Duration;
 
 use futures::future::join_all;
 use hearth_conversation::{
-    AgentEvent, AlwaysRules, HistoryEntry, Mode, PermissionAnswer, ToolCallRecord, ToolCard,
+    AgentEvent, AlwaysRules, HistoryEntry, Mode, PermissionAnswer, Reach, ToolCallRecord, ToolCard,
     ToolCardUpdate, ToolContent, ToolKind, ToolStatus,
 };
 use tokio_util::sync::CancellationToken;
@@ -15,16 +17,19 @@ use tokio_util::sync::CancellationToken;
 use crate::host::ClientOps;
 
 use crate::tools::{
-    Decision, Resolved, ToolContext, ToolError, ToolLimits, ToolRegistry, USER_REJECTED, decide,
+    Decision, Roots, ToolContext, ToolError, ToolLimits, ToolRegistry, USER_REJECTED, decide,
 };
 
 /// What the calls of a round need from the turn.
 pub struct DispatchContext<'a> {
     pub tools: &'a ToolRegistry,
-    pub mode: Mode,
+    /// The session's mode now: read at each decision, so a mode changed mid-turn governs
+    /// the very next call.
+    pub mode: &'a (dyn Fn() -> Mode + Sync),
     pub cwd: &'a Path,
     pub home: Option<&'a Path>,
-    pub plan_dir: &'a Resolved,
+    /// Where the session's tools work freely (the project, plan and extra directories).
+    pub roots: &'a Roots,
     pub rules: &'a Mutex<AlwaysRules>,
     pub limits: &'a ToolLimits,
     pub client: &'a dyn ClientOps,
@@ -39,6 +44,10 @@ pub enum DispatchStop {
     /// The client went away; the turn cannot go on.
     Abort(String),
 }
+
+/// How long a cancelled tool gets to stop on its own (a command killing and releasing its
+/// terminal) before the turn stops waiting for it.
+const CANCEL_GRACE: Duration = Duration::from_secs(5);
 
 /// What a card cancelled while it waited or ran ends with.
 const CANCELLED: &str = "Cancelled: the turn was stopped before this call finished.";
@@ -116,7 +125,7 @@ async fn run_call(
     let Some(handler) = ctx.tools.get(&call.name) else {
         let names: Vec<String> = ctx
             .tools
-            .specs_for_mode(ctx.mode)
+            .specs_for_mode((ctx.mode)())
             .into_iter()
             .map(|s| s.name)
             .collect();
@@ -127,20 +136,27 @@ async fn run_call(
         );
         return Ok(fail_card(ctx, call, &call.name, ToolKind::Other, message));
     };
-    let prepared = match handler.prepare(&call.arguments, &tool_ctx).await {
-        Ok(prepared) => prepared,
-        Err(err) => return stop_or_fail(ctx, call, err, ToolKind::Other),
-    };
+    let prepared =
+        match until_cancelled(ctx.cancel, handler.prepare(&call.arguments, &tool_ctx)).await {
+            Ok(prepared) => prepared,
+            Err(err) => return stop_or_fail(ctx, call, err, ToolKind::Other),
+        };
     let card = prepared.card(call.id.clone(), call.arguments.clone());
     ctx.client
         .send(AgentEvent::ToolCallStarted { card: card.clone() });
     let subject = prepared.subject(handler.name());
-    let decision = decide(ctx.mode, &subject, ctx.plan_dir, &lock(ctx.rules));
+    let decision = decide((ctx.mode)(), &subject, ctx.roots, &lock(ctx.rules));
     match decision {
         Decision::Allow => {}
         Decision::Deny(reason) => return Ok(finish_failed(ctx, call, reason)),
-        Decision::Ask => {
-            let answer = ctx.client.request_permission(&card).await;
+        Decision::Ask(reach) => {
+            let answer = match ctx.client.request_permission(&card, reach).await {
+                // An answer about one place outside the project is no answer about others.
+                PermissionAnswer::AllowAlways if reach == Reach::OutsideRoots => {
+                    PermissionAnswer::AllowOnce
+                }
+                answer => answer,
+            };
             if answer == PermissionAnswer::Cancelled || ctx.cancel.is_cancelled() {
                 finish_failed(ctx, call, CANCELLED.to_string());
                 return Err(DispatchStop::Cancelled);
@@ -159,7 +175,8 @@ async fn run_call(
             ..Default::default()
         },
     );
-    match handler.run(&call.arguments, &prepared, &tool_ctx).await {
+    let run = handler.run(&call.arguments, &prepared, &tool_ctx);
+    match until_cancelled(ctx.cancel, run).await {
         Ok(output) => {
             update(ctx, call, output.card_update());
             Ok(CallResult {
@@ -178,6 +195,29 @@ async fn run_call(
         Err(ToolError::Abort(message)) => {
             finish_failed(ctx, call, format!("Stopped: {message}"));
             Err(DispatchStop::Abort(message))
+        }
+    }
+}
+
+/// Runs a tool step until it ends or the turn is cancelled. A cancelled step gets
+/// [`CANCEL_GRACE`] to end by itself (tools stop their work on cancel and clean up); one that
+/// does not — blocked on a special file, a hung client — is dropped, so no tool can hold a
+/// session's turn for good.
+async fn until_cancelled<T>(
+    cancel: &CancellationToken,
+    step: impl Future<Output = Result<T, ToolError>>,
+) -> Result<T, ToolError> {
+    tokio::pin!(step);
+    tokio::select! {
+        result = &mut step => result,
+        () = cancel.cancelled() => {
+            match tokio::time::timeout(CANCEL_GRACE, &mut step).await {
+                Ok(result) => result,
+                Err(_) => {
+                    tracing::warn!("a tool did not stop within {CANCEL_GRACE:?} of the cancel");
+                    Err(ToolError::Cancelled)
+                }
+            }
         }
     }
 }

@@ -10,7 +10,8 @@ use async_trait::async_trait;
 use chrono::Utc;
 use hearth_backend::ContentPart;
 use hearth_conversation::{
-    AgentEvent, AlwaysRules, HistoryEntry, PermissionAnswer, SessionSettings, TerminalId, ToolCard,
+    AgentEvent, AlwaysRules, HistoryEntry, PermissionAnswer, Reach, SessionSettings, TerminalId,
+    ToolCard,
 };
 
 use super::session_context::SessionContext;
@@ -212,8 +213,8 @@ impl ClientOps for Recorder<'_> {
         self.inner.release_terminal(id).await
     }
 
-    async fn request_permission(&self, card: &ToolCard) -> PermissionAnswer {
-        self.inner.request_permission(card).await
+    async fn request_permission(&self, card: &ToolCard, reach: Reach) -> PermissionAnswer {
+        self.inner.request_permission(card, reach).await
     }
 
     fn send(&self, event: AgentEvent) {

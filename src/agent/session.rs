@@ -46,6 +46,10 @@ pub struct Session {
     /// The working directory: where tools resolve paths and commands run. A client that
     /// reopens the session in another directory moves it there (see [`Session::move_to`]).
     cwd: Mutex<PathBuf>,
+    /// Further directories the client made part of the session (ACP `additionalDirectories`):
+    /// tools work there as freely as in `cwd`. Given anew whenever the client opens the
+    /// session; not stored.
+    extra_dirs: Mutex<Vec<PathBuf>>,
     settings: Mutex<SessionSettings>,
     history: tokio::sync::Mutex<Vec<HistoryEntry>>,
     running: Arc<Mutex<Option<RunningTurn>>>,
@@ -72,6 +76,7 @@ impl Session {
         Self {
             id,
             cwd: Mutex::new(cwd),
+            extra_dirs: Mutex::new(Vec::new()),
             settings: Mutex::new(settings),
             history: tokio::sync::Mutex::new(history),
             running: Arc::new(Mutex::new(None)),
@@ -130,6 +135,16 @@ impl Session {
     /// in another project). Returns the directory it had.
     pub fn move_to(&self, cwd: PathBuf) -> PathBuf {
         std::mem::replace(&mut *lock(&self.cwd), cwd)
+    }
+
+    /// The extra directories the client named for this session.
+    pub fn extra_dirs(&self) -> Vec<PathBuf> {
+        lock(&self.extra_dirs).clone()
+    }
+
+    /// Sets the extra directories (from the client's request that opened the session).
+    pub fn set_extra_dirs(&self, dirs: Vec<PathBuf>) {
+        *lock(&self.extra_dirs) = dirs;
     }
 
     pub fn settings(&self) -> SessionSettings {

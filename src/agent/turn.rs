@@ -59,10 +59,11 @@ pub enum TurnError {
     /// more can be done for this prompt; what the round produced is kept.
     #[error("the turn was aborted: {0}")]
     Aborted(String),
-    /// The turn could not be set up: the session's plan directory cannot be resolved. Shown to
-    /// the user; nothing was sent to the model.
-    #[error("cannot set up the turn: plan directory {}: {source}", path.display())]
-    PlanDirectory {
+    /// The turn could not be set up: one of the session's roots (its working directory, plan
+    /// directory or an extra directory) cannot be resolved. Shown to the user; nothing was
+    /// sent to the model.
+    #[error("cannot set up the turn: directory {}: {source}", path.display())]
+    Roots {
         path: std::path::PathBuf,
         #[source]
         source: crate::tools::PathError,

@@ -13,7 +13,7 @@ use super::model_context::ModelContexts;
 use super::session_context::SessionContext;
 use crate::config::AgentSettings;
 use crate::host::ClientOps;
-use crate::tools::{Resolved, ToolLimits, ToolRegistry};
+use crate::tools::{Roots, ToolLimits, ToolRegistry};
 
 /// Everything a turn needs besides the history it extends.
 pub struct TurnContext<'a> {
@@ -27,7 +27,11 @@ pub struct TurnContext<'a> {
     pub mode: Mode,
     pub cwd: &'a Path,
     pub home: Option<&'a Path>,
-    pub plan_dir: &'a Resolved,
+    /// The session's mode now (the `mode` above is the one the turn began in: it chose the
+    /// prompt and tools; the policy asks this at each call).
+    pub live_mode: &'a (dyn Fn() -> Mode + Sync),
+    /// The project, plan and extra directories: where tools work without asking about place.
+    pub roots: &'a Roots,
     pub rules: &'a Mutex<AlwaysRules>,
     pub limits: &'a ToolLimits,
     /// Windows and token counting per model.
@@ -40,10 +44,10 @@ impl TurnContext<'_> {
     pub(super) fn dispatch(&self) -> DispatchContext<'_> {
         DispatchContext {
             tools: self.tools,
-            mode: self.mode,
+            mode: self.live_mode,
             cwd: self.cwd,
             home: self.home,
-            plan_dir: self.plan_dir,
+            roots: self.roots,
             rules: self.rules,
             limits: self.limits,
             client: self.client,

@@ -3,11 +3,12 @@
 //! through `LocalClientOps`.
 
 use crate::sync::lock;
+use crate::text_safety::visible_controls;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use hearth_conversation::{AgentEvent, PermissionAnswer, ToolCard, ToolKind};
+use hearth_conversation::{AgentEvent, PermissionAnswer, Reach, ToolCard, ToolKind};
 use serde_json::json;
 
 use super::report::{PromptReport, ToolCallReport, UsageReport};
@@ -118,9 +119,11 @@ impl BatchFront {
                 .stdout
                 .line(&json!({ "id": self.job_id, "event": event }).to_string()),
             Live::Text => match event {
-                AgentEvent::AgentText { text } => self.stdout.text(text),
-                AgentEvent::ToolCallStarted { card } => eprintln!("· {}", card.title),
-                AgentEvent::Notice { text } => eprintln!("[hearth] {text}"),
+                AgentEvent::AgentText { text } => self.stdout.text(&visible_controls(text)),
+                AgentEvent::ToolCallStarted { card } => {
+                    eprintln!("· {}", visible_controls(&card.title));
+                }
+                AgentEvent::Notice { text } => eprintln!("[hearth] {}", visible_controls(text)),
                 _ => {}
             },
         }
@@ -130,20 +133,27 @@ impl BatchFront {
 #[async_trait]
 impl LocalFrontEnd for BatchFront {
     /// Nobody can answer: allow what the flags permit, refuse the rest and report it.
-    async fn request_permission(&self, card: &ToolCard) -> PermissionAnswer {
+    async fn request_permission(&self, card: &ToolCard, reach: Reach) -> PermissionAnswer {
         let (allowed, flag) = match card.kind {
             ToolKind::Execute => (self.permits.commands, "--allow-commands"),
             _ => (self.permits.writes, "--allow-writes"),
         };
-        if allowed {
-            return PermissionAnswer::AllowOnce;
-        }
-        let denial = format!(
-            "{} (headless run; pass {flag} or --mode bypass to permit)",
-            card.title
-        );
+        // The flags cover the project (its roots) only; outside it, only bypass mode writes
+        // or runs headless, as nobody is there to ask.
+        let denial = match reach {
+            Reach::WithinRoots if allowed => return PermissionAnswer::AllowOnce,
+            Reach::WithinRoots => format!(
+                "{} (headless run; pass {flag} or --mode bypass to permit)",
+                card.title
+            ),
+            Reach::OutsideRoots => format!(
+                "{} (outside the project; {flag} covers the project only, --mode bypass \
+                 permits everything)",
+                card.title
+            ),
+        };
         if self.live == Live::Text {
-            eprintln!("✗ denied: {denial}");
+            eprintln!("✗ denied: {}", visible_controls(&denial));
         }
         lock(&self.report).denied.push(denial);
         PermissionAnswer::RejectOnce

@@ -1,5 +1,6 @@
 //! Runs the prompts of `hearth run`, concurrently up to `--jobs`, and prints their results.
 
+use crate::text_safety::visible_controls;
 use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
@@ -281,15 +282,17 @@ fn print_report(ctx: &RunContext, report: &PromptReport) {
 fn print_text(ctx: &RunContext, report: &PromptReport) {
     let live = ctx.args.jobs == 1 && ctx.args.batch.is_none();
     if !live {
-        ctx.stdout.line(&format!("### {}", report.id));
-        ctx.stdout.line(report.text.trim_end());
+        ctx.stdout
+            .line(&format!("### {}", visible_controls(&report.id)));
+        ctx.stdout.line(&visible_controls(report.text.trim_end()));
     }
     for denial in &report.denied {
         if !live {
-            eprintln!("[{}] denied: {denial}", report.id);
+            eprintln!("[{}] denied: {}", report.id, visible_controls(denial));
         }
     }
     if let Some(err) = &report.error {
+        let err = visible_controls(err);
         eprintln!("hearth run: {}: {err}", report.id);
     }
 }

@@ -1,5 +1,6 @@
 //! `hearth sessions list|show|delete`: the session store from the command line.
 
+use crate::text_safety::{visible_controls, visible_event};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -45,12 +46,14 @@ pub fn run(
                 for s in &page.sessions {
                     let when = s.updated_at.format("%Y-%m-%d %H:%M");
                     let title = s.title.clone().unwrap_or_default();
+                    let cwd = s.cwd.display().to_string();
                     writeln!(
                         out,
-                        "{}  {when}  {:>3} rounds  {}  {title}",
+                        "{}  {when}  {:>3} rounds  {}  {}",
                         s.id,
                         s.rounds,
-                        s.cwd.display()
+                        visible_controls(&cwd),
+                        visible_controls(&title)
                     )?;
                 }
                 match page.next_cursor {
@@ -62,9 +65,11 @@ pub fn run(
         SessionsAction::Show { id } => {
             let id = validate_session_id(&id)?;
             let snapshot = store.load(&id)?.state();
-            writeln!(out, "session {}  ({})", snapshot.id, snapshot.cwd.display())?;
-            for event in snapshot.replay {
-                match event {
+            let cwd = snapshot.cwd.display().to_string();
+            writeln!(out, "session {}  ({})", snapshot.id, visible_controls(&cwd))?;
+            for event in &snapshot.replay {
+                // What the model and tools wrote reaches the terminal with escapes spelled out.
+                match visible_event(event).into_owned() {
                     AgentEvent::UserMessage { content } => {
                         let text: String = content
                             .iter()

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
-use hearth_conversation::{AgentEvent, HistoryEntry, PermissionAnswer, ToolCard};
+use hearth_conversation::{AgentEvent, HistoryEntry, PermissionAnswer, Reach, ToolCard};
 use serde::Serialize;
 
 use crate::host::LocalFrontEnd;
@@ -105,7 +105,7 @@ impl EvalFront {
 
 #[async_trait]
 impl LocalFrontEnd for EvalFront {
-    async fn request_permission(&self, _card: &ToolCard) -> PermissionAnswer {
+    async fn request_permission(&self, _card: &ToolCard, _reach: Reach) -> PermissionAnswer {
         PermissionAnswer::AllowOnce
     }
 

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
-use hearth_conversation::{AgentEvent, PermissionAnswer, TerminalId, ToolCard};
+use hearth_conversation::{AgentEvent, PermissionAnswer, Reach, TerminalId, ToolCard};
 
 /// Why a client operation failed. Tools turn these into messages for the model.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -74,7 +74,7 @@ pub trait ClientOps: Send + Sync {
     async fn release_terminal(&self, id: &TerminalId) -> Result<(), ClientOpsError>;
 
     /// Asks the user whether `card` may run. Resolves to `Cancelled` if the turn is cancelled.
-    async fn request_permission(&self, card: &ToolCard) -> PermissionAnswer;
+    async fn request_permission(&self, card: &ToolCard, reach: Reach) -> PermissionAnswer;
 
     /// Shows an event to the user. Never blocks; a closed client drops it.
     fn send(&self, event: AgentEvent);

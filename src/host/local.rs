@@ -1,6 +1,6 @@
 //! [`LocalClientOps`]: [`ClientOps`] done by hearth itself, on this machine. The REPL and batch
 //! front ends use it, and the ACP front end falls back to it for what a client did not
-//! advertise. Files go through tokio's fs; terminals are `sh -c` child processes in their own
+//! advertise. Files go through [`file_io`] (regular files only, bounded reads); terminals are `sh -c` child processes in their own
 //! process group, so a kill or release stops everything the command started.
 
 use std::collections::{HashMap, VecDeque};
@@ -11,11 +11,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use hearth_conversation::{AgentEvent, PermissionAnswer, TerminalId, ToolCard};
+use hearth_conversation::{AgentEvent, PermissionAnswer, Reach, TerminalId, ToolCard};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::watch;
 
 use super::client_ops::{ClientOps, ClientOpsError, ExitStatus, TerminalOutput, TerminalRequest};
+use super::file_io;
 
 /// How long to keep collecting output after the shell exits, for pipes held open by
 /// background children (they are killed on release anyway).
@@ -26,7 +27,7 @@ const OUTPUT_DRAIN: Duration = Duration::from_millis(200);
 #[async_trait]
 pub trait LocalFrontEnd: Send + Sync {
     /// Asks the user; resolves to [`PermissionAnswer::Cancelled`] if the turn is cancelled.
-    async fn request_permission(&self, card: &ToolCard) -> PermissionAnswer;
+    async fn request_permission(&self, card: &ToolCard, reach: Reach) -> PermissionAnswer;
     /// Shows an event; must not block.
     fn send(&self, event: AgentEvent);
 }
@@ -85,20 +86,13 @@ impl ClientOps for LocalClientOps {
         line: Option<u32>,
         limit: Option<u32>,
     ) -> Result<String, ClientOpsError> {
-        let bytes = tokio::fs::read(path).await.map_err(|e| io_error(path, e))?;
-        let text = String::from_utf8(bytes).map_err(|_| {
-            ClientOpsError::Failed(format!(
-                "{} is not UTF-8 text (a binary file?)",
-                path.display()
-            ))
-        })?;
-        slice_lines(&text, line, limit)
+        let path = path.to_path_buf();
+        blocking(move || file_io::read_text(&path, line, limit)).await
     }
 
     async fn write_text_file(&self, path: &Path, content: &str) -> Result<(), ClientOpsError> {
-        tokio::fs::write(path, content)
-            .await
-            .map_err(|e| io_error(path, e))
+        let (path, content) = (path.to_path_buf(), content.to_owned());
+        blocking(move || file_io::write_text(&path, &content)).await
     }
 
     async fn create_terminal(
@@ -195,13 +189,22 @@ impl ClientOps for LocalClientOps {
         Ok(())
     }
 
-    async fn request_permission(&self, card: &ToolCard) -> PermissionAnswer {
-        self.front.request_permission(card).await
+    async fn request_permission(&self, card: &ToolCard, reach: Reach) -> PermissionAnswer {
+        self.front.request_permission(card, reach).await
     }
 
     fn send(&self, event: AgentEvent) {
         self.front.send(event);
     }
+}
+
+/// Runs blocking file I/O off the async threads.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, ClientOpsError> + Send + 'static,
+) -> Result<T, ClientOpsError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|e| Err(ClientOpsError::Failed(format!("file I/O stopped: {e}"))))
 }
 
 /// SIGKILLs a whole process group. A group that is already gone is not an error.
@@ -260,37 +263,6 @@ fn signal_name(signal: i32) -> String {
         other => return format!("signal {other}"),
     };
     name.to_owned()
-}
-
-fn io_error(path: &Path, e: std::io::Error) -> ClientOpsError {
-    match e.kind() {
-        std::io::ErrorKind::NotFound => ClientOpsError::NotFound(path.to_path_buf()),
-        _ => ClientOpsError::Failed(format!("{}: {e}", path.display())),
-    }
-}
-
-/// Lines `line..line+limit` (1-based) with their line ends; past the end is an error, as in Zed.
-fn slice_lines(
-    text: &str,
-    line: Option<u32>,
-    limit: Option<u32>,
-) -> Result<String, ClientOpsError> {
-    if line.is_none() && limit.is_none() {
-        return Ok(text.to_owned());
-    }
-    let start = usize::try_from(line.unwrap_or(1).max(1)).unwrap_or(usize::MAX);
-    let total = text.split_inclusive('\n').count();
-    if start > total.max(1) {
-        return Err(ClientOpsError::Failed(format!(
-            "line {start} is past the end of the file ({total} lines)"
-        )));
-    }
-    let take = limit.map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
-    Ok(text
-        .split_inclusive('\n')
-        .skip(start - 1)
-        .take(take)
-        .collect())
 }
 
 /// The last `limit` bytes of a stream.

@@ -17,24 +17,6 @@ fn request(command: &str, cwd: &Path, limit: u64) -> TerminalRequest {
 }
 
 #[test]
-fn slice_lines_table() {
-    let text = "a\nb\nc\n";
-    // (line, limit, expected text; None = an error)
-    let cases: &[(Option<u32>, Option<u32>, Option<&str>)] = &[
-        (None, None, Some("a\nb\nc\n")),
-        (Some(2), None, Some("b\nc\n")),
-        (Some(2), Some(1), Some("b\n")),
-        (None, Some(2), Some("a\nb\n")),
-        (Some(3), Some(10), Some("c\n")),
-        (Some(4), None, None),
-    ];
-    for (line, limit, want) in cases {
-        let got = slice_lines(text, *line, *limit).ok();
-        assert_eq!(got.as_deref(), *want, "{line:?} {limit:?}");
-    }
-}
-
-#[test]
 fn tail_buffer_keeps_the_end_at_a_char_boundary() {
     let mut buf = TailBuffer::new(4);
     buf.push(b"ab");
@@ -195,7 +177,8 @@ async fn permission_and_events_go_to_the_front_end() {
         raw_input: serde_json::Value::Null,
     };
     assert_eq!(
-        ops.request_permission(&card).await,
+        ops.request_permission(&card, hearth_conversation::Reach::WithinRoots)
+            .await,
         PermissionAnswer::AllowOnce
     );
     let event = AgentEvent::AgentText { text: "hi".into() };

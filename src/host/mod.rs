@@ -3,6 +3,7 @@
 //! REPL and batch front ends (and the ACP front end's fallback for what a client lacks).
 
 mod client_ops;
+pub mod file_io;
 mod local;
 
 pub use client_ops::{ClientOps, ClientOpsError, ExitStatus, TerminalOutput, TerminalRequest};

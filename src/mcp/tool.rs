@@ -111,7 +111,7 @@ impl ToolHandler for McpTool {
             locations: Vec::new(),
             access: self.access(),
             paths: Vec::new(),
-            programs: None,
+            command: None,
             preview: Vec::new(),
         })
     }
@@ -144,22 +144,31 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::tools::{Decision, Resolved, Subject, decide, offers};
-    use hearth_conversation::{AlwaysRules, Mode, PermissionAnswer};
+    use crate::tools::{Decision, Resolved, Roots, Subject, decide, offers};
+    use hearth_conversation::{AlwaysRules, Mode, PermissionAnswer, Reach};
 
     #[test]
     fn mcp_tools_ask_unless_bypass_and_are_refused_in_plan_mode() {
-        let plan = Resolved::from_absolute(Path::new("/nonexistent/plan")).unwrap();
+        let resolved = |p: &str| Resolved::from_absolute(Path::new(p)).unwrap();
+        let plan = Roots::new(
+            resolved("/nonexistent/proj"),
+            resolved("/nonexistent/plan"),
+            Vec::new(),
+        );
         let subject = Subject {
             tool: "fixture__echo",
             access: MCP_ACCESS,
             paths: &[],
-            programs: None,
+            command: None,
         };
         let mut rules = AlwaysRules::default();
         let table = [
-            (Mode::Ask, Some(Decision::Ask), true),
-            (Mode::AcceptEdits, Some(Decision::Ask), true),
+            (Mode::Ask, Some(Decision::Ask(Reach::WithinRoots)), true),
+            (
+                Mode::AcceptEdits,
+                Some(Decision::Ask(Reach::WithinRoots)),
+                true,
+            ),
             (Mode::Plan, None, false),
             (Mode::Bypass, Some(Decision::Allow), true),
         ];
@@ -185,6 +194,9 @@ mod tests {
             tool: "fixture__fail",
             ..subject
         };
-        assert_eq!(decide(Mode::Ask, &other, &plan, &rules), Decision::Ask);
+        assert_eq!(
+            decide(Mode::Ask, &other, &plan, &rules),
+            Decision::Ask(Reach::WithinRoots)
+        );
     }
 }

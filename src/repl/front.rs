@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
-use hearth_conversation::{AgentEvent, PermissionAnswer, ToolCard};
+use hearth_conversation::{AgentEvent, PermissionAnswer, Reach, ToolCard};
 use tokio_util::sync::CancellationToken;
 
 use super::commands::parse_answer;
@@ -47,14 +47,14 @@ impl ReplFront {
 
 #[async_trait]
 impl LocalFrontEnd for ReplFront {
-    async fn request_permission(&self, card: &ToolCard) -> PermissionAnswer {
+    async fn request_permission(&self, card: &ToolCard, reach: Reach) -> PermissionAnswer {
         let cancel = self.cancel_token();
         let _one_at_a_time = tokio::select! {
             biased;
             () = cancel.cancelled() => return PermissionAnswer::Cancelled,
             guard = self.asking.lock() => guard,
         };
-        self.screen.apply(|r| r.permission_question(card));
+        self.screen.apply(|r| r.permission_question(card, reach));
         // A terminal echoes what was typed; piped answers are echoed so transcripts read well.
         let echo = !self.input.is_editor();
         loop {
@@ -65,7 +65,7 @@ impl LocalFrontEnd for ReplFront {
                     if let Some(answer) = parse_answer(&text) {
                         return answer;
                     }
-                    self.screen.apply(|r| r.permission_question(card));
+                    self.screen.apply(|r| r.permission_question(card, reach));
                 }
                 AnswerLine::Eof => {
                     self.screen
@@ -113,20 +113,20 @@ mod tests {
     async fn answers_are_read_in_order_and_a_bad_answer_asks_again() {
         let front = front("what\ny\nN\na\n");
         assert_eq!(
-            front.request_permission(&card()).await,
+            front.request_permission(&card(), Reach::WithinRoots).await,
             PermissionAnswer::AllowOnce
         );
         assert_eq!(
-            front.request_permission(&card()).await,
+            front.request_permission(&card(), Reach::WithinRoots).await,
             PermissionAnswer::RejectAlways
         );
         assert_eq!(
-            front.request_permission(&card()).await,
+            front.request_permission(&card(), Reach::WithinRoots).await,
             PermissionAnswer::AllowAlways
         );
         // Input is over: refuse rather than wait forever.
         assert_eq!(
-            front.request_permission(&card()).await,
+            front.request_permission(&card(), Reach::WithinRoots).await,
             PermissionAnswer::RejectOnce
         );
     }
@@ -138,12 +138,12 @@ mod tests {
         front.start_turn(cancel.clone());
         cancel.cancel();
         assert_eq!(
-            front.request_permission(&card()).await,
+            front.request_permission(&card(), Reach::WithinRoots).await,
             PermissionAnswer::Cancelled
         );
         front.start_turn(CancellationToken::new());
         assert_eq!(
-            front.request_permission(&card()).await,
+            front.request_permission(&card(), Reach::WithinRoots).await,
             PermissionAnswer::AllowOnce
         );
     }

@@ -7,13 +7,14 @@ use std::path::{Path, PathBuf};
 
 use hearth_backend::ContentPart;
 use hearth_conversation::{
-    AgentEvent, PlanEntry, PlanStatus, ToolCallId, ToolCard, ToolCardUpdate, ToolContent,
+    AgentEvent, PlanEntry, PlanStatus, Reach, ToolCallId, ToolCard, ToolCardUpdate, ToolContent,
     ToolStatus,
 };
 
 use super::commands::ANSWER_CHOICES;
 use super::diff::{DiffSummary, summarize, unified};
 use super::style::Style;
+use crate::text_safety::{visible_controls, visible_event};
 
 /// The margin in front of every line of reasoning (dimmed on a terminal).
 const THOUGHT_MARGIN: &str = "┊ ";
@@ -70,7 +71,9 @@ impl Renderer {
 
     /// The text for one event.
     pub fn event(&mut self, event: &AgentEvent) -> String {
-        match event {
+        // Nothing from the model, a tool or a file reaches the terminal raw (escapes, CR).
+        let event = visible_event(event);
+        match event.as_ref() {
             AgentEvent::AgentText { text } => self.text(text),
             AgentEvent::AgentThought { text } => self.thought(text),
             AgentEvent::ToolCallStarted { card } => self.card_started(card),
@@ -126,14 +129,26 @@ impl Renderer {
     }
 
     /// The permission question for `card`, left open for the answer on the same line.
-    pub fn permission_question(&mut self, card: &ToolCard) -> String {
+    pub fn permission_question(&mut self, card: &ToolCard, reach: Reach) -> String {
         let mut out = self.finish();
         let summary = diff_of(&card.content).map(|(_, s)| self.summary(s));
+        // What the call shows besides its title (a command's every line) comes first, so the
+        // question is the last line, next to where the answer is typed.
+        for content in &card.content {
+            if let ToolContent::Text { text } = content {
+                for line in visible_controls(text).lines() {
+                    out.push_str(&format!("  {line}\n"));
+                }
+            }
+        }
         out.push_str(&self.style.yellow("? "));
         out.push_str("allow ");
-        out.push_str(&self.style.bold(&card.title));
+        out.push_str(&self.style.bold(&visible_controls(&card.title)));
         if let Some(summary) = summary {
             out.push_str(&format!(" ({summary})"));
+        }
+        if reach == Reach::OutsideRoots {
+            out.push_str(&self.style.red(" — outside the project"));
         }
         out.push_str(&format!("? {ANSWER_CHOICES} "));
         self.at_line_start = false;

@@ -158,14 +158,14 @@ fn a_failed_card_shows_its_reason_and_the_diff_is_kept_for_slash_diff() {
 fn the_permission_question_breaks_the_stream_and_the_answer_ends_its_line() {
     let mut r = renderer(Style::plain());
     let mut out = r.event(&text("I will write."));
-    out.push_str(&r.permission_question(&write_card(ToolStatus::Pending)));
+    out.push_str(&r.permission_question(&write_card(ToolStatus::Pending), Reach::WithinRoots));
     assert_eq!(
         out,
         "I will write.\n? allow Write notes.txt (+2 -1)? [y]es / [a]lways / [n]o / always [N]o "
     );
     assert_eq!(r.answered(Some("y")), "y\n");
     assert_eq!(r.finish(), "");
-    r.permission_question(&write_card(ToolStatus::Pending));
+    r.permission_question(&write_card(ToolStatus::Pending), Reach::WithinRoots);
     assert_eq!(r.answered(None), "");
     assert_eq!(r.line("next"), "next\n");
 }

@@ -78,6 +78,24 @@ pub fn short_path(cwd: &std::path::Path, path: &std::path::Path) -> String {
     }
 }
 
+/// How a resolved path is shown on a card: as [`short_path`], and when a symlink leads
+/// somewhere else, with the file that really is read or changed — the one the user is
+/// agreeing to.
+pub fn shown_target(cwd: &std::path::Path, target: &super::paths::Resolved) -> String {
+    let shown = short_path(cwd, target.path());
+    // Where the path would be if no link below the cwd redirected it (the cwd itself may
+    // sit behind a link; that is no news to the user).
+    let expected = match target.path().strip_prefix(cwd) {
+        Ok(rel) => super::paths::real_path(cwd).ok().map(|c| c.join(rel)),
+        Err(_) => Some(target.path().to_path_buf()),
+    };
+    if expected.as_deref() == Some(target.real()) {
+        shown
+    } else {
+        format!("{shown} → {} (through a symlink)", target.real().display())
+    }
+}
+
 /// A count for messages: "1 match", "3 matches".
 pub fn plural(n: usize, one: &str, many: &str) -> String {
     if n == 1 {

@@ -15,8 +15,9 @@ use serde_json::json;
 
 use super::args::{self, short_path};
 use super::handler::{Prepared, ToolContext, ToolError, ToolHandler, ToolOutput};
-use super::shell_words::command_programs;
+use super::invocation::CommandShape;
 use crate::host::{ClientOpsError, ExitStatus, TerminalOutput, TerminalRequest};
+use crate::text_safety::visible_controls;
 
 pub const NAME: &str = "bash";
 
@@ -89,15 +90,26 @@ impl ToolHandler for Bash {
                 cwd.path().display()
             )));
         }
-        let first_line = args.command.lines().next().unwrap_or_default();
+        // The question must show what will run: every line, control characters spelled
+        // out (a CR or an escape could otherwise hide part of it on a terminal).
+        let shown = visible_controls(args.command.trim_end());
+        let first_line = shown.lines().next().unwrap_or_default();
         let mut title = args::cut_line(first_line, TITLE_CHARS);
-        if first_line.len() < args.command.trim_end().len() {
+        let whole_in_title = title.len() == shown.len();
+        if !whole_in_title {
             title.push_str(" …");
         }
         let title = if cwd.path() == ctx.cwd {
             format!("`{title}`")
         } else {
             format!("`{title}` in {}", short_path(ctx.cwd, cwd.path()))
+        };
+        let preview = if whole_in_title {
+            Vec::new()
+        } else {
+            vec![ToolContent::Text {
+                text: fenced(&shown),
+            }]
         };
         Ok(Prepared {
             title,
@@ -108,8 +120,8 @@ impl ToolHandler for Bash {
             }],
             access: Access::Execute,
             paths: vec![cwd],
-            programs: Some(command_programs(&args.command)),
-            preview: Vec::new(),
+            command: Some(CommandShape::of(&args.command)),
+            preview,
         })
     }
 
@@ -167,6 +179,14 @@ impl ToolHandler for Bash {
 
 /// Waits for the command, racing its timeout and the turn's cancellation; kills it unless it
 /// exited by itself.
+/// `text` in a Markdown code fence longer than any backtick run inside it, so a command cannot
+/// close the fence and restyle the rest of the question.
+fn fenced(text: &str) -> String {
+    let longest_run = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest_run.max(2) + 1);
+    format!("{fence}sh\n{text}\n{fence}")
+}
+
 async fn supervise(ctx: &ToolContext<'_>, id: &TerminalId, timeout: Duration) -> Ended {
     let ended = tokio::select! {
         biased;

@@ -38,7 +38,8 @@ async fn runs_shows_the_terminal_and_always_releases() {
     assert_eq!(prepared.title, "`echo hello; echo err >&2`");
     assert_eq!(prepared.kind, ToolKind::Execute);
     assert_eq!(prepared.access, Access::Execute);
-    assert_eq!(prepared.programs, Some(vec!["echo".to_owned()]));
+    let shape = prepared.command.unwrap();
+    assert_eq!(shape.programs, ["echo"]);
     assert_eq!(out.for_model, "exit code: 0\noutput:\nhello\nerr\n");
     assert!(!out.failed);
     assert_eq!(out.raw_output["exit_code"], 0);

@@ -8,7 +8,8 @@ use hearth_conversation::{Access, ToolContent, ToolKind, ToolLocation};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::args::{self, plural, short_path};
+use super::args::{self, plural, shown_target};
+use super::file_checks;
 use super::handler::{Prepared, ToolContext, ToolError, ToolHandler, ToolOutput};
 use crate::host::ClientOpsError;
 
@@ -83,7 +84,7 @@ impl ToolHandler for EditFile {
         let old = read(target.path(), ctx).await?;
         let applied = apply_edits(&old, &args.edits, &target.path().display().to_string())?;
         Ok(Prepared {
-            title: format!("Edit {}", short_path(ctx.cwd, target.path())),
+            title: format!("Edit {}", shown_target(ctx.cwd, &target)),
             kind: ToolKind::Edit,
             locations: vec![ToolLocation {
                 path: target.path().to_path_buf(),
@@ -96,7 +97,7 @@ impl ToolHandler for EditFile {
                 new_text: applied.text,
             }],
             paths: vec![target],
-            programs: None,
+            command: None,
         })
     }
 
@@ -135,6 +136,7 @@ impl ToolHandler for EditFile {
 }
 
 async fn read(path: &std::path::Path, ctx: &ToolContext<'_>) -> Result<String, ToolError> {
+    file_checks::editable(path, NAME).await?;
     ctx.client
         .read_text_file(path, None, None)
         .await

@@ -72,7 +72,7 @@ impl ToolHandler for Glob {
             }],
             access: Access::Read,
             paths: vec![root],
-            programs: None,
+            command: None,
             preview: Vec::new(),
         })
     }

@@ -14,6 +14,8 @@ use serde::Deserialize;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use crate::host::file_io;
+
 use super::args::{self, cap_head, cut_line, short_path};
 use super::handler::{Prepared, ToolContext, ToolError, ToolHandler, ToolOutput};
 use super::walk::{PathGlob, check_root, walker};
@@ -88,7 +90,7 @@ impl ToolHandler for Grep {
             }],
             access: Access::Read,
             paths: vec![root],
-            programs: None,
+            command: None,
             preview: Vec::new(),
         })
     }
@@ -235,11 +237,15 @@ impl Search {
 
     /// The matching lines of one file, or `None` (no match, binary, too large, unreadable).
     fn search_file(&self, path: &Path) -> Option<Vec<(usize, String)>> {
-        let meta = std::fs::metadata(path).ok()?;
-        if meta.len() > MAX_FILE_BYTES {
+        // Opened without blocking and checked as a regular file: a FIFO swapped in after the
+        // walk saw a file must not stall the search.
+        let file = file_io::open_regular(path).ok()?;
+        if file.metadata().ok()?.len() > MAX_FILE_BYTES {
             return None;
         }
-        let bytes = std::fs::read(path).ok()?;
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::Read::take(file, MAX_FILE_BYTES), &mut bytes)
+            .ok()?;
         if bytes[..bytes.len().min(BINARY_SNIFF)].contains(&0) || !self.regex.is_match(&bytes) {
             return None;
         }

@@ -20,6 +20,7 @@ use hearth_conversation::{
 
 use crate::host::{ClientOps, ClientOpsError};
 
+use super::invocation::CommandShape;
 use super::paths::{self, Resolved};
 use super::policy::Subject;
 
@@ -129,8 +130,8 @@ pub struct Prepared {
     pub access: Access,
     /// Every path the call touches, resolved; the policy judges these and `run` uses them.
     pub paths: Vec<Resolved>,
-    /// For shell commands: the programs the line runs (see [`Subject::programs`]).
-    pub programs: Option<Vec<String>>,
+    /// For shell commands: what the line runs (see [`Subject::command`]).
+    pub command: Option<CommandShape>,
     /// What the permission prompt shows, e.g. the diff an edit will make.
     pub preview: Vec<ToolContent>,
 }
@@ -156,7 +157,7 @@ impl Prepared {
             tool,
             access: self.access,
             paths: &self.paths,
-            programs: self.programs.as_deref(),
+            command: self.command.as_ref(),
         }
     }
 }

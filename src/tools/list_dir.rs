@@ -60,7 +60,7 @@ impl ToolHandler for ListDir {
             }],
             access: Access::Read,
             paths: vec![target],
-            programs: None,
+            command: None,
             preview: Vec::new(),
         })
     }

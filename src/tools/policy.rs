@@ -1,13 +1,21 @@
 //! Modes and the permission policy, as pure functions: given the mode, what a call does, the
-//! paths it touches (already resolved by [`super::paths`]) and what the user said "always" to,
-//! [`decide`] says allow, ask or deny. Nothing here does I/O except [`plan_dir`], which
-//! canonicalises the cwd once.
+//! paths it touches (already resolved by [`super::paths`]), the session's [`Roots`] and what
+//! the user said "always" to, [`decide`] says allow, ask or deny. Nothing here does I/O except
+//! [`plan_dir`], which canonicalises the cwd once.
+//!
+//! One confinement rule: inside the roots, reads are free and writes follow the mode; outside
+//! them, reads and writes ask in every mode but bypass (plan mode refuses writes outside its
+//! plan directory outright), and no "always allow" reaches outside. This is what the careful
+//! agents do: claude-code asks before reading outside the working directory, codex confines
+//! writes to the workspace.
 
 use std::path::{Path, PathBuf};
 
-use hearth_conversation::{Access, AlwaysRules, Mode, RuleKey};
+use hearth_conversation::{Access, AlwaysRules, Mode, Reach, RuleKey};
 
+use super::invocation::CommandShape;
 use super::paths::{self, Resolved};
+use super::roots::Roots;
 
 /// What the model reads when the user rejects a call.
 pub const USER_REJECTED: &str = "The user rejected this call.";
@@ -21,8 +29,8 @@ pub const USER_REJECTED_ALWAYS: &str =
 pub enum Decision {
     /// Run it.
     Allow,
-    /// Ask the user first.
-    Ask,
+    /// Ask the user first; the question says whether the call reaches outside the roots.
+    Ask(Reach),
     /// Do not run it; the reason goes to the model.
     Deny(String),
 }
@@ -35,51 +43,59 @@ pub struct Subject<'a> {
     pub access: Access,
     /// Every path the call may write or read, resolved.
     pub paths: &'a [Resolved],
-    /// For shell commands: the programs the command line runs (the key of "always" rules);
-    /// empty when the line cannot be keyed safely. `None` for everything that is not a command.
-    pub programs: Option<&'a [String]>,
+    /// For shell commands: the programs the line runs and, for a plain invocation, the key
+    /// "always" rules use. `None` for everything that is not a command.
+    pub command: Option<&'a CommandShape>,
 }
 
 impl<'a> Subject<'a> {
     /// What an "always" answer about this call is keyed by.
     pub fn rule_key(&self) -> RuleKey<'a> {
-        match self.programs {
-            Some(programs) => RuleKey::Command(programs),
+        match self.command {
+            Some(shape) => RuleKey::Command {
+                programs: &shape.programs,
+                invocation: shape.invocation.as_deref(),
+            },
             None => RuleKey::Tool(self.tool),
         }
     }
 }
 
-/// Decides one call. `plan_dir` is the session's plan directory (see [`plan_dir`]), resolved.
+/// Decides one call in `mode`, the session's mode at the moment of the call.
 ///
 /// "Reject always" refuses in every mode, bypass included: the user said so explicitly.
-/// "Allow always" never lifts plan mode's limits.
-pub fn decide(
-    mode: Mode,
-    subject: &Subject<'_>,
-    plan_dir: &Resolved,
-    rules: &AlwaysRules,
-) -> Decision {
+/// "Allow always" never lifts plan mode's limits and never reaches outside the roots.
+pub fn decide(mode: Mode, subject: &Subject<'_>, roots: &Roots, rules: &AlwaysRules) -> Decision {
     let remembered = rules.lookup(subject.rule_key());
     if remembered == Some(false) {
         return Decision::Deny(USER_REJECTED_ALWAYS.to_owned());
     }
+    let reach = if roots.contain_all(subject.paths) {
+        Reach::WithinRoots
+    } else {
+        Reach::OutsideRoots
+    };
+    let ask = || {
+        if remembered == Some(true) && reach == Reach::WithinRoots {
+            Decision::Allow
+        } else {
+            Decision::Ask(reach)
+        }
+    };
     match (mode, subject.access) {
-        (_, Access::Read | Access::SessionOnly) | (Mode::Bypass, _) => Decision::Allow,
+        (_, Access::SessionOnly) | (Mode::Bypass, _) => Decision::Allow,
+        (_, Access::Read) if reach == Reach::WithinRoots => Decision::Allow,
+        // Reading outside the project asks each time: an answer about one file is no
+        // answer about the user's keys or mail.
+        (_, Access::Read) => Decision::Ask(Reach::OutsideRoots),
         (Mode::Plan, Access::Execute) => Decision::Deny(format!(
             "Plan mode: `{}` runs commands, which plan mode does not allow. Keep planning, or \
              ask the user to switch to ask or accept-edits mode.",
             subject.tool
         )),
-        (Mode::Plan, Access::Write) => plan_write(subject, plan_dir),
-        (Mode::AcceptEdits, Access::Write) => Decision::Allow,
-        (Mode::Ask, Access::Write | Access::Execute) | (Mode::AcceptEdits, Access::Execute) => {
-            if remembered == Some(true) {
-                Decision::Allow
-            } else {
-                Decision::Ask
-            }
-        }
+        (Mode::Plan, Access::Write) => plan_write(subject, roots.plan_dir()),
+        (Mode::AcceptEdits, Access::Write) if reach == Reach::WithinRoots => Decision::Allow,
+        (Mode::Ask | Mode::AcceptEdits, Access::Write | Access::Execute) => ask(),
     }
 }
 

@@ -1,9 +1,9 @@
-use hearth_conversation::{PermissionAnswer, UnknownMode};
+use hearth_conversation::{PermissionAnswer, Reach, UnknownMode};
 use serde_json::json;
 
 use super::*;
-use crate::tools::Resolved;
 use crate::tools::test_support::Fixture;
+use crate::tools::{CommandShape, Resolved, Roots};
 use crate::tools::{Prepared, ToolError, ToolRegistry};
 
 /// What happens to a call, end to end: offered or not, then the decision.
@@ -19,7 +19,7 @@ enum Outcome {
 fn outcome(decision: &Decision) -> Outcome {
     match decision {
         Decision::Allow => Outcome::Allowed,
-        Decision::Ask => Outcome::Asked,
+        Decision::Ask(_) => Outcome::Asked,
         Decision::Deny(_) => Outcome::Refused,
     }
 }
@@ -27,6 +27,7 @@ fn outcome(decision: &Decision) -> Outcome {
 struct Env {
     fx: Fixture,
     plan: Resolved,
+    roots: Roots,
 }
 
 impl Env {
@@ -34,8 +35,10 @@ impl Env {
         let fx = Fixture::new();
         let data = fx.root.parent().unwrap().join("data/hearth");
         let plan = Resolved::from_absolute(&plan_dir(&data, &fx.root)).unwrap();
+        let cwd = Resolved::from_absolute(&fx.root).unwrap();
+        let roots = Roots::new(cwd, plan.clone(), Vec::new());
         fx.write("src/main.rs", "fn main() {}\n");
-        Self { fx, plan }
+        Self { fx, plan, roots }
     }
 
     async fn prepare(&self, tool: &str, args: serde_json::Value) -> Result<Prepared, ToolError> {
@@ -50,7 +53,7 @@ impl Env {
         let decision = decide(
             mode,
             &prepared.subject(tool),
-            &self.plan,
+            &self.roots,
             &AlwaysRules::default(),
         );
         // What the model is offered is what production sends: the specs for the mode.
@@ -175,7 +178,7 @@ async fn plan_mode_escape_attempts() {
             Ok(prepared) => decide(
                 Mode::Plan,
                 &prepared.subject("write_file"),
-                &env.plan,
+                &env.roots,
                 &AlwaysRules::default(),
             ),
             Err(ToolError::Model(reason)) => Decision::Deny(reason),
@@ -225,7 +228,7 @@ async fn plan_mode_allows_home_when_home_is_the_plan_dir() {
     let decision = decide(
         Mode::Plan,
         &prepared.subject("write_file"),
-        &env.plan,
+        &env.roots,
         &AlwaysRules::default(),
     );
     assert_eq!(decision, Decision::Allow);
@@ -240,7 +243,7 @@ async fn plan_mode_refuses_commands_and_external_writes_without_paths() {
         ..AlwaysRules::default()
     };
     // "Always allow" does not lift plan mode.
-    let d = decide(Mode::Plan, &prepared.subject("bash"), &env.plan, &rules);
+    let d = decide(Mode::Plan, &prepared.subject("bash"), &env.roots, &rules);
     assert!(
         matches!(d, Decision::Deny(ref r) if r.contains("Plan mode")),
         "{d:?}"
@@ -249,39 +252,51 @@ async fn plan_mode_refuses_commands_and_external_writes_without_paths() {
         tool: "server__deploy",
         access: Access::Write,
         paths: &[],
-        programs: None,
+        command: None,
     };
     assert!(matches!(
-        decide(Mode::Plan, &mcp, &env.plan, &rules),
+        decide(Mode::Plan, &mcp, &env.roots, &rules),
         Decision::Deny(_)
     ));
-    assert_eq!(decide(Mode::Ask, &mcp, &env.plan, &rules), Decision::Ask);
+    assert_eq!(
+        decide(Mode::Ask, &mcp, &env.roots, &rules),
+        Decision::Ask(Reach::WithinRoots)
+    );
 }
 
-fn command(programs: &[&str]) -> Vec<String> {
-    programs.iter().map(|s| s.to_string()).collect()
+fn nowhere_roots() -> Roots {
+    let resolved = |p: &str| Resolved::from_absolute(Path::new(p)).unwrap();
+    Roots::new(
+        resolved("/nonexistent/proj"),
+        resolved("/nonexistent/plan"),
+        Vec::new(),
+    )
 }
 
-fn bash(programs: &[String]) -> Subject<'_> {
+fn command(line: &str) -> CommandShape {
+    CommandShape::of(line)
+}
+
+fn bash(shape: &CommandShape) -> Subject<'_> {
     Subject {
         tool: "bash",
         access: Access::Execute,
         paths: &[],
-        programs: Some(programs),
+        command: Some(shape),
     }
 }
 
 #[test]
 fn always_rules_for_commands() {
-    let plan = Resolved::from_absolute(Path::new("/nonexistent/plan")).unwrap();
+    let plan = nowhere_roots();
     let mut rules = AlwaysRules::default();
     let subject = bash;
-    let (cargo, cargo_tail) = (command(&["cargo"]), command(&["cargo", "tail"]));
-    let (rm, unkeyable) = (command(&["rm"]), command(&[]));
-    let (cargo, cargo_tail, rm, unkeyable) = (&cargo[..], &cargo_tail[..], &rm[..], &unkeyable[..]);
+    let (cargo, cargo_tail) = (command("cargo test"), command("cargo test | tail"));
+    let (rm, unkeyable) = (command("rm -rf target"), command("echo $(id)"));
+    let (cargo, cargo_tail, rm, unkeyable) = (&cargo, &cargo_tail, &rm, &unkeyable);
     assert_eq!(
         decide(Mode::Ask, &subject(cargo), &plan, &rules),
-        Decision::Ask
+        Decision::Ask(Reach::WithinRoots)
     );
     rules.remember(subject(cargo).rule_key(), PermissionAnswer::AllowAlways);
     assert_eq!(
@@ -292,16 +307,16 @@ fn always_rules_for_commands() {
         decide(Mode::AcceptEdits, &subject(cargo), &plan, &rules),
         Decision::Allow
     );
-    // A pipeline needs every program allowed.
+    // A pipeline is not a plain invocation: it asks, whatever was allowed.
     assert_eq!(
         decide(Mode::Ask, &subject(cargo_tail), &plan, &rules),
-        Decision::Ask
+        Decision::Ask(Reach::WithinRoots)
     );
     // Unkeyable lines are never remembered, so they always ask.
     rules.remember(subject(unkeyable).rule_key(), PermissionAnswer::AllowAlways);
     assert_eq!(
         decide(Mode::Ask, &subject(unkeyable), &plan, &rules),
-        Decision::Ask
+        Decision::Ask(Reach::WithinRoots)
     );
     // Reject always wins, in every mode, bypass included.
     rules.remember(subject(rm).rule_key(), PermissionAnswer::RejectAlways);
@@ -324,13 +339,13 @@ fn always_rules_for_commands() {
 
 #[test]
 fn always_rules_for_tools() {
-    let plan = Resolved::from_absolute(Path::new("/nonexistent/plan")).unwrap();
+    let plan = nowhere_roots();
     let mut rules = AlwaysRules::default();
     let write = Subject {
         tool: "write_file",
         access: Access::Write,
         paths: &[],
-        programs: None,
+        command: None,
     };
     rules.remember(write.rule_key(), PermissionAnswer::AllowAlways);
     assert_eq!(decide(Mode::Ask, &write, &plan, &rules), Decision::Allow);
@@ -390,4 +405,173 @@ fn plan_mode_prompt_names_the_dir_and_ends_with_a_menu() {
         "{tail:?}"
     );
     assert!(text.contains("accept-edits") && text.contains("Keep planning"));
+}
+
+/// The confinement rule, mode by mode: inside the roots reads are free and writes follow the
+/// mode; outside them (a sibling directory, the home directory, a link out of the project)
+/// everything asks but in bypass, plan mode refuses the writes, and no "always" reaches there.
+#[tokio::test]
+async fn reads_and_writes_outside_the_roots_ask_in_every_mode_but_bypass() {
+    use Outcome::{Allowed as A, Asked as Q, Refused as R};
+    let env = Env::new();
+    let base = env.fx.root.parent().unwrap().to_path_buf();
+    std::fs::create_dir_all(base.join("outside")).unwrap();
+    std::fs::write(base.join("outside/secret.txt"), "s").unwrap();
+    std::os::unix::fs::symlink(base.join("outside"), env.fx.path("link_out")).unwrap();
+    env.fx.write("notes.txt", "n");
+    let outside_file = base.join("outside/secret.txt").display().to_string();
+    let calls: Vec<(&str, serde_json::Value, [Outcome; 4])> = vec![
+        // tool, args, [ask, accept-edits, plan, bypass]
+        ("read_file", json!({"path": "notes.txt"}), [A, A, A, A]),
+        ("read_file", json!({"path": outside_file}), [Q, Q, Q, A]),
+        (
+            "read_file",
+            json!({"path": "../outside/secret.txt"}),
+            [Q, Q, Q, A],
+        ),
+        (
+            "read_file",
+            json!({"path": "link_out/secret.txt"}),
+            [Q, Q, Q, A],
+        ),
+        ("read_file", json!({"path": "~/.bashrc"}), [Q, Q, Q, A]),
+        ("list_dir", json!({"path": "/"}), [Q, Q, Q, A]),
+        (
+            "grep",
+            json!({"pattern": "x", "path": "/etc"}),
+            [Q, Q, Q, A],
+        ),
+        ("glob", json!({"pattern": "*", "path": "~"}), [Q, Q, Q, A]),
+        (
+            "write_file",
+            json!({"path": "new.txt", "content": "x"}),
+            [Q, A, R, A],
+        ),
+        (
+            "write_file",
+            json!({"path": "~/.bashrc", "content": "x"}),
+            [Q, Q, R, A],
+        ),
+        (
+            "write_file",
+            json!({"path": "../outside/x", "content": "x"}),
+            [Q, Q, R, A],
+        ),
+        (
+            "write_file",
+            json!({"path": "link_out/x", "content": "x"}),
+            [Q, Q, R, A],
+        ),
+        (
+            "edit_file",
+            json!({"path": "link_out/secret.txt", "edits": [{"old_text": "s", "new_text": "t"}]}),
+            [Q, Q, R, A],
+        ),
+        ("bash", json!({"command": "ls", "cwd": "/"}), [Q, Q, R, A]),
+    ];
+    for (tool, args, expected) in &calls {
+        let prepared = env.prepare(tool, args.clone()).await.unwrap();
+        for (mode, want) in Mode::ALL.into_iter().zip(expected) {
+            let decision = decide(
+                mode,
+                &prepared.subject(tool),
+                &env.roots,
+                &AlwaysRules::default(),
+            );
+            assert_eq!(outcome(&decision), *want, "{mode} × {tool} {args}");
+            if *want == Outcome::Asked {
+                let inside = env.roots.contain_all(&prepared.paths);
+                let reach = if inside {
+                    Reach::WithinRoots
+                } else {
+                    Reach::OutsideRoots
+                };
+                assert_eq!(decision, Decision::Ask(reach), "{mode} × {tool} {args}");
+            }
+        }
+    }
+    // An "always allow" given for writes inside never reaches outside.
+    let inside = env
+        .prepare("write_file", json!({"path": "a.txt", "content": "x"}))
+        .await
+        .unwrap();
+    let mut rules = AlwaysRules::default();
+    rules.remember(
+        inside.subject("write_file").rule_key(),
+        PermissionAnswer::AllowAlways,
+    );
+    let decide_ask = |prepared: &Prepared| {
+        decide(
+            Mode::Ask,
+            &prepared.subject("write_file"),
+            &env.roots,
+            &rules,
+        )
+    };
+    assert_eq!(decide_ask(&inside), Decision::Allow);
+    for path in ["~/.profile", "../outside/y", "link_out/y"] {
+        let outside = env
+            .prepare("write_file", json!({"path": path, "content": "x"}))
+            .await
+            .unwrap();
+        assert_eq!(
+            decide_ask(&outside),
+            Decision::Ask(Reach::OutsideRoots),
+            "{path}"
+        );
+    }
+}
+
+/// The card of a write through a link names the file that really changes.
+#[tokio::test]
+async fn a_write_through_a_link_shows_the_real_target() {
+    let env = Env::new();
+    let base = env.fx.root.parent().unwrap().to_path_buf();
+    std::fs::create_dir_all(base.join("outside")).unwrap();
+    std::os::unix::fs::symlink(base.join("outside/rc"), env.fx.path("rc")).unwrap();
+    let prepared = env
+        .prepare("write_file", json!({"path": "rc", "content": "x"}))
+        .await
+        .unwrap();
+    let real = base.join("outside/rc").display().to_string();
+    assert!(
+        prepared.title.contains(&real) && prepared.title.contains("link"),
+        "{}",
+        prepared.title
+    );
+}
+
+/// "Always allow" for `ls` covers `ls` only, not the bypasses the security review found.
+#[test]
+fn an_always_allowed_command_cannot_be_widened() {
+    let roots = nowhere_roots();
+    let mut rules = AlwaysRules::default();
+    let ls = command("ls");
+    rules.remember(bash(&ls).rule_key(), PermissionAnswer::AllowAlways);
+    let git = command("git status");
+    rules.remember(bash(&git).rule_key(), PermissionAnswer::AllowAlways);
+    let find = command("find . -name x");
+    rules.remember(bash(&find).rule_key(), PermissionAnswer::AllowAlways);
+    assert_eq!(
+        decide(Mode::Ask, &bash(&ls), &roots, &rules),
+        Decision::Allow
+    );
+    for line in [
+        "PATH=/tmp/evil:$PATH ls",
+        "echo x > ../file",
+        "ls > ../file",
+        "git -c alias.x='!touch f' x",
+        "git push",
+        "find . -exec touch f {} +",
+        "ls\ntouch f",
+        "ls; touch f",
+        "ls $(touch f)",
+    ] {
+        let shape = command(line);
+        assert_eq!(
+            decide(Mode::Ask, &bash(&shape), &roots, &rules),
+            Decision::Ask(Reach::WithinRoots),
+            "{line:?}"
+        );
+    }
 }

@@ -7,9 +7,12 @@ use hearth_backend::ToolSpec;
 use hearth_conversation::{Access, ToolContent, ToolKind, ToolLocation};
 use serde::Deserialize;
 use serde_json::json;
-use tokio::io::AsyncReadExt;
+use std::io::Read;
 
-use super::args::{self, cut_line, short_path};
+use crate::host::file_io;
+
+use super::args::{self, cut_line, shown_target};
+use super::file_checks;
 use super::handler::{Prepared, ToolContext, ToolError, ToolHandler, ToolOutput};
 
 pub const NAME: &str = "read_file";
@@ -67,7 +70,7 @@ impl ToolHandler for ReadFile {
         let args: Args = args::parse(NAME, args)?;
         let target = ctx.resolve(&args.path)?;
         Ok(Prepared {
-            title: format!("Read {}", short_path(ctx.cwd, target.path())),
+            title: format!("Read {}", shown_target(ctx.cwd, &target)),
             kind: ToolKind::Read,
             locations: vec![ToolLocation {
                 path: target.path().to_path_buf(),
@@ -75,7 +78,7 @@ impl ToolHandler for ReadFile {
             }],
             access: Access::Read,
             paths: vec![target],
-            programs: None,
+            command: None,
             preview: Vec::new(),
         })
     }
@@ -176,32 +179,34 @@ fn header(
     })
 }
 
-/// Checks the file on disk before asking the client: a directory or a binary file gets a
-/// clear error. Returns the size when the file exists locally.
+/// Checks the file on disk before asking the client: a directory, a special file (a FIFO
+/// would block the read forever, a device never ends) or a binary file gets a clear error.
+/// Returns the size when the file exists locally.
 async fn sniff(path: &std::path::Path) -> Result<Option<u64>, ToolError> {
-    let Ok(meta) = tokio::fs::metadata(path).await else {
-        return Ok(None);
-    };
-    if meta.is_dir() {
+    if tokio::fs::metadata(path).await.is_ok_and(|m| m.is_dir()) {
         return Err(ToolError::Model(format!(
             "{} is a directory; use list_dir to see what it holds",
             path.display()
         )));
     }
-    if let Ok(file) = tokio::fs::File::open(path).await {
+    let Some(size) = file_checks::readable(path, NAME).await? else {
+        return Ok(None);
+    };
+    let owned = path.to_path_buf();
+    // A failed sniff is not fatal: the client's read reports the real error.
+    let head = tokio::task::spawn_blocking(move || {
+        let file = file_io::open_regular(&owned).ok()?;
         let mut head = Vec::with_capacity(SNIFF_BYTES);
-        // A failed sniff is not fatal: the client's read reports the real error.
-        if file
-            .take(SNIFF_BYTES as u64)
-            .read_to_end(&mut head)
-            .await
-            .is_ok()
-            && head.contains(&0)
-        {
-            return Err(binary_error(path));
-        }
+        file.take(SNIFF_BYTES as u64).read_to_end(&mut head).ok()?;
+        Some(head)
+    })
+    .await
+    .ok()
+    .flatten();
+    if head.is_some_and(|head| head.contains(&0)) {
+        return Err(binary_error(path));
     }
-    Ok(Some(meta.len()))
+    Ok(Some(size))
 }
 
 fn binary_error(path: &std::path::Path) -> ToolError {

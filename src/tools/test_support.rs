@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use hearth_conversation::{AgentEvent, PermissionAnswer, TerminalId, ToolCallId, ToolCard};
+use hearth_conversation::{AgentEvent, PermissionAnswer, Reach, TerminalId, ToolCallId, ToolCard};
 use tokio_util::sync::CancellationToken;
 
 use super::handler::{Prepared, ToolContext, ToolError, ToolHandler, ToolLimits, ToolOutput};
@@ -35,7 +35,7 @@ impl RecordingFront {
 
 #[async_trait]
 impl LocalFrontEnd for RecordingFront {
-    async fn request_permission(&self, _card: &ToolCard) -> PermissionAnswer {
+    async fn request_permission(&self, _card: &ToolCard, _reach: Reach) -> PermissionAnswer {
         self.answer
     }
 
@@ -114,8 +114,8 @@ impl ClientOps for RecordingClient {
         self.inner.release_terminal(id).await
     }
 
-    async fn request_permission(&self, card: &ToolCard) -> PermissionAnswer {
-        self.inner.request_permission(card).await
+    async fn request_permission(&self, card: &ToolCard, reach: Reach) -> PermissionAnswer {
+        self.inner.request_permission(card, reach).await
     }
 
     fn send(&self, event: AgentEvent) {

@@ -87,7 +87,7 @@ impl ToolHandler for UpdatePlan {
             locations: Vec::new(),
             access: Access::SessionOnly,
             paths: Vec::new(),
-            programs: None,
+            command: None,
             preview: Vec::new(),
         })
     }

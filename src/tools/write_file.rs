@@ -9,7 +9,8 @@ use hearth_conversation::{Access, ToolContent, ToolKind, ToolLocation};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::args::{self, plural, short_path};
+use super::args::{self, plural, shown_target};
+use super::file_checks;
 use super::handler::{Prepared, ToolContext, ToolError, ToolHandler, ToolOutput};
 use crate::host::ClientOpsError;
 
@@ -59,7 +60,7 @@ impl ToolHandler for WriteFile {
         let target = ctx.resolve(&args.path)?;
         let old = read_existing(target.path(), ctx).await?;
         Ok(Prepared {
-            title: format!("Write {}", short_path(ctx.cwd, target.path())),
+            title: format!("Write {}", shown_target(ctx.cwd, &target)),
             kind: ToolKind::Edit,
             locations: vec![ToolLocation {
                 path: target.path().to_path_buf(),
@@ -72,7 +73,7 @@ impl ToolHandler for WriteFile {
                 new_text: args.content,
             }],
             paths: vec![target],
-            programs: None,
+            command: None,
         })
     }
 
@@ -114,11 +115,8 @@ impl ToolHandler for WriteFile {
 
 /// The current text of a file that may not exist yet (`None` then).
 async fn read_existing(path: &Path, ctx: &ToolContext<'_>) -> Result<Option<String>, ToolError> {
-    if tokio::fs::metadata(path).await.is_ok_and(|m| m.is_dir()) {
-        return Err(ToolError::Model(format!(
-            "{} is a directory; give a file path",
-            path.display()
-        )));
+    if !file_checks::editable(path, NAME).await? {
+        return Ok(None);
     }
     match ctx.client.read_text_file(path, None, None).await {
         Ok(text) => Ok(Some(text)),

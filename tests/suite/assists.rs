@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use hearth::agent::{AgentCore, StopReason};
 use hearth::host::{LocalClientOps, LocalFrontEnd};
 use hearth_backend::{ContentPart, FinishReason, Role};
-use hearth_conversation::{AgentEvent, PermissionAnswer, ToolCard};
+use hearth_conversation::{AgentEvent, PermissionAnswer, Reach, ToolCard};
 
 use crate::common::fake_backend::{FakeBackend, agent_core, finish, text};
 
@@ -21,7 +21,7 @@ struct Front {
 
 #[async_trait]
 impl LocalFrontEnd for Front {
-    async fn request_permission(&self, _card: &ToolCard) -> PermissionAnswer {
+    async fn request_permission(&self, _card: &ToolCard, _reach: Reach) -> PermissionAnswer {
         PermissionAnswer::AllowOnce
     }
 

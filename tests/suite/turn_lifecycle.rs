@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use hearth::agent::{AgentCore, Session, TurnError};
 use hearth::host::{ClientOps, ClientOpsError, ExitStatus, TerminalOutput, TerminalRequest};
 use hearth_backend::{ContentPart, FinishReason};
-use hearth_conversation::{AgentEvent, PermissionAnswer, TerminalId, ToolCard};
+use hearth_conversation::{AgentEvent, PermissionAnswer, Reach, TerminalId, ToolCard};
 
 use crate::common::fake_backend::{FakeBackend, agent_core, finish, text};
 
@@ -56,7 +56,7 @@ impl ClientOps for GoneHost {
         Err(ClientOpsError::Disconnected)
     }
 
-    async fn request_permission(&self, _card: &ToolCard) -> PermissionAnswer {
+    async fn request_permission(&self, _card: &ToolCard, _reach: Reach) -> PermissionAnswer {
         PermissionAnswer::AllowOnce
     }
 
