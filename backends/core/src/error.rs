@@ -59,6 +59,18 @@ pub enum BackendError {
     #[error("endpoint `{endpoint}` closed the stream before the answer finished")]
     StreamClosed { endpoint: String },
 
+    /// The server sent more than hearth accepts from one answer: an SSE or NDJSON line, one
+    /// event, the answer as a whole, its tool calls, or one call's arguments went past
+    /// `limit`. hearth stops reading (so a broken or hostile server cannot exhaust memory)
+    /// and drops the connection. The turn ends with this error reported to the user, with the
+    /// partial answer kept; it is not retried, since the same server would do it again.
+    #[error("endpoint `{endpoint}` sent too much: {what} went past {limit} {}", .what.unit())]
+    StreamTooLarge {
+        endpoint: String,
+        what: StreamLimit,
+        limit: usize,
+    },
+
     /// The request itself was invalid (unknown model, bad parameters). Not retried.
     #[error("invalid request: {0}")]
     InvalidRequest(String),
@@ -93,5 +105,66 @@ impl std::fmt::Display for TimeoutStage {
             Self::Connect => "connecting",
             Self::FirstToken => "waiting for the first token",
         })
+    }
+}
+
+/// Which limit a [`BackendError::StreamTooLarge`] broke.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamLimit {
+    /// One line of the body (an SSE field line or an NDJSON line).
+    Line,
+    /// One event: the joined `data:` lines of an SSE event, or a non-streamed answer's body.
+    Event,
+    /// The answer's text, reasoning and tool-call arguments together.
+    Answer,
+    /// How many distinct tool calls one answer makes.
+    ToolCalls,
+    /// One tool call's arguments.
+    ToolArguments,
+}
+
+impl StreamLimit {
+    /// What `limit` counts: bytes, or calls for [`StreamLimit::ToolCalls`].
+    pub fn unit(self) -> &'static str {
+        match self {
+            Self::ToolCalls => "calls",
+            _ => "bytes",
+        }
+    }
+}
+
+impl std::fmt::Display for StreamLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Line => "one line",
+            Self::Event => "one event",
+            Self::Answer => "the answer (text, reasoning and tool arguments)",
+            Self::ToolCalls => "the number of tool calls",
+            Self::ToolArguments => "one tool call's arguments",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stream_too_large_names_the_endpoint_the_limit_and_its_unit() {
+        let err = BackendError::StreamTooLarge {
+            endpoint: "lan".into(),
+            what: StreamLimit::Line,
+            limit: 4096,
+        };
+        assert_eq!(
+            err.to_string(),
+            "endpoint `lan` sent too much: one line went past 4096 bytes"
+        );
+        let calls = BackendError::StreamTooLarge {
+            endpoint: "lan".into(),
+            what: StreamLimit::ToolCalls,
+            limit: 128,
+        };
+        assert!(calls.to_string().ends_with("128 calls"), "{calls}");
     }
 }

@@ -13,6 +13,6 @@ mod request;
 
 pub use backend::{Backend, EventStream, ModelInfo};
 pub use describe::{ModelDescription, ServerKind, WindowSource};
-pub use error::{BackendError, TimeoutStage};
+pub use error::{BackendError, StreamLimit, TimeoutStage};
 pub use event::{BackendEvent, FinishReason, NativeToolCall, Progress, Usage};
 pub use request::{CompletionRequest, ContentPart, Message, Role, ToolSpec};

@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::OpenAiEndpoint;
 use crate::describe::ollama_by_port;
+use crate::redact::redact;
 use crate::shared::Shared;
 
 /// A [`Backend`] that talks to one OpenAI-compatible endpoint. Cheap to clone; clones share
@@ -68,7 +69,9 @@ impl std::fmt::Debug for OpenAiBackend {
     }
 }
 
+/// The message may quote the base URL: its password is redacted.
 fn invalid(endpoint: &OpenAiEndpoint, what: String) -> BackendError {
+    let what = redact(endpoint, &what);
     BackendError::InvalidRequest(format!("endpoint `{}`: {what}", endpoint.name))
 }
 
@@ -141,6 +144,13 @@ mod tests {
         let mut endpoint = OpenAiEndpoint::new("e", "http://h/v1/");
         endpoint.headers = vec![("bad header".into(), "v".into())];
         assert!(OpenAiBackend::new(endpoint).is_err());
+
+        let endpoint = OpenAiEndpoint::new("e", "ftp://me:pass-word@h/v1");
+        let Err(BackendError::InvalidRequest(message)) = OpenAiBackend::new(endpoint) else {
+            panic!("ftp must be refused");
+        };
+        assert!(!message.contains("pass-word"), "{message}");
+        assert!(message.contains("ftp://***@h/v1"), "{message}");
     }
 
     #[test]

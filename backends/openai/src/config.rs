@@ -64,13 +64,14 @@ impl OpenAiEndpoint {
     }
 }
 
-// Hand-written so the API key never reaches a log through `{:?}`.
+// Hand-written so no secret (the key, header values, a password in the URL) reaches a log
+// through `{:?}`.
 impl std::fmt::Debug for OpenAiEndpoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let header_names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
         f.debug_struct("OpenAiEndpoint")
             .field("name", &self.name)
-            .field("base_url", &self.base_url)
+            .field("base_url", &crate::redact::redact(self, &self.base_url))
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("headers", &header_names)
             .field("connect_timeout", &self.connect_timeout)
@@ -99,13 +100,15 @@ mod tests {
 
     #[test]
     fn debug_never_shows_the_key_or_header_values() {
-        let mut endpoint = OpenAiEndpoint::new("lan", "http://h/v1/");
+        let mut endpoint = OpenAiEndpoint::new("lan", "http://me:pass-word@h/v1/");
         endpoint.api_key = Some("sk-secret".into());
         endpoint.headers = vec![("X-Token".into(), "hidden-value".into())];
         let shown = format!("{endpoint:?}");
-        assert!(!shown.contains("sk-secret"));
-        assert!(!shown.contains("hidden-value"));
+        for secret in ["sk-secret", "hidden-value", "pass-word", "me:pass"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
         assert!(shown.contains("X-Token"));
-        assert_eq!(endpoint.base(), "http://h/v1");
+        assert!(shown.contains("http://***@h/v1/"), "{shown}");
+        assert_eq!(endpoint.base(), "http://me:pass-word@h/v1");
     }
 }

@@ -1,5 +1,5 @@
 //! What the stream loop needs from a wire decoder: SSE `data:` payloads
-//! ([`crate::sse::Decoder`]) or Ollama NDJSON lines ([`crate::ndjson::Decoder`]).
+//! ([`crate::sse::Decoder`]) or Ollama NDJSON lines ([`crate::ollama_decode::Decoder`]).
 
 use hearth_backend::{BackendError, BackendEvent};
 
@@ -18,6 +18,11 @@ pub(crate) trait Decode: Send {
     /// Whether the model has produced anything yet. Until it has, the first-token limit
     /// applies; afterwards the idle limit.
     fn output_started(&self) -> bool;
+
+    /// How much answer (bytes of text, reasoning, tool calls) came so far. The idle limit
+    /// counts from the last payload that moved it (or the first output), so a server that
+    /// keeps sending empty chunks is as silent as one that sends nothing.
+    fn progress(&self) -> usize;
 
     /// Decodes one payload. A payload that is not valid JSON is logged and skipped; an error
     /// object sent in the stream ends it with that error.

@@ -1,4 +1,5 @@
-//! Maps what went wrong on the wire to [`BackendError`], keeping credentials out of messages.
+//! Maps what went wrong on the wire to [`BackendError`], keeping credentials out of messages
+//! (through [`crate::redact`]).
 
 use std::error::Error as _;
 use std::time::Duration;
@@ -9,27 +10,21 @@ use serde_json::Value;
 
 use crate::config::OpenAiEndpoint;
 use crate::overflow::stated_counts;
+use crate::redact::redact;
 
 /// Longest body snippet an error carries, in characters (an ellipsis included).
 pub(crate) const SNIPPET_CHARS: usize = 300;
 
-/// `text` with every occurrence of the endpoint's API key replaced.
-pub(crate) fn scrub(endpoint: &OpenAiEndpoint, text: &str) -> String {
-    match endpoint.api_key.as_deref() {
-        Some(key) if !key.is_empty() => text.replace(key, "[redacted]"),
-        _ => text.to_string(),
-    }
-}
-
-/// A short, scrubbed excerpt of an error body: the `error.message` of an OpenAI-style error
-/// object when there is one (it is what a person wants to read), else the body itself.
+/// A short excerpt of an error body, its secrets redacted (before it is cut, so no half of a
+/// secret survives): the `error.message` of an OpenAI-style error object when there is one (it
+/// is what a person wants to read), else the body itself.
 pub(crate) fn snippet(endpoint: &OpenAiEndpoint, body: &str) -> String {
     let parsed = serde_json::from_str::<Value>(body).ok();
     let text = parsed
         .as_ref()
         .and_then(error_message)
         .unwrap_or_else(|| body.trim().to_string());
-    let clean = scrub(endpoint, &text);
+    let clean = redact(endpoint, &text);
     if clean.chars().count() <= SNIPPET_CHARS {
         return clean;
     }
@@ -121,7 +116,7 @@ pub(crate) fn send(endpoint: &OpenAiEndpoint, err: &reqwest::Error) -> BackendEr
     if err.is_connect() && refused(err) {
         return BackendError::ConnectionRefused {
             endpoint: endpoint.name.clone(),
-            url: endpoint.base().to_string(),
+            url: redact(endpoint, endpoint.base()),
         };
     }
     if err.is_connect() && err.is_timeout() {
@@ -148,7 +143,7 @@ pub(crate) fn transport(
     }
     BackendError::Transport {
         endpoint: endpoint.name.clone(),
-        message: scrub(endpoint, &message),
+        message: redact(endpoint, &message),
     }
 }
 
@@ -197,10 +192,10 @@ mod tests {
     fn snippet_prefers_the_error_message_scrubs_and_truncates() {
         let e = endpoint();
         let body = r#"{"error":{"message":"bad key sk-123","type":"auth"}}"#;
-        assert_eq!(snippet(&e, body), "bad key [redacted]");
+        assert_eq!(snippet(&e, body), "bad key <redacted>");
         assert_eq!(
             snippet(&e, "  plain sk-123 text \n"),
-            "plain [redacted] text"
+            "plain <redacted> text"
         );
         let long = "é".repeat(400);
         let cut = snippet(&e, &long);

@@ -47,7 +47,9 @@
 //!   `Timeout { stage: FirstToken }`; silence between events longer than `idle_timeout` once
 //!   output started → `IdleTimeout`;
 //! - a non-2xx answer → `Http` with a ≤ 300-character snippet (the `error.message` when there
-//!   is one) from which the API key is scrubbed; a 400 that says the context length was
+//!   is one) from which every secret of the endpoint (API key, header values of 8 bytes or
+//!   more, the user info of the base URL) is redacted, as in every other message built from
+//!   server text or a URL; a 400 that says the context length was
 //!   exceeded → `ContextWindowExceeded`; an error object sent inside the stream is treated the
 //!   same way;
 //! - `429` is retried up to `max_rate_limit_retries` times, waiting what `retry-after-ms` or
@@ -55,7 +57,13 @@
 //!   the server does not say); then `RateLimited`. Retries only happen before anything was
 //!   streamed, since a 429 always comes before the body;
 //! - the body ends (or breaks) before a finish reason and without `[DONE]` → `StreamClosed`;
-//! - a chunk (or NDJSON line) that is not valid JSON is logged at `warn` and skipped.
+//! - a chunk (or NDJSON line) that is not valid JSON is logged at `warn` and skipped;
+//! - a line over 4 MiB, an SSE event (or non-streamed body) over 8 MiB, an answer whose text,
+//!   reasoning and tool arguments pass 16 bytes per `max_tokens` (1 MiB to 64 MiB; 16 MiB
+//!   without `max_tokens`), more than 128 tool calls or one call's arguments over 8 MiB →
+//!   `StreamTooLarge`, as soon as the bytes held would pass the cap (see `limits.rs`);
+//! - once output started, the idle limit counts from the last payload that added to the answer,
+//!   so endless empty chunks end in `IdleTimeout` too.
 //!
 //! # Cancellation
 //! Cancelling the token or dropping the stream drops the HTTP response at once, which closes
@@ -64,14 +72,17 @@
 //!
 //! # Logging
 //! Each stream runs in a `provider.request{model, endpoint, api}` span (`api` is `openai` or
-//! `ollama`); SSE frames, NDJSON lines and request bodies are logged at `trace` only, and the
-//! API key never.
+//! `ollama`); SSE frames, NDJSON lines and request bodies are logged at `trace` only, the
+//! frames with the endpoint's secrets redacted, and the API key never.
 
 mod backend;
+mod body;
 mod config;
 mod decode;
 mod describe;
 mod errors;
+mod limits;
+mod line_buf;
 mod models;
 mod ndjson;
 mod ollama_decode;
@@ -79,11 +90,13 @@ mod ollama_request;
 mod ollama_wire;
 mod overflow;
 mod probes;
+mod redact;
 mod request;
 mod route;
 mod send;
 mod shared;
 mod sse;
+mod sse_frame;
 mod stream;
 mod wire;
 

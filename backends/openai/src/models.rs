@@ -4,7 +4,9 @@ use hearth_backend::{BackendError, ModelInfo, WindowSource};
 use serde_json::Value;
 
 use crate::errors;
-use crate::send::read_error_body;
+use crate::limits::MAX_EVENT;
+use crate::redact::redact;
+use crate::send::read_body;
 use crate::shared::Shared;
 
 /// One entry of the model list, and which server's field its window came from.
@@ -33,16 +35,19 @@ pub(crate) async fn fetch(shared: &Shared) -> Result<Vec<Listed>, BackendError> 
             .await
             .map_err(|err| errors::send(endpoint, &err))?;
         let status = response.status();
-        let body = read_error_body(response, endpoint.idle_timeout).await;
+        let body = read_body(response, endpoint.idle_timeout, MAX_EVENT).await;
         if !status.is_success() {
             return Err(errors::http(endpoint, "", status.as_u16(), &body));
         }
         parse(&body).ok_or_else(|| BackendError::Transport {
             endpoint: endpoint.name.clone(),
-            message: format!(
-                "GET {} did not return a model list: {}",
-                shared.models_url,
-                errors::snippet(endpoint, &body)
+            message: redact(
+                endpoint,
+                &format!(
+                    "GET {} did not return a model list: {}",
+                    shared.models_url,
+                    errors::snippet(endpoint, &body)
+                ),
             ),
         })
     };

@@ -1,44 +1,44 @@
-//! Splits a response body into NDJSON lines, whatever the byte chunks cut through (mid-line,
-//! mid-UTF-8 character).
+//! NDJSON framing: a response body cut into lines, whatever the byte chunks cut through
+//! (mid-line, mid-UTF-8 character), in linear time, each line capped at [`MAX_LINE`].
 
-use bytes::Bytes;
-use futures::{Stream, StreamExt};
+use crate::body::Framer;
+use crate::limits::{Breach, MAX_LINE};
+use crate::line_buf::{Ends, LineBuf};
 
-/// The non-empty lines of `body`, without their line ending. A last line without a newline
-/// still counts when the body ends. An `Err` is the body breaking off (as text for the log);
-/// nothing follows it. Invalid UTF-8 is replaced, so such a line fails to parse as JSON later
-/// instead of stopping the stream here.
-pub(crate) fn lines<S, E>(body: S) -> impl Stream<Item = Result<String, String>> + Send
-where
-    S: Stream<Item = Result<Bytes, E>> + Send + 'static,
-    E: std::fmt::Display + Send,
-{
-    async_stream::stream! {
-        let mut body = Box::pin(body);
-        let mut buf: Vec<u8> = Vec::new();
-        // Bytes of `buf` already known to hold no newline, so a long line is scanned once.
-        let mut scanned = 0;
-        while let Some(chunk) = body.next().await {
-            let bytes = match chunk {
-                Ok(bytes) => bytes,
-                Err(err) => {
-                    yield Err(err.to_string());
-                    return;
-                }
-            };
-            buf.extend_from_slice(&bytes);
-            while let Some(offset) = buf[scanned..].iter().position(|&b| b == b'\n') {
-                let line: Vec<u8> = buf.drain(..=scanned + offset).collect();
-                scanned = 0;
-                if let Some(text) = text_of(&line) {
-                    yield Ok(text);
-                }
-            }
-            scanned = buf.len();
+/// Framing state of one NDJSON body. Its payloads are the non-empty lines, trimmed; a last
+/// line without a newline still counts when the body ends. Invalid UTF-8 is replaced, so such
+/// a line fails to parse as JSON later instead of stopping the stream here.
+#[derive(Debug)]
+pub(crate) struct NdjsonFramer {
+    lines: LineBuf,
+}
+
+impl NdjsonFramer {
+    pub(crate) fn new() -> Self {
+        Self::with_cap(MAX_LINE)
+    }
+
+    /// A framer with another line cap (tests use small ones).
+    pub(crate) fn with_cap(max_line: usize) -> Self {
+        Self {
+            lines: LineBuf::new(Ends::Newline, max_line),
         }
-        if let Some(text) = text_of(&buf) {
-            yield Ok(text);
-        }
+    }
+}
+
+impl Framer for NdjsonFramer {
+    fn push(&mut self, chunk: &[u8], out: &mut Vec<String>) -> Result<(), Breach> {
+        self.lines.push(chunk, |line| {
+            out.extend(text_of(line));
+            Ok::<_, Breach>(())
+        })
+    }
+
+    fn finish(&mut self, out: &mut Vec<String>) -> Result<(), Breach> {
+        self.lines.finish(|line| {
+            out.extend(text_of(line));
+            Ok(())
+        })
     }
 }
 
@@ -50,30 +50,37 @@ fn text_of(line: &[u8]) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use futures::stream;
+    use bytes::Bytes;
+    use futures::{StreamExt, stream};
+    use hearth_backend::StreamLimit;
 
     use super::*;
+    use crate::body::{BodyError, payloads};
 
-    fn split(pieces: Vec<Vec<u8>>) -> Vec<Result<String, String>> {
+    fn split(framer: NdjsonFramer, pieces: Vec<Vec<u8>>) -> Vec<Result<String, BodyError>> {
         let body = stream::iter(pieces.into_iter().map(|p| Ok::<_, String>(Bytes::from(p))));
-        futures::executor::block_on(lines(body).collect())
+        futures::executor::block_on(payloads(body, framer).collect())
     }
 
     #[test]
     fn lines_are_the_same_wherever_the_bytes_are_cut() {
         let body = "{\"a\":\"é😀\"}\r\n\n  \n{\"b\":2}\n{\"c\":3}".as_bytes();
-        let want: Vec<Result<String, String>> = vec![
+        let want: Vec<Result<String, BodyError>> = vec![
             Ok("{\"a\":\"é😀\"}".into()),
             Ok("{\"b\":2}".into()),
             Ok("{\"c\":3}".into()),
         ];
-        assert_eq!(split(vec![body.to_vec()]), want);
+        assert_eq!(split(NdjsonFramer::new(), vec![body.to_vec()]), want);
         for cut in 0..=body.len() {
             let pieces = vec![body[..cut].to_vec(), body[cut..].to_vec()];
-            assert_eq!(split(pieces), want, "cut at {cut}");
+            assert_eq!(split(NdjsonFramer::new(), pieces), want, "cut at {cut}");
         }
         let bytes: Vec<Vec<u8>> = body.iter().map(|b| vec![*b]).collect();
-        assert_eq!(split(bytes), want, "one byte at a time");
+        assert_eq!(
+            split(NdjsonFramer::new(), bytes),
+            want,
+            "one byte at a time"
+        );
     }
 
     #[test]
@@ -83,10 +90,27 @@ mod tests {
             Err("connection reset".to_string()),
             Ok(Bytes::from_static(b"tial\"}\n")),
         ]);
-        let got: Vec<_> = futures::executor::block_on(lines(body).collect());
+        let got: Vec<_> =
+            futures::executor::block_on(payloads(body, NdjsonFramer::new()).collect());
         assert_eq!(
             got,
-            vec![Ok("{\"a\":1}".to_string()), Err("connection reset".into())]
+            vec![
+                Ok("{\"a\":1}".to_string()),
+                Err(BodyError::Broken("connection reset".into()))
+            ]
         );
+    }
+
+    #[test]
+    fn a_line_past_the_cap_ends_the_body_with_a_breach() {
+        let too_long = Err(BodyError::TooLarge(Breach::new(StreamLimit::Line, 8)));
+        let got = split(
+            NdjsonFramer::with_cap(8),
+            vec![b"{\"a\":1}\n{\"b\":".to_vec(), b"222}\n".to_vec()],
+        );
+        assert_eq!(got, vec![Ok("{\"a\":1}".to_string()), too_long.clone()]);
+        // A line that never ends, a byte at a time: refused at its ninth byte.
+        let endless: Vec<Vec<u8>> = (0..100).map(|_| b"x".to_vec()).collect();
+        assert_eq!(split(NdjsonFramer::with_cap(8), endless), vec![too_long]);
     }
 }

@@ -1,6 +1,7 @@
 //! Turns the NDJSON lines of Ollama's native `/api/chat` stream into [`BackendEvent`]s, in the
 //! same order as the SSE path: text and reasoning as they come, then the tool calls, usage and
-//! `Finished` once the `done: true` line arrives.
+//! `Finished` once the `done: true` line arrives. The answer is held to its [`Budget`], as on
+//! the SSE path.
 
 use std::sync::Arc;
 
@@ -10,7 +11,9 @@ use serde_json::Value;
 use crate::config::OpenAiEndpoint;
 use crate::decode::{Decode, Decoded};
 use crate::errors;
+use crate::limits::{Breach, Budget};
 use crate::ollama_wire::{LineMessage, LineToolCall, OllamaLine};
+use crate::redact::redact;
 
 /// Decoding state of one streamed `/api/chat` answer.
 pub(crate) struct Decoder {
@@ -20,11 +23,14 @@ pub(crate) struct Decoder {
     /// they come after all text, as on the SSE path.
     calls: Vec<NativeToolCall>,
     output_started: bool,
+    budget: Budget,
 }
 
 impl Decoder {
-    pub(crate) fn new(endpoint: Arc<OpenAiEndpoint>, model: &str) -> Self {
+    /// A decoder for an answer asked for with `max_tokens` (which sizes its [`Budget`]).
+    pub(crate) fn new(endpoint: Arc<OpenAiEndpoint>, model: &str, max_tokens: Option<u32>) -> Self {
         Self {
+            budget: Budget::for_answer(max_tokens),
             endpoint,
             model: model.to_string(),
             calls: Vec::new(),
@@ -32,20 +38,30 @@ impl Decoder {
         }
     }
 
-    fn message(&mut self, message: LineMessage, events: &mut Vec<BackendEvent>) {
+    fn message(
+        &mut self,
+        message: LineMessage,
+        events: &mut Vec<BackendEvent>,
+    ) -> Result<(), Breach> {
         let before = events.len();
         if let Some(text) = message.thinking.filter(|t| !t.is_empty()) {
+            self.budget.spend(text.len())?;
             events.push(BackendEvent::Reasoning { text });
         }
         if let Some(text) = message.content.filter(|t| !t.is_empty()) {
+            self.budget.spend(text.len())?;
             events.push(BackendEvent::Text { text });
         }
         let calls = message.tool_calls.unwrap_or_default();
         self.output_started |= !calls.is_empty() || events.len() > before;
         for call in calls {
             let call = self.call(call);
+            Budget::check_calls(self.calls.len() + 1)?;
+            Budget::check_arguments(call.arguments.len())?;
+            self.budget.spend(call.arguments.len())?;
             self.calls.push(call);
         }
+        Ok(())
     }
 
     fn call(&self, call: LineToolCall) -> NativeToolCall {
@@ -103,11 +119,17 @@ impl Decode for Decoder {
         self.output_started
     }
 
+    fn progress(&self) -> usize {
+        self.budget.spent()
+    }
+
     /// Decodes one NDJSON line; `done: true` completes the answer.
     fn feed(&mut self, payload: &str) -> Result<Decoded, BackendError> {
         let mut line: OllamaLine = match serde_json::from_str(payload) {
             Ok(line) => line,
             Err(err) => {
+                // serde quotes values it refuses, and a server may echo a secret into one.
+                let err = redact(&self.endpoint, &err.to_string());
                 tracing::warn!(endpoint = %self.endpoint.name, %err, "skipping undecodable NDJSON line");
                 return Ok(Decoded::More(Vec::new()));
             }
@@ -117,7 +139,8 @@ impl Decode for Decoder {
         }
         let mut events = Vec::new();
         if let Some(message) = line.message.take() {
-            self.message(message, &mut events);
+            self.message(message, &mut events)
+                .map_err(|breach| breach.error(&self.endpoint))?;
         }
         if !line.done {
             return Ok(Decoded::More(events));

@@ -7,6 +7,7 @@ fn decoder() -> Decoder {
     Decoder::new(
         Arc::new(OpenAiEndpoint::new("ollama", "http://h/v1")),
         "qwen",
+        None,
     )
 }
 

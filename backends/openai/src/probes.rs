@@ -4,6 +4,9 @@
 
 use serde_json::Value;
 
+use crate::limits::MAX_EVENT;
+use crate::redact::redact;
+use crate::send::read_body;
 use crate::shared::Shared;
 
 /// Context length in Ollama's model info when the user set no `num_ctx`: the model's trained
@@ -12,20 +15,23 @@ use crate::shared::Shared;
 pub(crate) const OLLAMA_AUTO_CAP: u32 = 32_768;
 
 /// Sends one probe through the backend's client (its key and headers included), bounded by
-/// `timeout`.
-async fn send(request: reqwest::RequestBuilder, timeout: std::time::Duration) -> Option<Value> {
+/// the probe timeout; its body is read up to [`MAX_EVENT`] bytes.
+async fn send(shared: &Shared, request: reqwest::RequestBuilder) -> Option<Value> {
+    let timeout = shared.probe_timeout();
     let response = match request.timeout(timeout).send().await {
         Ok(response) => response,
         Err(err) => {
+            let err = redact(&shared.endpoint, &err.to_string());
             tracing::debug!("window probe failed: {err}");
             return None;
         }
     };
     if !response.status().is_success() {
-        tracing::debug!(status = %response.status(), url = %response.url(), "window probe refused");
+        let url = redact(&shared.endpoint, response.url().as_str());
+        tracing::debug!(status = %response.status(), %url, "window probe refused");
         return None;
     }
-    response.json().await.ok()
+    serde_json::from_str(&read_body(response, timeout, MAX_EVENT).await).ok()
 }
 
 pub(crate) fn as_u32(value: Option<&Value>) -> Option<u32> {
@@ -38,14 +44,14 @@ pub(crate) fn as_u32(value: Option<&Value>) -> Option<u32> {
 /// llama.cpp `GET /props`: `default_generation_settings.n_ctx`, or `n_ctx` at the top.
 pub(crate) async fn llama_cpp(shared: &Shared) -> Option<u32> {
     let url = format!("{}/props", shared.endpoint.root());
-    let body = send(shared.client.get(url), shared.probe_timeout()).await?;
+    let body = send(shared, shared.client.get(url)).await?;
     as_u32(body.pointer("/default_generation_settings/n_ctx")).or_else(|| as_u32(body.get("n_ctx")))
 }
 
 /// LM Studio `GET /api/v0/models/{model}`: the loaded context length, else the maximum.
 pub(crate) async fn lm_studio(shared: &Shared, model: &str) -> Option<u32> {
     let url = format!("{}/api/v0/models/{model}", shared.endpoint.root());
-    let body = send(shared.client.get(url), shared.probe_timeout()).await?;
+    let body = send(shared, shared.client.get(url)).await?;
     as_u32(body.get("loaded_context_length")).or_else(|| as_u32(body.get("max_context_length")))
 }
 
@@ -77,7 +83,7 @@ pub(crate) async fn ollama(shared: &Shared, model: &str) -> Option<OllamaShow> {
         .client
         .post(url)
         .json(&serde_json::json!({ "model": model }));
-    let body = send(request, shared.probe_timeout()).await?;
+    let body = send(shared, request).await?;
     let info = body.get("model_info")?.as_object()?;
     let trained = info
         .iter()
@@ -98,7 +104,7 @@ pub(crate) async fn ollama(shared: &Shared, model: &str) -> Option<OllamaShow> {
 /// Ollama `GET /api/ps`: the context length the model is loaded with, when it is loaded.
 async fn ollama_loaded(shared: &Shared, model: &str) -> Option<u32> {
     let url = format!("{}/api/ps", shared.endpoint.root());
-    let body = send(shared.client.get(url), shared.probe_timeout()).await?;
+    let body = send(shared, shared.client.get(url)).await?;
     let models = body.get("models")?.as_array()?;
     let entry = models.iter().find(|m| {
         ["name", "model"]

@@ -70,12 +70,45 @@ fn backoff(attempt: u32) -> Duration {
     Duration::from_secs(1u64 << attempt.min(16))
 }
 
-/// The body of an error response, or an empty string when it does not arrive in time.
+/// Most of an error body hearth reads: the message, and the context-overflow markers and
+/// counts it is searched for, sit in its first few hundred bytes.
+const ERROR_BODY_CAP: usize = 64 << 10;
+
+/// The body of an error response (its first [`ERROR_BODY_CAP`] bytes), or an empty string
+/// when it does not arrive in time.
 pub(crate) async fn read_error_body(response: reqwest::Response, limit: Duration) -> String {
-    match tokio::time::timeout(limit, response.text()).await {
-        Ok(Ok(text)) => text,
+    read_body(response, limit, ERROR_BODY_CAP).await
+}
+
+/// At most `cap` bytes of `response`'s body, as text (invalid UTF-8 replaced), or an empty
+/// string when it does not arrive within `limit`. A longer body is cut at the cap (a JSON body
+/// then fails to parse, which callers handle): reading stops there, so a body without end
+/// costs no more.
+pub(crate) async fn read_body(response: reqwest::Response, limit: Duration, cap: usize) -> String {
+    match tokio::time::timeout(limit, read_capped(response, cap)).await {
+        Ok(Ok((text, _cut))) => text,
         _ => String::new(),
     }
+}
+
+/// At most `cap` bytes of `response`'s body as text (invalid UTF-8 replaced), and whether
+/// more followed.
+pub(crate) async fn read_capped(
+    mut response: reqwest::Response,
+    cap: usize,
+) -> Result<(String, bool), reqwest::Error> {
+    let mut body = Vec::new();
+    let mut cut = false;
+    while let Some(chunk) = response.chunk().await? {
+        let room = cap - body.len();
+        if chunk.len() > room {
+            body.extend_from_slice(&chunk[..room]);
+            cut = true;
+            break;
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok((String::from_utf8_lossy(&body).into_owned(), cut))
 }
 
 /// The error for a wait that ran out: before any output, or mid-answer.

@@ -1,6 +1,8 @@
 //! Turns the `data:` payloads of an SSE stream into [`BackendEvent`]s: deltas out as they come,
 //! native tool calls assembled per `index`, usage and the finish held back so that
-//! [`BackendEvent::Finished`] is always the last event.
+//! [`BackendEvent::Finished`] is always the last event. The answer is held to its
+//! [`Budget`]: text, reasoning and tool-call arguments together, the number of calls, and
+//! each call's arguments.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -10,6 +12,8 @@ use hearth_backend::{BackendError, BackendEvent, FinishReason, NativeToolCall, U
 use crate::config::OpenAiEndpoint;
 use crate::decode::{Decode, Decoded};
 use crate::errors;
+use crate::limits::{Breach, Budget};
+use crate::redact::redact;
 use crate::wire::{Chunk, Delta, ToolCallDelta, WireUsage};
 
 #[derive(Debug, Default)]
@@ -30,11 +34,14 @@ pub(crate) struct Decoder {
     called_tools: bool,
     /// Whether the model produced anything yet (a delta, a tool-call fragment, a finish).
     output_started: bool,
+    budget: Budget,
 }
 
 impl Decoder {
-    pub(crate) fn new(endpoint: Arc<OpenAiEndpoint>, model: &str) -> Self {
+    /// A decoder for an answer asked for with `max_tokens` (which sizes its [`Budget`]).
+    pub(crate) fn new(endpoint: Arc<OpenAiEndpoint>, model: &str, max_tokens: Option<u32>) -> Self {
         Self {
+            budget: Budget::for_answer(max_tokens),
             endpoint,
             model: model.to_string(),
             calls: BTreeMap::new(),
@@ -45,27 +52,33 @@ impl Decoder {
         }
     }
 
-    fn delta(&mut self, delta: Delta, events: &mut Vec<BackendEvent>) {
+    fn delta(&mut self, delta: Delta, events: &mut Vec<BackendEvent>) -> Result<(), Breach> {
         let before = events.len();
         let reasoning = delta.reasoning_content.or(delta.reasoning);
         if let Some(text) = reasoning.filter(|t| !t.is_empty()) {
+            self.budget.spend(text.len())?;
             events.push(BackendEvent::Reasoning { text });
         }
         if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
+            self.budget.spend(text.len())?;
             events.push(BackendEvent::Text { text });
         }
         let fragments = !delta.tool_calls.is_empty();
         for (position, call) in delta.tool_calls.into_iter().enumerate() {
-            self.assemble(position, call);
+            self.assemble(position, call)?;
         }
         self.output_started |= fragments || events.len() > before;
+        Ok(())
     }
 
-    fn assemble(&mut self, position: usize, delta: ToolCallDelta) {
+    fn assemble(&mut self, position: usize, delta: ToolCallDelta) -> Result<(), Breach> {
         // A server that leaves out `index` sends whole calls, in order.
         let index = delta
             .index
             .unwrap_or_else(|| u32::try_from(position).unwrap_or(u32::MAX));
+        if !self.calls.contains_key(&index) {
+            Budget::check_calls(self.calls.len() + 1)?;
+        }
         let call = self.calls.entry(index).or_default();
         // Some servers repeat id and name on every fragment; the first one wins.
         if let Some(id) = delta.id.filter(|s| !s.is_empty() && call.id.is_empty()) {
@@ -79,8 +92,11 @@ impl Decoder {
             call.name = name;
         }
         if let Some(fragment) = delta.function.arguments {
+            Budget::check_arguments(call.arguments.len() + fragment.len())?;
+            self.budget.spend(fragment.len())?;
             call.arguments.push_str(&fragment);
         }
+        Ok(())
     }
 
     fn flush_calls(&mut self, events: &mut Vec<BackendEvent>) {
@@ -128,6 +144,10 @@ impl Decode for Decoder {
         self.output_started
     }
 
+    fn progress(&self) -> usize {
+        self.budget.spent()
+    }
+
     /// Decodes one SSE `data` payload; `[DONE]` completes the answer.
     fn feed(&mut self, data: &str) -> Result<Decoded, BackendError> {
         if data.trim() == "[DONE]" {
@@ -136,6 +156,8 @@ impl Decode for Decoder {
         let chunk: Chunk = match serde_json::from_str(data) {
             Ok(chunk) => chunk,
             Err(err) => {
+                // serde quotes values it refuses, and a server may echo a secret into one.
+                let err = redact(&self.endpoint, &err.to_string());
                 tracing::warn!(endpoint = %self.endpoint.name, %err, "skipping undecodable SSE chunk");
                 return Ok(Decoded::More(Vec::new()));
             }
@@ -146,7 +168,8 @@ impl Decode for Decoder {
         let mut events = Vec::new();
         // Only the first choice is followed: hearth never asks for `n > 1`.
         for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
-            self.delta(choice.delta, &mut events);
+            self.delta(choice.delta, &mut events)
+                .map_err(|breach| breach.error(&self.endpoint))?;
             // Some proxies send `""` instead of `null` on every chunk before the last.
             let reason = choice.finish_reason.filter(|r| !r.is_empty());
             if let (Some(reason), None) = (reason, &self.finish) {

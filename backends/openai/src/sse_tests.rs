@@ -8,7 +8,11 @@ use serde_json::json;
 use super::*;
 
 fn decoder() -> Decoder {
-    Decoder::new(Arc::new(OpenAiEndpoint::new("lan", "http://h/v1")), "m")
+    Decoder::new(
+        Arc::new(OpenAiEndpoint::new("lan", "http://h/v1")),
+        "m",
+        None,
+    )
 }
 
 /// The payload of a builder's `data: ...\n\n` frame.

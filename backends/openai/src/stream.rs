@@ -1,32 +1,37 @@
 //! One streamed completion: send the request (retrying 429s), then read payloads under the
 //! first-token and idle limits until the end marker, the end of the body, an error, or
 //! cancellation. The wire format (OpenAI SSE or Ollama NDJSON) is chosen per request by
-//! [`crate::route::Route`]; everything else here is shared.
+//! [`crate::route::Route`]; everything else here is shared, the caps of [`crate::limits`]
+//! included: a body that breaks one ends the stream with `StreamTooLarge`.
 
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use eventsource_stream::Eventsource;
 use futures::{Stream, StreamExt};
-use hearth_backend::{BackendError, BackendEvent, CompletionRequest, EventStream};
+use hearth_backend::{BackendError, BackendEvent, CompletionRequest, EventStream, StreamLimit};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::body::{BodyError, payloads};
 use crate::decode::{Decode, Decoded};
 use crate::errors;
+use crate::limits::{Breach, MAX_EVENT};
+use crate::ndjson::NdjsonFramer;
+use crate::redact::redact;
 use crate::route::{Route, Wire};
-use crate::send::{open, silence};
+use crate::send::{open, read_capped, silence};
 use crate::shared::Shared;
-use crate::{ndjson, ollama_decode, sse};
+use crate::sse_frame::SseFramer;
+use crate::{ollama_decode, sse};
 
 /// How long to wait for the end of the body after the end marker.
 const DRAIN_AFTER_DONE: Duration = Duration::from_millis(100);
 
 /// The payloads of a response body (SSE `data` or NDJSON lines); an `Err` is the body
-/// breaking off, as text for the log.
-type Payloads = Pin<Box<dyn Stream<Item = Result<String, String>> + Send>>;
+/// breaking off or breaking a limit.
+type Payloads = Pin<Box<dyn Stream<Item = Result<String, BodyError>> + Send>>;
 
 /// Streams one completion. Cancelling `cancel` or dropping the stream drops the HTTP response,
 /// which closes its connection; a cancelled stream just ends, with neither error nor `Finished`.
@@ -59,20 +64,22 @@ pub(crate) fn completion(
             }
         };
         let first_deadline = started + shared.endpoint.first_token_timeout;
-        let (mut payloads, mut decoder) = match reader(route.wire, response, &shared, &request.model) {
+        let reader = reader(route.wire, response, &shared, &request);
+        let (mut payloads, mut decoder) = match reader {
             Reader::Streamed { payloads, decoder } => (payloads, decoder),
             Reader::Whole(response) => {
                 // The server ignored `stream: true` and sent the whole answer at once.
-                let answer =
-                    whole_answer(&shared, response, &request.model, first_deadline, &cancel);
+                let answer = whole_answer(&shared, response, &request, first_deadline, &cancel);
                 for item in answer.await {
                     yield item;
                 }
                 return;
             }
         };
+        let mut clock = Clock::new(first_deadline, decoder.as_ref());
         loop {
-            let next = next_decoded(&mut payloads, decoder.as_mut(), &shared, first_deadline, &cancel);
+            let deadline = clock.deadline(shared.endpoint.idle_timeout);
+            let next = next_decoded(&mut payloads, decoder.as_mut(), &shared, deadline, &cancel);
             let Some(decoded) = next.await else {
                 tracing::debug!("cancelled mid-stream");
                 return;
@@ -84,6 +91,7 @@ pub(crate) fn completion(
                     return;
                 }
                 Ok(Decoded::More(events)) => {
+                    clock.update(decoder.as_ref());
                     for event in events {
                         yield Ok(event);
                     }
@@ -117,7 +125,7 @@ async fn send(
 ) -> Result<(reqwest::Response, Instant), BackendError> {
     let body = route.body(request)?;
     tracing::debug!(
-        url = %route.url,
+        url = %redact(&shared.endpoint, &route.url),
         messages = request.messages.len(),
         tools = request.tools.len(),
         context_window = request.context_window,
@@ -138,42 +146,73 @@ enum Reader {
     Whole(reqwest::Response),
 }
 
-fn reader(wire: Wire, response: reqwest::Response, shared: &Shared, model: &str) -> Reader {
+fn reader(
+    wire: Wire,
+    response: reqwest::Response,
+    shared: &Shared,
+    request: &CompletionRequest,
+) -> Reader {
     let endpoint = shared.endpoint.clone();
+    let (model, max_tokens) = (request.model.as_str(), request.max_tokens);
     match wire {
         Wire::OpenAi if is_json(&response) => Reader::Whole(response),
         Wire::OpenAi => Reader::Streamed {
-            payloads: Box::pin(
-                response
-                    .bytes_stream()
-                    .eventsource()
-                    .map(|frame| frame.map(|f| f.data).map_err(|err| err.to_string())),
-            ),
-            decoder: Box::new(sse::Decoder::new(endpoint, model)),
+            payloads: Box::pin(payloads(response.bytes_stream(), SseFramer::new())),
+            decoder: Box::new(sse::Decoder::new(endpoint, model, max_tokens)),
         },
         // Ollama streams NDJSON whatever the content type says; a non-streamed answer is one
         // line, which the same decoder reads.
         Wire::OllamaNative { .. } => Reader::Streamed {
-            payloads: Box::pin(ndjson::lines(response.bytes_stream())),
-            decoder: Box::new(ollama_decode::Decoder::new(endpoint, model)),
+            payloads: Box::pin(payloads(response.bytes_stream(), NdjsonFramer::new())),
+            decoder: Box::new(ollama_decode::Decoder::new(endpoint, model, max_tokens)),
         },
     }
 }
 
-/// Waits for the next payload under the limit that applies now (first token, then idle) and
-/// decodes it. `None` when `cancel` fired.
+/// When the model last made progress, which the wait for the next payload counts from.
+struct Clock {
+    first_deadline: Instant,
+    mark: (bool, usize),
+    at: Instant,
+}
+
+impl Clock {
+    fn new(first_deadline: Instant, decoder: &dyn Decode) -> Self {
+        Self {
+            first_deadline,
+            mark: (decoder.output_started(), decoder.progress()),
+            at: Instant::now(),
+        }
+    }
+
+    /// Notes a decoded payload: progress when output started or the answer grew.
+    fn update(&mut self, decoder: &dyn Decode) {
+        let mark = (decoder.output_started(), decoder.progress());
+        if mark != self.mark {
+            self.mark = mark;
+            self.at = Instant::now();
+        }
+    }
+
+    /// The first-token deadline until output starts; then the idle limit past the last
+    /// progress (see [`Decode::progress`]).
+    fn deadline(&self, idle: Duration) -> Instant {
+        if self.mark.0 {
+            self.at + idle
+        } else {
+            self.first_deadline
+        }
+    }
+}
+
+/// Waits for the next payload until `deadline` and decodes it. `None` when `cancel` fired.
 async fn next_decoded(
     payloads: &mut Payloads,
     decoder: &mut dyn Decode,
     shared: &Shared,
-    first_deadline: Instant,
+    deadline: Instant,
     cancel: &CancellationToken,
 ) -> Option<Result<Decoded, BackendError>> {
-    let deadline = if decoder.output_started() {
-        Instant::now() + shared.endpoint.idle_timeout
-    } else {
-        first_deadline
-    };
     let next = tokio::select! {
         biased;
         () = cancel.cancelled() => return None,
@@ -182,13 +221,15 @@ async fn next_decoded(
     Some(match next {
         Err(_elapsed) => Err(silence(shared, decoder.output_started())),
         Ok(None) => decoder.end_of_stream().map(Decoded::Done),
-        Ok(Some(Err(err))) => {
+        Ok(Some(Err(BodyError::Broken(err)))) => {
             // A body that breaks off after the finish reason still completed the answer.
+            let err = redact(&shared.endpoint, &err);
             tracing::warn!(%err, "the response body broke off");
             decoder.end_of_stream().map(Decoded::Done)
         }
+        Ok(Some(Err(BodyError::TooLarge(breach)))) => Err(breach.error(&shared.endpoint)),
         Ok(Some(Ok(payload))) => {
-            tracing::trace!(%payload, "payload");
+            tracing::trace!(payload = %redact(&shared.endpoint, &payload), "payload");
             decoder.feed(&payload)
         }
     })
@@ -207,22 +248,27 @@ fn is_json(response: &reqwest::Response) -> bool {
 async fn whole_answer(
     shared: &Shared,
     response: reqwest::Response,
-    model: &str,
+    request: &CompletionRequest,
     deadline: Instant,
     cancel: &CancellationToken,
 ) -> Vec<Item> {
     let text = tokio::select! {
         biased;
         () = cancel.cancelled() => return Vec::new(),
-        text = tokio::time::timeout_at(deadline, response.text()) => text,
+        text = tokio::time::timeout_at(deadline, read_capped(response, MAX_EVENT)) => text,
     };
     let text = match text {
         Err(_elapsed) => return vec![Err(silence(shared, false))],
         Ok(Err(err)) => return vec![Err(errors::transport(&shared.endpoint, &err))],
-        Ok(Ok(text)) => text,
+        Ok(Ok((_, true))) => {
+            let breach = Breach::new(StreamLimit::Event, MAX_EVENT);
+            return vec![Err(breach.error(&shared.endpoint))];
+        }
+        Ok(Ok((text, false))) => text,
     };
-    tracing::trace!(body = %text, "non-streamed answer");
-    let mut decoder = sse::Decoder::new(shared.endpoint.clone(), model);
+    tracing::trace!(body = %redact(&shared.endpoint, &text), "non-streamed answer");
+    let (model, max_tokens) = (request.model.as_str(), request.max_tokens);
+    let mut decoder = sse::Decoder::new(shared.endpoint.clone(), model, max_tokens);
     let events = decoder.feed(&text).and_then(|decoded| match decoded {
         Decoded::Done(events) => Ok(events),
         Decoded::More(mut events) => {

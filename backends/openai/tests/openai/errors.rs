@@ -138,7 +138,7 @@ async fn http_500_gives_a_short_snippet_without_the_api_key() {
         panic!("not an HTTP error: {error:?}");
     };
     assert_eq!((endpoint.as_str(), status), ("fake", 500));
-    assert!(body.starts_with("upstream exploded; your key [redacted] is fine"));
+    assert!(body.starts_with("upstream exploded; your key <redacted> is fine"));
     assert!(
         body.chars().count() <= 300,
         "{} chars",

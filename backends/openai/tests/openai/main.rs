@@ -8,6 +8,8 @@ mod common;
 mod describe;
 mod errors;
 mod events;
+mod limits;
 mod ollama;
+mod secrets;
 mod shape;
 mod split;

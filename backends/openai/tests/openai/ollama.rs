@@ -32,7 +32,7 @@ async fn described(endpoint: OpenAiEndpoint, server: &FakeServer) -> OpenAiBacke
     backend
 }
 
-async fn ollama(server: &FakeServer) -> OpenAiBackend {
+pub(crate) async fn ollama(server: &FakeServer) -> OpenAiBackend {
     described(endpoint_at(&server.base_url()), server).await
 }
 
@@ -53,7 +53,7 @@ async fn chats(server: &FakeServer, n: usize) -> Vec<hearth_testkit::Recorded> {
 }
 
 /// The request hearth sends to an Ollama server whose window it discovered.
-fn native(window: u32) -> CompletionRequest {
+pub(crate) fn native(window: u32) -> CompletionRequest {
     let mut request = request();
     request.context_window = Some(window);
     request
@@ -324,7 +324,7 @@ async fn error_statuses_map_like_the_sse_path_without_the_key() {
         Some(BackendError::Http {
             endpoint: "fake".into(),
             status: 404,
-            body: "model 'qwen' not found, key [redacted]".into(),
+            body: "model 'qwen' not found, key <redacted>".into(),
         })
     );
     let (_, error) = collect_request(&backend, native(8192)).await;
