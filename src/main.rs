@@ -11,7 +11,7 @@ use hearth::cli::{Cli, CliCommand, ModelAction};
 use hearth::config::{self, Config};
 use hearth::endpoints::build_catalog;
 use hearth::logging::LogAudience;
-use hearth::store::{Store, data_root};
+use hearth::store::{Store, data_root, private_dir_all};
 
 fn env(key: &str) -> Option<String> {
     std::env::var(key).ok()
@@ -128,17 +128,25 @@ fn engine_worker() -> ExitCode {
 /// The agent core every front end shares, with sessions saved when a data directory exists.
 fn build_core(config: Config) -> anyhow::Result<Arc<AgentCore>> {
     let catalog = build_catalog(&config)?;
-    match data_root(&env) {
+    let data = data_root(&env).map_err(|e| e.to_string()).and_then(|data| {
+        // Private before anything is written there: sessions hold what the model read.
+        private_dir_all(&data)
+            .map(|()| data.clone())
+            .map_err(|e| format!("cannot create {}: {e}", data.display()))
+    });
+    match data {
         Ok(data) => Ok(Arc::new(
             AgentCore::new(config, catalog, data.clone()).with_store(Store::new(data)),
         )),
         Err(err) => {
             tracing::warn!("sessions will not be saved: {err}");
-            Ok(Arc::new(AgentCore::new(
-                config,
-                catalog,
-                std::env::temp_dir().join("hearth"),
-            )))
+            // Plans still need a home: a fresh private directory (random name, 0700), never
+            // a predictable path in the shared temp dir where anyone can plant a symlink.
+            let scratch = tempfile::Builder::new().prefix("hearth-").tempdir()?;
+            let dir = scratch.path().to_path_buf();
+            Ok(Arc::new(
+                AgentCore::new(config, catalog, dir).with_scratch(scratch),
+            ))
         }
     }
 }

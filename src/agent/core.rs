@@ -37,20 +37,35 @@ pub struct AgentCore {
     pub store: Option<Store>,
     /// Each model's window and token accounting, learnt as sessions use it.
     pub contexts: ModelContexts,
+    /// A private temporary data directory this core owns (when there is no data root),
+    /// removed when the core is dropped.
+    scratch: Option<tempfile::TempDir>,
 }
 
 impl AgentCore {
     pub fn new(config: Config, catalog: Catalog, data_dir: PathBuf) -> Self {
+        let limits = ToolLimits {
+            mcp_call_timeout_secs: config.agent.mcp_call_timeout_secs,
+            ..ToolLimits::default()
+        };
         Self {
             config,
             catalog,
             tools: ToolRegistry::builtin(),
-            limits: ToolLimits::default(),
+            limits,
             data_dir,
             home: dirs::home_dir(),
             store: None,
             contexts: ModelContexts::new(),
+            scratch: None,
         }
+    }
+
+    /// Keeps `dir` (the core's data directory when there is no data root) for the core's
+    /// lifetime.
+    pub fn with_scratch(mut self, dir: tempfile::TempDir) -> Self {
+        self.scratch = Some(dir);
+        self
     }
 
     /// Saves sessions in `store`.
@@ -142,6 +157,8 @@ impl AgentCore {
             Some(Ok(writer)) => {
                 session = session.persisted(Persistence::new(writer, snapshot.next_round, rules))
             }
+            // Another process is writing it: opening it here too would interleave rounds.
+            Some(Err(err @ StoreError::Busy(_))) => return Err(err),
             Some(Err(err)) => tracing::warn!(session = %id, "the session will not be saved: {err}"),
             None => {}
         }

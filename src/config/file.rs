@@ -50,6 +50,7 @@ pub(super) struct FileAgent {
     pub compact_threshold: Option<Spanned<f64>>,
     #[serde(default)]
     pub assists_off: Vec<super::Assist>,
+    pub mcp_call_timeout_secs: Option<Spanned<u64>>,
 }
 
 #[derive(Debug, Deserialize)]

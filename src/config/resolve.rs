@@ -104,6 +104,8 @@ pub struct AgentSettings {
     pub compact_threshold: f64,
     /// The help given to models that need it (all on unless turned off).
     pub assists: super::Assists,
+    /// How long one MCP tool call may take before it is cancelled and reported as failed.
+    pub mcp_call_timeout_secs: u64,
 }
 
 impl Default for AgentSettings {
@@ -112,6 +114,7 @@ impl Default for AgentSettings {
             max_turn_requests: DEFAULT_MAX_TURN_REQUESTS,
             compact_threshold: crate::context::DEFAULT_COMPACT_THRESHOLD,
             assists: super::Assists::default(),
+            mcp_call_timeout_secs: crate::tools::DEFAULT_MCP_CALL_TIMEOUT_SECS,
         }
     }
 }
@@ -205,6 +208,17 @@ pub fn parse_str(
         Some(v) => v.into_inner(),
         None => crate::context::DEFAULT_COMPACT_THRESHOLD,
     };
+    let mcp_call_timeout_secs = match file.agent.mcp_call_timeout_secs {
+        Some(v) if *v.get_ref() == 0 => {
+            return Err(at(
+                "agent.mcp_call_timeout_secs",
+                v.span(),
+                "must be at least 1".into(),
+            ));
+        }
+        Some(v) => v.into_inner(),
+        None => crate::tools::DEFAULT_MCP_CALL_TIMEOUT_SECS,
+    };
     // The engine is on when asked for, and on its own when no server is configured: hearth
     // then works with no setup at all.
     let local = match file.local {
@@ -244,6 +258,7 @@ pub fn parse_str(
             max_turn_requests,
             compact_threshold,
             assists: super::Assists::without(file.agent.assists_off),
+            mcp_call_timeout_secs,
         },
         source,
     })

@@ -128,8 +128,21 @@ impl ToolHandler for McpTool {
         }
         tracing::debug!(server = %self.server, tool = %self.tool, "MCP call");
         // Dropping the call on cancel makes rmcp tell the server the request was cancelled.
+        // A server that never answers must not hold the turn: past the limit the call is
+        // dropped (rmcp tells the server) and the model hears it failed.
+        let limit = ctx.limits.mcp_call_timeout();
         let result = tokio::select! {
-            result = self.peer.call_tool(params) => result,
+            result = tokio::time::timeout(limit, self.peer.call_tool(params)) => match result {
+                Ok(result) => result,
+                Err(_) => {
+                    return Err(ToolError::Model(format!(
+                        "MCP server `{}` did not answer `{}` within {} s; the call was cancelled",
+                        self.server,
+                        self.tool,
+                        limit.as_secs()
+                    )));
+                }
+            },
             () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
         };
         match result {

@@ -210,7 +210,7 @@ async fn first_session(
 
 /// `<data dir>/repl_history`, creating the directory; `None` (no saved history) if it cannot be.
 fn history_file(data_dir: &Path) -> Option<PathBuf> {
-    match std::fs::create_dir_all(data_dir) {
+    match crate::store::private_dir_all(data_dir) {
         Ok(()) => Some(data_dir.join(HISTORY_FILE)),
         Err(err) => {
             tracing::warn!(

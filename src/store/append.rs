@@ -8,6 +8,7 @@
 //! record is whole.
 
 use std::fs::{File, OpenOptions};
+use std::os::unix::fs::OpenOptionsExt;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
@@ -112,11 +113,12 @@ impl Appender {
 fn create_with_header(path: &Path, header: &[u8]) -> Result<File, StoreError> {
     let err = |e| StoreError::io(path, e);
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(err)?;
+    super::paths::private_dir_all(dir).map_err(err)?;
     let file = OpenOptions::new()
         .read(true)
         .append(true)
         .create_new(true)
+        .mode(0o600)
         .open(path)
         .map_err(err)?;
     append_locked(&file, header).map_err(err)?;

@@ -60,7 +60,7 @@ impl BlobStore {
         if path.exists() {
             return Ok(hash);
         }
-        std::fs::create_dir_all(&self.dir).map_err(|e| StoreError::io(&self.dir, e))?;
+        super::paths::private_dir_all(&self.dir).map_err(|e| StoreError::io(&self.dir, e))?;
         let tmp = self
             .dir
             .join(format!(".{hash}.{}.tmp", uuid::Uuid::new_v4().simple()));
@@ -89,7 +89,12 @@ impl BlobStore {
 }
 
 fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut file = std::fs::File::create_new(path)?;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
     file.write_all(bytes)?;
     file.sync_all()
 }

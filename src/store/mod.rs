@@ -12,6 +12,7 @@ mod list;
 mod load;
 mod paths;
 mod record;
+mod session_lock;
 mod sessions;
 mod warning;
 mod wire;
@@ -23,7 +24,7 @@ pub use fold::{SessionSnapshot, TITLE_MAX_CHARS, title_from_prompt};
 pub use id::{MAX_ID_LEN, validate_session_id};
 pub use list::{Page, SessionSummary};
 pub use load::LoadedSession;
-pub use paths::{DATA_DIR_ENV, canonical_cwd, data_root, project_key};
+pub use paths::{DATA_DIR_ENV, canonical_cwd, data_root, private_dir_all, project_key};
 pub use record::{
     FORMAT_VERSION, Header, Record, Round, RoundOutcome, SettingsRecord, SummaryRecord,
     UsageRecord, coalesce_events,

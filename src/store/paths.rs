@@ -3,6 +3,7 @@
 //! ```text
 //! <root>/sessions/<project-key>/<session-id>.jsonl   one file per session
 //! <root>/blobs/<sha256>                              image bytes, stored once
+//! <root>/locks/<session-id>.lock                     held by the one process writing it
 //! ```
 //!
 //! The root is `$HEARTH_DATA_DIR`, else `<platform data dir>/hearth` (`$XDG_DATA_HOME/hearth`,
@@ -41,6 +42,25 @@ pub fn data_root(env: &dyn Fn(&str) -> Option<String>) -> Result<PathBuf, StoreE
     dirs::data_dir().map(|d| d.join("hearth")).ok_or_else(|| {
         StoreError::NoDataDir(format!("no platform data directory; set {DATA_DIR_ENV}"))
     })
+}
+
+/// Creates `dir` and any missing parents as private directories (0700), and makes `dir`
+/// itself private if it already existed with wider permissions (a data root made by an
+/// older version). Sessions hold everything the model read, plans what the user planned:
+/// neither is for other users of the machine.
+pub fn private_dir_all(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let meta = std::fs::metadata(dir)?;
+    // SAFETY: geteuid has no preconditions and touches no memory.
+    let mine = meta.uid() == unsafe { libc::geteuid() };
+    if mine && meta.permissions().mode() & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
 }
 
 /// The cwd as the store keys it: canonical (symlinks and `..` resolved) when it exists, else
@@ -101,6 +121,10 @@ impl Layout {
         self.root.join(SESSIONS)
     }
 
+    pub(crate) fn locks_dir(&self) -> PathBuf {
+        self.root.join("locks")
+    }
+
     pub(crate) fn blobs_dir(&self) -> PathBuf {
         self.root.join(BLOBS)
     }
@@ -133,6 +157,22 @@ impl Layout {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn private_dirs_are_owner_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let deep = tmp.path().join("a/b/c");
+        private_dir_all(&deep).unwrap();
+        assert_eq!(mode(&deep), 0o700);
+        assert_eq!(mode(&tmp.path().join("a")), 0o700);
+        let old = tmp.path().join("old");
+        std::fs::create_dir(&old).unwrap();
+        std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o755)).unwrap();
+        private_dir_all(&old).unwrap();
+        assert_eq!(mode(&old), 0o700);
+    }
 
     #[test]
     fn data_dir_override_must_be_absolute() {

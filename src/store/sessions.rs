@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use chrono::Utc;
 use hearth_conversation::SessionId;
 
+use super::session_lock::SessionLock;
 use super::append::Appender;
 use super::blob::BlobStore;
 use super::error::StoreError;
@@ -58,17 +59,20 @@ impl Store {
             created_at: Utc::now(),
         });
         let line = encode_line(&header, &path)?;
+        let lock = SessionLock::acquire(&self.layout.locks_dir(), id)?;
         SessionWriter::spawn(
             id.clone(),
             Appender::new_session(path, line),
             self.blobs.clone(),
+            lock,
         )
     }
 
     /// A writer that appends to a stored session (after load or resume). Needs a tokio runtime.
     pub fn open_writer(&self, id: &SessionId) -> Result<SessionWriter, StoreError> {
         let path = self.find(id)?;
-        SessionWriter::spawn(id.clone(), Appender::existing(path), self.blobs.clone())
+        let lock = SessionLock::acquire(&self.layout.locks_dir(), id)?;
+        SessionWriter::spawn(id.clone(), Appender::existing(path), self.blobs.clone(), lock)
     }
 
     /// The file of a stored session, in whichever project it is. With several (a copied

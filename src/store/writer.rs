@@ -12,6 +12,7 @@ use super::append::Appender;
 use super::blob::BlobStore;
 use super::error::StoreError;
 use super::record::Record;
+use super::session_lock::SessionLock;
 use super::wire::to_wire;
 
 /// Most commands handled in one trip to the blocking pool.
@@ -46,6 +47,7 @@ impl SessionWriter {
         id: SessionId,
         appender: Appender,
         blobs: BlobStore,
+        lock: SessionLock,
     ) -> Result<Self, StoreError> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| StoreError::NoRuntime)?;
         let (tx, rx) = mpsc::unbounded_channel();
@@ -55,6 +57,7 @@ impl SessionWriter {
             blobs,
             dirty: false,
             failed: None,
+            _lock: lock,
         };
         runtime.spawn(run(rx, state));
         Ok(Self { id, path, tx })
@@ -97,6 +100,8 @@ struct WriterState {
     dirty: bool,
     /// The first failure since the last flush.
     failed: Option<StoreError>,
+    /// Held until the task has written its last record.
+    _lock: SessionLock,
 }
 
 async fn run(mut rx: mpsc::UnboundedReceiver<Command>, mut state: WriterState) {

@@ -72,7 +72,12 @@ pub struct ToolLimits {
     pub line_chars: usize,
     /// Most matches `grep` reports, and most paths `glob`/`list_dir` list.
     pub max_results: usize,
+    /// How long one MCP tool call may take (`[agent] mcp_call_timeout_secs`).
+    pub mcp_call_timeout_secs: u64,
 }
+
+/// An MCP server that takes longer than this over one call is treated as hung.
+pub const DEFAULT_MCP_CALL_TIMEOUT_SECS: u64 = 300;
 
 impl Default for ToolLimits {
     fn default() -> Self {
@@ -84,11 +89,16 @@ impl Default for ToolLimits {
             read_bytes: 64 * 1024,
             line_chars: 2000,
             max_results: 500,
+            mcp_call_timeout_secs: DEFAULT_MCP_CALL_TIMEOUT_SECS,
         }
     }
 }
 
 impl ToolLimits {
+    pub fn mcp_call_timeout(&self) -> Duration {
+        Duration::from_secs(self.mcp_call_timeout_secs.max(1))
+    }
+
     pub fn bash_timeout(&self, requested_secs: Option<u64>) -> Duration {
         let secs = requested_secs
             .unwrap_or(self.bash_timeout_secs)
