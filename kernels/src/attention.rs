@@ -64,14 +64,23 @@ impl AttentionShape {
                 self.heads, self.kv_heads
             ));
         }
-        if self.offset + self.queries > self.capacity {
+        // Head counts and sizes come from the model file's header. A product that wraps
+        // (release builds do not trap) could match empty buffers and send the unchecked
+        // kernel past them, so every sum and product here is checked.
+        let end = self.offset.checked_add(self.queries);
+        if end.is_none_or(|end| end > self.capacity) {
             return fail(format!(
                 "{} cached + {} new tokens exceed the cache's {} positions",
                 self.offset, self.queries, self.capacity
             ));
         }
-        let rows = self.queries * self.heads * self.head_dim;
-        let cache = self.kv_heads * self.capacity * self.head_dim;
+        let product = |a: usize, b: usize, c: usize| a.checked_mul(b)?.checked_mul(c);
+        let (Some(rows), Some(cache)) = (
+            product(self.queries, self.heads, self.head_dim),
+            product(self.kv_heads, self.capacity, self.head_dim),
+        ) else {
+            return fail(format!("the buffer sizes of {self:?} overflow"));
+        };
         if q != rows || out != rows {
             return fail(format!("q is {q} and out {out} values, {rows} expected"));
         }

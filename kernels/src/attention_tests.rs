@@ -160,3 +160,28 @@ fn mismatched_buffers_are_errors_not_panics() {
     assert!(causal_attention(&q[1..], &kv, &kv, shape, &mut out).is_err());
     assert!(causal_attention(&q, &kv, &kv[1..], shape, &mut out).is_err());
 }
+
+/// Sizes from a crafted model header whose products wrap to zero would match empty buffers
+/// in a release build; they are refused before any kernel runs.
+#[test]
+fn sizes_whose_products_overflow_are_errors_not_wraps() {
+    let wraps = AttentionShape {
+        heads: 4,
+        kv_heads: 1,
+        head_dim: 4,
+        queries: 1 << 62,
+        offset: 0,
+        capacity: 1 << 62,
+    };
+    let mut out: [f32; 0] = [];
+    let err = causal_attention(&[], &[], &[], wraps, &mut out).unwrap_err();
+    assert!(err.to_string().contains("overflow"), "{err}");
+    let past_the_end = AttentionShape {
+        queries: usize::MAX,
+        offset: 1,
+        capacity: usize::MAX,
+        ..wraps
+    };
+    let err = causal_attention(&[], &[], &[], past_the_end, &mut out).unwrap_err();
+    assert!(err.to_string().contains("exceed"), "{err}");
+}

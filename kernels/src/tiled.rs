@@ -22,6 +22,10 @@ pub enum PackError {
         got: usize,
         want: usize,
     },
+    /// The matrix's byte size does not fit in `usize`: only a crafted header declares such
+    /// dimensions, and in a release build the product would wrap to a small, plausible size.
+    #[error("{rows}x{cols} matrix: its byte size overflows")]
+    Overflow { rows: usize, cols: usize },
     #[error("this CPU has no kernel for this format (AVX2 at least)")]
     Unsupported,
 }
@@ -38,7 +42,12 @@ pub(crate) fn check_layout(
         return Err(PackError::Shape { rows, cols });
     }
     let blocks = cols / BLOCK;
-    let want = rows * blocks * block_bytes;
+    // The dimensions come from the model file's header: a product that wraps could equal
+    // `len` and let packing index past the data or allocate for the wrapped count.
+    let want = rows
+        .checked_mul(blocks)
+        .and_then(|n| n.checked_mul(block_bytes))
+        .ok_or(PackError::Overflow { rows, cols })?;
     if len != want {
         return Err(PackError::Length {
             rows,
@@ -98,4 +107,52 @@ pub(crate) fn run(
         }
         work(last..groups);
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{PackError, check_layout};
+
+    const Q8_0_BYTES: usize = 34;
+
+    #[test]
+    fn a_well_formed_layout_gives_its_blocks_per_row() {
+        assert_eq!(check_layout(16 * 3 * Q8_0_BYTES, 16, 96, Q8_0_BYTES), Ok(3));
+    }
+
+    /// Zero dimensions, rows off the tile height and columns off the block size.
+    #[test]
+    fn shapes_that_do_not_tile_are_refused() {
+        for (rows, cols) in [(0, 32), (16, 0), (0, 0), (17, 32), (16, 33), (8, 48)] {
+            assert_eq!(
+                check_layout(0, rows, cols, Q8_0_BYTES),
+                Err(PackError::Shape { rows, cols }),
+                "{rows}x{cols}"
+            );
+        }
+    }
+
+    /// Dimensions a crafted header may declare: their byte size overflows, and in a release
+    /// build `2^63 · 2 · 34` would wrap to 0 and match empty data.
+    #[test]
+    fn dimensions_whose_byte_size_overflows_are_refused() {
+        let huge_rows = usize::MAX - 15; // a multiple of 16
+        for (len, rows, cols) in [(0, 1 << 63, 64), (0, huge_rows, 32), (34, 16, 1 << 62)] {
+            assert_eq!(
+                check_layout(len, rows, cols, Q8_0_BYTES),
+                Err(PackError::Overflow { rows, cols }),
+                "{rows}x{cols}"
+            );
+        }
+    }
+
+    #[test]
+    fn data_shorter_or_longer_than_the_shape_is_refused() {
+        for len in [0, 16 * Q8_0_BYTES - 1, 16 * Q8_0_BYTES + 1] {
+            assert!(matches!(
+                check_layout(len, 16, 32, Q8_0_BYTES),
+                Err(PackError::Length { got, want, .. }) if got == len && want == 16 * Q8_0_BYTES
+            ));
+        }
+    }
 }

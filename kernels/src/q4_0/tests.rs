@@ -139,4 +139,21 @@ fn shapes_and_lengths_that_do_not_pack_are_refused() {
         PackedQ4_0::pack_portable(&[0; 10], 16, 32),
         Err(PackError::Length { want, .. }) if want == 16 * BLOCK_BYTES
     ));
+    // A crafted header's dimensions: `2^63 · 2 · 18` wraps to 0 in a release build.
+    assert_eq!(
+        PackedQ4_0::pack_portable(&[], 1 << 63, 64).err(),
+        Some(PackError::Overflow {
+            rows: 1 << 63,
+            cols: 64
+        })
+    );
+}
+
+/// `m · cols` and `m · rows` both wrap to 0 for `m = 2^60`: empty buffers must still be
+/// refused before the kernel writes through its pointers.
+#[test]
+#[should_panic(expected = "lhs is not m x cols")]
+fn a_row_count_whose_sizes_wrap_is_refused() {
+    let packed = PackedQ4_0::pack_portable(&[0; 16 * BLOCK_BYTES], 16, 32).unwrap();
+    packed.matmul(&[], 1 << 60, &mut [], 1);
 }

@@ -183,8 +183,18 @@ impl PackedQ8_0 {
     /// # Panics
     /// If `lhs` or `out` do not have the sizes above.
     pub fn matmul(&self, lhs: &[f32], m: usize, out: &mut [f32], threads: usize) {
-        assert_eq!(lhs.len(), m * self.cols, "lhs is not m x cols");
-        assert_eq!(out.len(), m * self.rows, "out is not m x rows");
+        // Checked: a product that wrapped could match a short buffer, and the kernels below
+        // write through raw pointers sized by `m` and `rows`.
+        assert_eq!(
+            Some(lhs.len()),
+            m.checked_mul(self.cols),
+            "lhs is not m x cols"
+        );
+        assert_eq!(
+            Some(out.len()),
+            m.checked_mul(self.rows),
+            "out is not m x rows"
+        );
         let acts = QuantizedRows::quantize(lhs, m, self.cols, threads);
         let blocks = self.cols / BLOCK;
         let out = OutPtr(out.as_mut_ptr());

@@ -106,6 +106,24 @@ fn shapes_and_lengths_that_do_not_pack_are_refused() {
         })
     );
     assert!(PackedQ8_0::pack_portable(Isa::Avx2, &data, 16, 32).is_ok());
+    // A crafted header's dimensions: `2^63 · 2 · 34` wraps to 0 in a release build.
+    assert_eq!(
+        PackedQ8_0::pack_portable(Isa::Avx2, &[], 1 << 63, 64).err(),
+        Some(PackError::Overflow {
+            rows: 1 << 63,
+            cols: 64
+        })
+    );
+}
+
+/// `m · cols` and `m · rows` both wrap to 0 for `m = 2^60`: empty buffers must still be
+/// refused before the kernel writes through its pointers.
+#[test]
+#[should_panic(expected = "lhs is not m x cols")]
+fn a_row_count_whose_sizes_wrap_is_refused() {
+    let data = vec![0u8; 16 * BLOCK_BYTES];
+    let packed = PackedQ8_0::pack_portable(Isa::Avx2, &data, 16, 32).unwrap();
+    packed.matmul(&[], 1 << 60, &mut [], 1);
 }
 
 #[test]

@@ -101,7 +101,9 @@ impl ModelConfig {
     }
 
     pub(crate) fn validate(&self) -> Result<(), EngineError> {
-        let ok = self.num_heads > 0
+        self.check_limits()?;
+        let ok = self.hidden_size > 0
+            && self.num_heads > 0
             && self.num_kv_heads > 0
             && self.num_heads.is_multiple_of(self.num_kv_heads)
             && self.head_dim.is_multiple_of(2)
@@ -117,11 +119,70 @@ impl ModelConfig {
         }
     }
 
-    /// Bytes of K and V one cached token takes (f32).
+    /// Refuses sizes no model has. They come from the file's header, and they size the RoPE
+    /// tables, the KV cache and the expected shape of every weight: within these limits every
+    /// product of them fits in 64 bits, and the RoPE tables, which the file's own length does
+    /// not bound, stay within [`MAX_ROPE_VALUES`].
+    fn check_limits(&self) -> Result<(), EngineError> {
+        let limits = [
+            ("hidden size", self.hidden_size, MAX_WIDTH),
+            ("head dim", self.head_dim, MAX_HEAD_DIM),
+            ("attention heads", self.num_heads, MAX_HEADS),
+            ("KV heads", self.num_kv_heads, MAX_HEADS),
+            ("layers", self.num_layers, MAX_LAYERS),
+            ("context length", self.context_length, MAX_CONTEXT),
+        ];
+        for (what, value, max) in limits {
+            if value > max {
+                return Err(EngineError::InvalidRequest(format!(
+                    "model config: {what} {value} is over the supported {max}"
+                )));
+            }
+        }
+        let rope = self.context_length.checked_mul(self.head_dim / 2);
+        if rope.is_none_or(|n| n > MAX_ROPE_VALUES) {
+            return Err(EngineError::InvalidRequest(format!(
+                "model config: RoPE tables for {} positions of head dim {} exceed {MAX_ROPE_VALUES} values",
+                self.context_length, self.head_dim
+            )));
+        }
+        Ok(())
+    }
+
+    /// Width of the query projection, `heads · head_dim` (saturating: a config that passed
+    /// [`Self::validate`] is far from the limit).
+    pub fn q_dim(&self) -> usize {
+        self.num_heads.saturating_mul(self.head_dim)
+    }
+
+    /// Width of the key and value projections, `kv_heads · head_dim` (saturating, as
+    /// [`Self::q_dim`]).
+    pub fn kv_dim(&self) -> usize {
+        self.num_kv_heads.saturating_mul(self.head_dim)
+    }
+
+    /// Bytes of K and V one cached token takes (f32). Saturating: it is compared with memory
+    /// budgets, and any size past `usize::MAX` is over all of them.
     pub fn kv_bytes_per_token(&self) -> usize {
-        2 * self.num_layers * self.num_kv_heads * self.head_dim * 4
+        [self.num_layers, self.kv_dim(), 4]
+            .iter()
+            .fold(2usize, |n, &f| n.saturating_mul(f))
     }
 }
+
+/// Largest hidden size accepted; released models stay under 2^15.
+const MAX_WIDTH: usize = 1 << 20;
+/// Largest head dimension accepted; released models use 64 to 256.
+const MAX_HEAD_DIM: usize = 1 << 12;
+/// Most attention (or KV) heads accepted; released models have at most a few hundred.
+const MAX_HEADS: usize = 1 << 12;
+/// Most layers accepted; released models have at most a few hundred.
+const MAX_LAYERS: usize = 1 << 12;
+/// Longest context accepted: 16M positions, past every released window.
+const MAX_CONTEXT: usize = 1 << 24;
+/// Most values in each RoPE table (`context_length · head_dim / 2`), 1 GiB of f32: a
+/// 1M-token window at head dim 128 takes a quarter of it.
+pub(crate) const MAX_ROPE_VALUES: usize = 1 << 28;
 
 fn get<'a>(md: &'a HashMap<String, Value>, key: &str) -> Result<&'a Value, EngineError> {
     md.get(key)

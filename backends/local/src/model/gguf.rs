@@ -4,6 +4,7 @@
 
 use std::fs::File;
 use std::io::{BufReader, Read, Seek};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -12,6 +13,7 @@ use candle_core::quantized::{QMatMul, QTensor};
 use candle_core::{Device, Tensor};
 
 use crate::error::EngineError;
+use crate::model::gguf_check::{self, GgufLayoutError};
 use crate::model::linear::Linear;
 use crate::model::stacked::SharedInput;
 use crate::model::transformer::{Attention, Block, Embedding, Mlp};
@@ -44,8 +46,22 @@ impl GgufFile {
             message,
         };
         let file = File::open(path).map_err(|e| load_err(e.to_string()))?;
+        let file_len = file.metadata().map_err(|e| load_err(e.to_string()))?.len();
         let mut reader = BufReader::new(file);
-        let content = Content::read(&mut reader).map_err(|e| load_err(e.to_string()))?;
+        // candle's reader divides by the header's `general.alignment` unchecked, so a crafted
+        // 0 panics inside it; a bad file must be a load error, not a crash of the caller
+        // (which may be the agent itself, reading the header for the context window).
+        let read = catch_unwind(AssertUnwindSafe(|| Content::read(&mut reader)));
+        let content = match read {
+            Ok(content) => content.map_err(|e| load_err(e.to_string()))?,
+            Err(panic) => {
+                return Err(load_err(format!(
+                    "malformed header: {}",
+                    panic_text(&panic)
+                )));
+            }
+        };
+        gguf_check::check_tensors(&content, file_len).map_err(|e| load_err(e.to_string()))?;
         Ok(Self {
             content,
             reader,
@@ -65,7 +81,7 @@ impl GgufFile {
         hook: &mut dyn FnMut(LoadStage) -> Result<(), EngineError>,
     ) -> Result<Model, EngineError> {
         let path = self.path.clone();
-        load(&self.content, &mut self.reader, device, hook).map_err(|e| match e {
+        load(&self.content, &mut self.reader, &path, device, hook).map_err(|e| match e {
             EngineError::Tensor(err) => EngineError::Load {
                 path,
                 message: err.to_string(),
@@ -78,6 +94,7 @@ impl GgufFile {
 struct Reader<'a, R> {
     content: &'a Content,
     reader: &'a mut R,
+    path: &'a str,
     device: &'a Device,
     bytes: usize,
 }
@@ -92,28 +109,50 @@ impl<R: Read + Seek> Reader<'_, R> {
         self.content.tensor_infos.contains_key(name)
     }
 
-    /// A weight for matmuls, as stored; counts its bytes as read per token.
-    fn counted(&mut self, name: &str) -> Result<QTensor, EngineError> {
+    /// A shape mismatch or bad layout in the file, as the load error that names the file.
+    fn bad(&self, err: GgufLayoutError) -> EngineError {
+        EngineError::Load {
+            path: self.path.to_string(),
+            message: err.to_string(),
+        }
+    }
+
+    /// Checks that tensor `name` has shape `want` before it is read.
+    fn expect(&self, name: &str, want: &[usize]) -> Result<(), EngineError> {
+        gguf_check::expect_shape(self.content, name, want).map_err(|e| self.bad(e))
+    }
+
+    /// The rows of 2-D tensor `name` (its first dimension), for a width the config does not
+    /// give (the MLP's); [`Self::expect`] checks the whole shape afterwards.
+    fn rows(&self, name: &str) -> Result<usize, EngineError> {
+        let dims = gguf_check::dims(self.content, name).map_err(|e| self.bad(e))?;
+        Ok(dims.first().copied().unwrap_or(0))
+    }
+
+    /// A weight for matmuls of shape `want`, as stored; counts its bytes as read per token.
+    fn counted(&mut self, name: &str, want: &[usize]) -> Result<QTensor, EngineError> {
+        self.expect(name, want)?;
         let t = self.qtensor(name)?;
         self.bytes += t.storage_size_in_bytes();
         Ok(t)
     }
 
-    /// A weight for matmuls; counts its bytes as read per token.
-    fn matmul(&mut self, name: &str) -> Result<QMatMul, EngineError> {
-        Ok(QMatMul::from_qtensor(self.counted(name)?)?)
+    /// A weight for matmuls of shape `want`; counts its bytes as read per token.
+    fn matmul(&mut self, name: &str, want: &[usize]) -> Result<QMatMul, EngineError> {
+        Ok(QMatMul::from_qtensor(self.counted(name, want)?)?)
     }
 
-    /// A small f32 vector (norms, biases).
-    fn vector(&mut self, name: &str) -> Result<Tensor, EngineError> {
+    /// A small f32 vector of length `n` (norms, biases).
+    fn vector(&mut self, name: &str, n: usize) -> Result<Tensor, EngineError> {
+        self.expect(name, &[n])?;
         let t = self.qtensor(name)?;
         self.bytes += t.storage_size_in_bytes();
         Ok(t.dequantize(self.device)?)
     }
 
-    fn optional_vector(&mut self, name: &str) -> Result<Option<Tensor>, EngineError> {
+    fn optional_vector(&mut self, name: &str, n: usize) -> Result<Option<Tensor>, EngineError> {
         if self.has(name) {
-            Ok(Some(self.vector(name)?))
+            Ok(Some(self.vector(name, n)?))
         } else {
             Ok(None)
         }
@@ -123,6 +162,7 @@ impl<R: Read + Seek> Reader<'_, R> {
 fn load<R: Read + Seek>(
     content: &Content,
     reader: &mut R,
+    path: &str,
     device: &Device,
     hook: &mut dyn FnMut(LoadStage) -> Result<(), EngineError>,
 ) -> Result<Model, EngineError> {
@@ -136,9 +176,12 @@ fn load<R: Read + Seek>(
     let mut r = Reader {
         content,
         reader,
+        path,
         device,
         bytes: 0,
     };
+    let table = [vocab_size, config.hidden_size];
+    r.expect("token_embd.weight", &table)?;
     let embed = Arc::new(r.qtensor("token_embd.weight")?);
     hook(LoadStage::Embedding)?;
     let mut blocks = Vec::with_capacity(config.num_layers);
@@ -149,9 +192,9 @@ fn load<R: Read + Seek>(
             total: config.num_layers,
         })?;
     }
-    let norm = r.vector("output_norm.weight")?;
+    let norm = r.vector("output_norm.weight", config.hidden_size)?;
     let (embed, lm_head) = if r.has("output.weight") {
-        let head = Linear::new(r.matmul("output.weight")?)?;
+        let head = Linear::new(r.matmul("output.weight", &table)?)?;
         (Embedding::Table(QMatMul::from_arc(embed)?), head)
     } else {
         r.bytes += embed.storage_size_in_bytes();
@@ -192,42 +235,56 @@ fn load_block<R: Read + Seek>(
 ) -> Result<Block, EngineError> {
     let p = |s: &str| format!("blk.{i}.{s}");
     let qk_norm = config.arch == Arch::Qwen3;
-    let qkv = ["attn_q", "attn_k", "attn_v"];
+    // Every weight is held to the config's sizes before it is read: the kernels and reshapes
+    // of the forward pass size their buffers from the config, not from the tensors.
+    let (h, d) = (config.hidden_size, config.head_dim);
+    let (q_dim, kv_dim) = (config.q_dim(), config.kv_dim());
+    let qkv = [("attn_q", q_dim), ("attn_k", kv_dim), ("attn_v", kv_dim)];
     let weights = qkv
         .iter()
-        .map(|n| r.counted(&p(&format!("{n}.weight"))))
+        .map(|&(n, rows)| r.counted(&p(&format!("{n}.weight")), &[rows, h]))
         .collect::<Result<Vec<_>, _>>()?;
     let biases = qkv
         .iter()
-        .map(|n| r.optional_vector(&p(&format!("{n}.bias"))))
+        .map(|&(n, rows)| r.optional_vector(&p(&format!("{n}.bias")), rows))
         .collect::<Result<Vec<_>, _>>()?;
     let attn = Attention {
         qkv: SharedInput::quantized(weights, biases)?,
-        wo: Linear::new(r.matmul(&p("attn_output.weight"))?)?,
+        wo: Linear::new(r.matmul(&p("attn_output.weight"), &[h, q_dim])?)?,
         q_norm: if qk_norm {
-            Some(r.vector(&p("attn_q_norm.weight"))?)
+            Some(r.vector(&p("attn_q_norm.weight"), d)?)
         } else {
             None
         },
         k_norm: if qk_norm {
-            Some(r.vector(&p("attn_k_norm.weight"))?)
+            Some(r.vector(&p("attn_k_norm.weight"), d)?)
         } else {
             None
         },
     };
+    let ffn = r.rows(&p("ffn_gate.weight"))?;
     let gate_up = vec![
-        r.counted(&p("ffn_gate.weight"))?,
-        r.counted(&p("ffn_up.weight"))?,
+        r.counted(&p("ffn_gate.weight"), &[ffn, h])?,
+        r.counted(&p("ffn_up.weight"), &[ffn, h])?,
     ];
     Ok(Block {
-        attn_norm: r.vector(&p("attn_norm.weight"))?,
+        attn_norm: r.vector(&p("attn_norm.weight"), h)?,
         attn,
-        ffn_norm: r.vector(&p("ffn_norm.weight"))?,
+        ffn_norm: r.vector(&p("ffn_norm.weight"), h)?,
         mlp: Mlp {
             gate_up: SharedInput::quantized(gate_up, vec![None, None])?,
-            down: Linear::new(r.matmul(&p("ffn_down.weight"))?)?,
+            down: Linear::new(r.matmul(&p("ffn_down.weight"), &[h, ffn])?)?,
         },
     })
+}
+
+/// A panic's message, for a load error.
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    match (panic.downcast_ref::<&str>(), panic.downcast_ref::<String>()) {
+        (Some(text), _) => (*text).to_string(),
+        (_, Some(text)) => text.clone(),
+        _ => "the GGUF reader panicked".into(),
+    }
 }
 
 /// `general.file_type` as llama.cpp names it, else the dtype of the first query weight.

@@ -60,8 +60,18 @@ impl KvCache {
     }
 
     /// Bytes allocated now (what the memory budget counts).
+    /// Saturating: the sizes come from the model's header, and a count past `usize::MAX` is
+    /// over every budget it is compared with.
     pub fn allocated_bytes(&self) -> usize {
-        2 * self.num_layers * self.kv_heads * self.head_dim * self.capacity * 4
+        [
+            self.num_layers,
+            self.kv_heads,
+            self.head_dim,
+            self.capacity,
+            4,
+        ]
+        .iter()
+        .fold(2usize, |n, &f| n.saturating_mul(f))
     }
 
     /// Keeps the first `n` tokens. `n` beyond the current length is an error.

@@ -5,6 +5,7 @@ mod config;
 mod cpu_attention;
 mod files;
 mod gguf;
+mod gguf_check;
 mod kv_cache;
 mod linear;
 mod rope;

@@ -22,8 +22,17 @@ impl Rope {
         device: &Device,
     ) -> Result<Self, EngineError> {
         let half = head_dim / 2;
-        let mut cos = Vec::with_capacity(max_positions * half);
-        let mut sin = Vec::with_capacity(max_positions * half);
+        // Both sizes come from the model file's header: a wrapped product would build tables
+        // too short for `Tensor::from_vec`'s shape, and one too large for memory must be an
+        // error the engine reports, not an abort.
+        let values = max_positions
+            .checked_mul(half)
+            .ok_or_else(|| too_large(max_positions, head_dim))?;
+        let mut cos = Vec::new();
+        let mut sin = Vec::new();
+        cos.try_reserve_exact(values)
+            .and_then(|()| sin.try_reserve_exact(values))
+            .map_err(|_| too_large(max_positions, head_dim))?;
         for pos in 0..max_positions {
             for i in 0..half {
                 let inv_freq = 1.0 / theta.powf((2 * i) as f64 / head_dim as f64);
@@ -58,5 +67,28 @@ impl Rope {
             candle_nn::rotary_emb::rope(&x, &cos, &sin)?
         };
         Ok(out)
+    }
+}
+
+/// Tables of `positions · head_dim / 2` values that cannot be allocated.
+fn too_large(positions: usize, head_dim: usize) -> EngineError {
+    EngineError::OutOfMemory(format!(
+        "RoPE tables for {positions} positions of head dim {head_dim}"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use candle_core::Device;
+
+    use super::Rope;
+    use crate::error::EngineError;
+
+    /// Sizes from a crafted header whose product overflows are an error, not a wrapped
+    /// allocation or a capacity panic.
+    #[test]
+    fn tables_too_large_to_size_are_an_error() {
+        let result = Rope::new(4, 10_000.0, usize::MAX / 2 + 1, false, &Device::Cpu);
+        assert!(matches!(result, Err(EngineError::OutOfMemory(_))));
     }
 }

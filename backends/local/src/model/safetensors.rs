@@ -306,7 +306,7 @@ pub fn load(
 fn load_block(w: &mut Weights, config: &ModelConfig, i: usize) -> Result<Block, EngineError> {
     let p = |s: &str| format!("model.layers.{i}.{s}");
     let (h, d) = (config.hidden_size, config.head_dim);
-    let (q_dim, kv_dim) = (config.num_heads * d, config.num_kv_heads * d);
+    let (q_dim, kv_dim) = (config.q_dim(), config.kv_dim());
     let gate = w
         .tensors
         .get(&p("mlp.gate_proj.weight"))
