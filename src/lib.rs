@@ -14,6 +14,7 @@ pub mod logging;
 pub mod mcp;
 pub mod parse;
 pub mod repl;
+pub mod shutdown;
 pub mod slash;
 pub mod store;
 pub mod sync;

@@ -17,6 +17,9 @@ fn env(key: &str) -> Option<String> {
     std::env::var(key).ok()
 }
 
+/// How long tasks get to end once a command has finished or a signal stopped it.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Some(CliCommand::EngineWorker) = cli.command {
@@ -46,66 +49,21 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let command = cli.command.unwrap_or(CliCommand::Acp);
     let result = runtime.block_on(async {
-        match cli.command.unwrap_or(CliCommand::Acp) {
-            CliCommand::Acp => serve(config).await.map(|()| ExitCode::SUCCESS),
-            CliCommand::Models => list_models(config).await.map(|()| ExitCode::SUCCESS),
-            CliCommand::Parse(args) => {
-                let (mut input, mut out) = (std::io::stdin().lock(), std::io::stdout().lock());
-                hearth::cli::parse::run(&args, &mut input, &mut out)?;
-                Ok(ExitCode::SUCCESS)
+        tokio::select! {
+            result = run_command(command, config) => result,
+            signal = hearth::shutdown::termination() => {
+                // Dropping the command drops every session, terminal and MCP server it
+                // holds: their process groups are killed on the way out.
+                tracing::info!("{signal}: shutting down");
+                Ok(ExitCode::from(signal.exit_code()))
             }
-            CliCommand::Run(args) => {
-                let core = build_core(config)?;
-                Ok(ExitCode::from(hearth::batch::run(core, args).await.code()))
-            }
-            CliCommand::Eval(args) => {
-                let mut config = config;
-                for assist in &args.without {
-                    config.agent.assists.turn_off(*assist);
-                }
-                if let Some(t) = args.temperature {
-                    config
-                        .endpoints
-                        .iter_mut()
-                        .for_each(|e| e.temperature = Some(t));
-                    if let Some(local) = &mut config.local {
-                        local.temperature = Some(t);
-                    }
-                }
-                // Eval sessions are not the user's: none is saved, plans go to a scratch dir.
-                let scratch = tempfile::tempdir()?;
-                let catalog = build_catalog(&config)?;
-                let core = Arc::new(AgentCore::new(
-                    config,
-                    catalog,
-                    scratch.path().to_path_buf(),
-                ));
-                hearth::eval::run(core, args).await?;
-                Ok(ExitCode::SUCCESS)
-            }
-            CliCommand::Sessions { action } => {
-                let store = Store::new(data_root(&env)?);
-                let cwd = std::env::current_dir()?;
-                hearth::cli::sessions::run(&store, action, cwd)?;
-                Ok(ExitCode::SUCCESS)
-            }
-            CliCommand::Model { action } => model_command(action).await.map(|()| ExitCode::SUCCESS),
-            CliCommand::Bench {
-                model,
-                depths,
-                no_ttft,
-            } => bench(model, depths, no_ttft)
-                .await
-                .map(|()| ExitCode::SUCCESS),
-            CliCommand::Repl(args) => {
-                let core = build_core(config)?;
-                hearth::repl::run(core, args).await?;
-                Ok(ExitCode::SUCCESS)
-            }
-            CliCommand::EngineWorker => Ok(engine_worker()),
         }
     });
+    // Tasks still running (turns, writers) are dropped, killing what they started; a thread
+    // blocked on input is not waited for.
+    runtime.shutdown_timeout(SHUTDOWN_GRACE);
     match result {
         Ok(code) => code,
         Err(err) => {
@@ -113,6 +71,68 @@ fn main() -> ExitCode {
             eprintln!("hearth: {err:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Runs one command to its end.
+async fn run_command(command: CliCommand, config: Config) -> anyhow::Result<ExitCode> {
+    match command {
+        CliCommand::Acp => serve(config).await.map(|()| ExitCode::SUCCESS),
+        CliCommand::Models => list_models(config).await.map(|()| ExitCode::SUCCESS),
+        CliCommand::Parse(args) => {
+            let (mut input, mut out) = (std::io::stdin().lock(), std::io::stdout().lock());
+            hearth::cli::parse::run(&args, &mut input, &mut out)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        CliCommand::Run(args) => {
+            let core = build_core(config)?;
+            Ok(ExitCode::from(hearth::batch::run(core, args).await.code()))
+        }
+        CliCommand::Eval(args) => {
+            let mut config = config;
+            for assist in &args.without {
+                config.agent.assists.turn_off(*assist);
+            }
+            if let Some(t) = args.temperature {
+                config
+                    .endpoints
+                    .iter_mut()
+                    .for_each(|e| e.temperature = Some(t));
+                if let Some(local) = &mut config.local {
+                    local.temperature = Some(t);
+                }
+            }
+            // Eval sessions are not the user's: none is saved, plans go to a scratch dir.
+            let scratch = tempfile::tempdir()?;
+            let catalog = build_catalog(&config)?;
+            let core = Arc::new(AgentCore::new(
+                config,
+                catalog,
+                scratch.path().to_path_buf(),
+            ));
+            hearth::eval::run(core, args).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        CliCommand::Sessions { action } => {
+            let store = Store::new(data_root(&env)?);
+            let cwd = std::env::current_dir()?;
+            hearth::cli::sessions::run(&store, action, cwd)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        CliCommand::Model { action } => model_command(action).await.map(|()| ExitCode::SUCCESS),
+        CliCommand::Bench {
+            model,
+            depths,
+            no_ttft,
+        } => bench(model, depths, no_ttft)
+            .await
+            .map(|()| ExitCode::SUCCESS),
+        CliCommand::Repl(args) => {
+            let core = build_core(config)?;
+            hearth::repl::run(core, args).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        CliCommand::EngineWorker => Ok(engine_worker()),
     }
 }
 
@@ -178,7 +198,12 @@ async fn list_models(config: Config) -> anyhow::Result<()> {
     for listing in catalog.list_endpoints().await {
         match listing.result {
             Ok(models) => {
-                writeln!(out, "{} ({})", listing.endpoint, listing.base_url)?;
+                writeln!(
+                    out,
+                    "{} ({})",
+                    listing.endpoint,
+                    hearth::config::url_without_userinfo(&listing.base_url)
+                )?;
                 if models.is_empty() {
                     writeln!(out, "  (no models listed)")?;
                 }
@@ -201,7 +226,8 @@ async fn list_models(config: Config) -> anyhow::Result<()> {
             Err(err) => writeln!(
                 out,
                 "{} ({}) UNREACHABLE: {err}",
-                listing.endpoint, listing.base_url
+                listing.endpoint,
+                hearth::config::url_without_userinfo(&listing.base_url)
             )?,
         }
     }

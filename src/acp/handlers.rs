@@ -10,9 +10,10 @@ use agent_client_protocol::v1::schema::{
     InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
     LoadSessionResponse, McpCapabilities, NewSessionRequest, NewSessionResponse,
     PromptCapabilities, PromptRequest, PromptResponse, ResumeSessionRequest, ResumeSessionResponse,
-    SessionCapabilities, SessionCloseCapabilities, SessionDeleteCapabilities,
-    SessionListCapabilities, SessionResumeCapabilities, SetSessionConfigOptionRequest,
-    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
+    SessionAdditionalDirectoriesCapabilities, SessionCapabilities, SessionCloseCapabilities,
+    SessionDeleteCapabilities, SessionListCapabilities, SessionResumeCapabilities,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
+    SetSessionModeResponse,
 };
 use agent_client_protocol::v1::{Builder, ConnectionTo, Responder};
 use agent_client_protocol::{
@@ -183,7 +184,11 @@ pub fn agent(state: Arc<AcpState>) -> Builder<Agent, impl HandleDispatchFrom<Cli
 
 /// Advertises only what works: the stored-session methods need the store.
 fn initialize_response(has_store: bool) -> InitializeResponse {
-    let mut sessions = SessionCapabilities::new().close(SessionCloseCapabilities::new());
+    // Extra directories (other worktrees) become roots of the session: tools work there as
+    // in the cwd.
+    let mut sessions = SessionCapabilities::new()
+        .close(SessionCloseCapabilities::new())
+        .additional_directories(SessionAdditionalDirectoriesCapabilities::new());
     if has_store {
         sessions = sessions
             .list(SessionListCapabilities::new())

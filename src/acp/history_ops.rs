@@ -68,9 +68,10 @@ struct Reopened {
 async fn restore(
     state: &Arc<AcpState>,
     raw_id: &str,
-    cwd: PathBuf,
+    (cwd, extra): (PathBuf, Vec<PathBuf>),
     servers: Vec<McpServer>,
 ) -> Result<Reopened, AcpError> {
+    let extra = super::session_ops::extra_dirs(extra)?;
     if !cwd.is_absolute() {
         return Err(AcpError::InvalidParams(format!(
             "cwd must be an absolute path, got {}",
@@ -109,6 +110,7 @@ async fn restore(
             (session, snapshot, notices)
         }
     };
+    session.set_extra_dirs(extra);
     let before = session.cwd();
     let moved_from = (canonical_cwd(&before) != canonical_cwd(&cwd)).then(|| {
         tracing::info!(session = %id, from = %before.display(), to = %cwd.display(), "session moved");
@@ -136,7 +138,13 @@ pub async fn load(
         snapshot,
         notices,
         moved_from,
-    } = restore(state, &req.session_id.0, req.cwd, req.mcp_servers).await?;
+    } = restore(
+        state,
+        &req.session_id.0,
+        (req.cwd, req.additional_directories),
+        req.mcp_servers,
+    )
+    .await?;
     // Zed registers the thread before it sends session/load: the whole history goes out as
     // updates first, then the answer.
     let notify = |update: SessionUpdate| {
@@ -188,7 +196,13 @@ pub async fn resume(
     }
     let Reopened {
         session, notices, ..
-    } = restore(state, &req.session_id.0, req.cwd, req.mcp_servers).await?;
+    } = restore(
+        state,
+        &req.session_id.0,
+        (req.cwd, req.additional_directories),
+        req.mcp_servers,
+    )
+    .await?;
     let settings = session.settings();
     Ok(Opened {
         response: ResumeSessionResponse::new()

@@ -24,10 +24,12 @@ pub async fn new_session(
             req.cwd.display()
         )));
     }
+    let extra = extra_dirs(req.additional_directories)?;
     let choices = state.core.catalog.choices().await;
     let settings = state.core.default_settings(None, None, &choices);
     state.set_choices(choices);
     let session = state.core.new_session(req.cwd, settings.clone());
+    session.set_extra_dirs(extra);
     // An id handed to a client must stay resumable and loadable, prompted or not.
     if let Some(persist) = session.persistence() {
         persist.create_now().await;
@@ -127,4 +129,16 @@ pub fn set_mode(
         before,
         after,
     })
+}
+
+/// The client's additional directories, which must be absolute like the cwd: a relative one
+/// would be resolved against hearth's own working directory, which is nobody's project.
+pub fn extra_dirs(dirs: Vec<std::path::PathBuf>) -> Result<Vec<std::path::PathBuf>, AcpError> {
+    match dirs.iter().find(|d| !d.is_absolute()) {
+        Some(relative) => Err(AcpError::InvalidParams(format!(
+            "additionalDirectories must be absolute paths, got {}",
+            relative.display()
+        ))),
+        None => Ok(dirs),
+    }
 }

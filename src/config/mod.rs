@@ -8,6 +8,7 @@ mod assists;
 mod error;
 mod file;
 mod resolve;
+mod secret_view;
 
 pub use assists::{Assist, Assists};
 pub use error::ConfigError;
@@ -15,3 +16,4 @@ pub use resolve::{
     AgentSettings, Config, ConfigSource, EndpointConfig, LOCAL_ENDPOINT, LocalSettings,
     LogSettings, Timeouts, load, parse_str,
 };
+pub use secret_view::url_without_userinfo;

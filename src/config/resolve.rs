@@ -51,7 +51,8 @@ pub enum ConfigSource {
     Defaults,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+/// Debug is written by hand (see `secret_view`): it must not print the key or header values.
+#[derive(Clone, PartialEq)]
 pub struct EndpointConfig {
     pub name: String,
     /// Up to and including `/v1`, e.g. `http://127.0.0.1:8080/v1`.
@@ -164,7 +165,7 @@ pub fn parse_str(
     };
     let file: FileConfig = toml::from_str(text).map_err(|e| ConfigError::Syntax {
         path: label.clone(),
-        message: e.to_string(),
+        message: syntax_message(text, &e),
     })?;
     let at = |key: &str, span: std::ops::Range<usize>, problem: String| ConfigError::Value {
         path: label.clone(),
@@ -428,6 +429,55 @@ fn temperature(
         )),
         other => Ok(other.map(Spanned::into_inner)),
     }
+}
+
+/// A TOML error as the user sees it: where, and what is wrong. toml's own rendering quotes the
+/// offending source line, which may be `api_key = "…"` or a header carrying a token, so it is
+/// not used; and on a line that may hold a secret, quoted values in the message are hidden too.
+fn syntax_message(text: &str, err: &toml::de::Error) -> String {
+    let message = err.message().trim_end();
+    let Some(span) = err.span() else {
+        return message.to_owned();
+    };
+    let line = line_of(text, span.start);
+    let source_line = text.lines().nth(line - 1).unwrap_or_default();
+    let sensitive = ["key", "token", "secret", "password", "auth", "header", "@"]
+        .iter()
+        .any(|word| source_line.to_ascii_lowercase().contains(word));
+    let message = if sensitive {
+        hide_quoted(message)
+    } else {
+        message.to_owned()
+    };
+    // The key (never the value) says where, as toml's rendering of the line did.
+    match source_line.split_once('=') {
+        Some((key, _)) if !key.trim().is_empty() => {
+            format!("line {line}, `{}`: {message}", key.trim())
+        }
+        _ => format!("line {line}: {message}"),
+    }
+}
+
+/// `text` with the contents of every quoted or backticked run replaced by `…`.
+fn hide_quoted(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut open: Option<char> = None;
+    for c in text.chars() {
+        match open {
+            Some(q) if c == q => {
+                out.push('…');
+                out.push(c);
+                open = None;
+            }
+            Some(_) => {}
+            None if matches!(c, '"' | '`' | '\'') => {
+                out.push(c);
+                open = Some(c);
+            }
+            None => out.push(c),
+        }
+    }
+    out
 }
 
 fn line_of(text: &str, offset: usize) -> usize {

@@ -185,3 +185,17 @@ fn assists_can_be_turned_off_and_a_temperature_must_be_one() {
         "{err}"
     );
 }
+
+#[test]
+fn a_syntax_error_never_shows_a_secret() {
+    for text in [
+        "[[endpoints]]\nname = \"a\"\nbase_url = \"http://h/v1\"\napi_key = \"sk-SECRET123\" x\n",
+        "[[endpoints]]\nname = \"a\"\nbase_url = \"http://h/v1\"\napi_key = 5\nmodel = \"sk-SECRET123\"\n",
+        "[[endpoints]]\nname = \"a\"\nbase_url = \"http://h/v1\"\nheaders = { Authorization = 7, X = \"sk-SECRET123\" }\n",
+        "[[endpoints]]\nname = \"a\"\nbase_url = \"http://h/v1\"\nheaders = \"Bearer sk-SECRET123\"\n",
+    ] {
+        let err = parse(text).unwrap_err().to_string();
+        assert!(!err.contains("SECRET"), "{err}");
+        assert!(err.contains("line "), "{err}");
+    }
+}

@@ -110,6 +110,7 @@ impl ClientOps for LocalClientOps {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
+        super::die_with_parent(&mut command);
         let mut child = command.spawn().map_err(|e| {
             ClientOpsError::Failed(format!(
                 "cannot start `sh -c` in {}: {e}",

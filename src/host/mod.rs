@@ -5,6 +5,8 @@
 mod client_ops;
 pub mod file_io;
 mod local;
+mod parent_death;
 
 pub use client_ops::{ClientOps, ClientOpsError, ExitStatus, TerminalOutput, TerminalRequest};
 pub use local::{LocalClientOps, LocalFrontEnd};
+pub use parent_death::die_with_parent;

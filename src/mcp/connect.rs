@@ -48,6 +48,7 @@ pub async fn connect(config: &McpServerConfig, cwd: &Path) -> Result<Connected, 
             cmd.args(args)
                 .envs(env.iter().map(|(k, v)| (k, v)))
                 .current_dir(cwd);
+            crate::host::die_with_parent(&mut cmd);
             let mut wrapped = CommandWrap::from(cmd);
             // Its own process group, so stopping the server also stops whatever it started
             // (servers launched through `npx` or a shell are several processes).

@@ -78,7 +78,9 @@ pub enum StoreError {
     /// Another hearth process has this session open for writing (one writer per session, or
     /// rounds interleave). The caller refuses to open it — ACP answers an error, the CLI says
     /// so and exits — and the other process and the file are untouched.
-    #[error("session {0} is open in another hearth process; close it there, or start a new session")]
+    #[error(
+        "session {0} is open in another hearth process; close it there, or start a new session"
+    )]
     Busy(SessionId),
 
     /// The writer task is gone (it panicked, or the runtime shut down): later records are not

@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use chrono::Utc;
 use hearth_conversation::SessionId;
 
-use super::session_lock::SessionLock;
 use super::append::Appender;
 use super::blob::BlobStore;
 use super::error::StoreError;
@@ -15,6 +14,7 @@ use super::list::{Page, list_sessions};
 use super::load::{LoadedSession, load_file};
 use super::paths::{Layout, canonical_cwd, data_root};
 use super::record::{FORMAT_VERSION, Header};
+use super::session_lock::SessionLock;
 use super::wire::WireRecord;
 use super::writer::{SessionWriter, encode_line};
 
@@ -72,7 +72,12 @@ impl Store {
     pub fn open_writer(&self, id: &SessionId) -> Result<SessionWriter, StoreError> {
         let path = self.find(id)?;
         let lock = SessionLock::acquire(&self.layout.locks_dir(), id)?;
-        SessionWriter::spawn(id.clone(), Appender::existing(path), self.blobs.clone(), lock)
+        SessionWriter::spawn(
+            id.clone(),
+            Appender::existing(path),
+            self.blobs.clone(),
+            lock,
+        )
     }
 
     /// The file of a stored session, in whichever project it is. With several (a copied

@@ -30,6 +30,10 @@ pub struct SessionWriter {
     id: SessionId,
     path: PathBuf,
     tx: mpsc::UnboundedSender<Command>,
+    /// One writer per session: held while any handle lives (released at once when the last
+    /// goes, so the session can be reopened right away; records still queued are appended
+    /// under the per-record file lock).
+    _lock: std::sync::Arc<SessionLock>,
 }
 
 impl std::fmt::Debug for Command {
@@ -57,10 +61,14 @@ impl SessionWriter {
             blobs,
             dirty: false,
             failed: None,
-            _lock: lock,
         };
         runtime.spawn(run(rx, state));
-        Ok(Self { id, path, tx })
+        Ok(Self {
+            id,
+            path,
+            tx,
+            _lock: std::sync::Arc::new(lock),
+        })
     }
 
     pub fn id(&self) -> &SessionId {
@@ -100,8 +108,6 @@ struct WriterState {
     dirty: bool,
     /// The first failure since the last flush.
     failed: Option<StoreError>,
-    /// Held until the task has written its last record.
-    _lock: SessionLock,
 }
 
 async fn run(mut rx: mpsc::UnboundedReceiver<Command>, mut state: WriterState) {

@@ -32,7 +32,10 @@ pub use compact::{COMPACT_WINDOW, compact_specs};
 pub use edit_file::{Applied, Edit, EditFile, apply_edits};
 pub use glob::Glob;
 pub use grep::Grep;
-pub use handler::{DEFAULT_MCP_CALL_TIMEOUT_SECS, Prepared, ToolContext, ToolError, ToolHandler, ToolLimits, ToolOutput};
+pub use handler::{
+    DEFAULT_MCP_CALL_TIMEOUT_SECS, Prepared, ToolContext, ToolError, ToolHandler, ToolLimits,
+    ToolOutput,
+};
 pub use invocation::{CommandShape, plain_invocation};
 pub use list_dir::ListDir;
 pub use mentions::attach_named_files;
