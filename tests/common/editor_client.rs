@@ -62,6 +62,8 @@ struct Inner {
     updates: Vec<SessionNotification>,
     /// When set, `fs/write_text_file` fails with an internal error carrying this `data`.
     refuse_writes: Option<Value>,
+    /// Reads of paths outside this directory are refused (resource not found), as Zed does.
+    reads_within: Option<PathBuf>,
 }
 
 /// The fake editor. Clones share everything.
@@ -95,6 +97,12 @@ impl Editor {
     /// when its user denies the write.
     pub fn refuse_writes(&self, data: Value) {
         self.lock().refuse_writes = Some(data);
+    }
+
+    /// Refuses reads of anything outside `dir`, as an editor refuses paths outside its
+    /// project.
+    pub fn refuse_reads_outside(&self, dir: PathBuf) {
+        self.lock().reads_within = Some(dir);
     }
 
     /// An unsaved buffer: reads of `path` get `text`, whatever is on disk.
@@ -157,8 +165,20 @@ impl Editor {
 
     fn read(&self, req: &ReadTextFileRequest) -> Result<String, agent_client_protocol::Error> {
         let buffered = self.lock().buffers.get(&req.path).cloned();
+        let refused = self
+            .lock()
+            .reads_within
+            .as_ref()
+            .is_some_and(|dir| !req.path.starts_with(dir));
         let text = match buffered {
             Some(text) => text,
+            None if refused => {
+                return Err(agent_client_protocol::Error::from(
+                    agent_client_protocol::v1::schema::Error::resource_not_found(Some(
+                        req.path.display().to_string(),
+                    )),
+                ));
+            }
             None => std::fs::read_to_string(&req.path).map_err(|_| {
                 agent_client_protocol::Error::from(
                     agent_client_protocol::v1::schema::Error::resource_not_found(Some(

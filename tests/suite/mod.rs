@@ -11,5 +11,7 @@ mod figures;
 mod hostile_input;
 mod qwen_inband;
 mod repl;
+mod security;
+mod security_editor;
 mod sessions;
 mod turn_lifecycle;
