@@ -140,3 +140,7 @@ mod tests {
         assert_eq!(lines(&[b'y'; 64], 64).await, ["y".repeat(64)]);
     }
 }
+
+#[cfg(test)]
+#[path = "stdio_prop_tests.rs"]
+mod prop_tests;

@@ -127,3 +127,7 @@ pub(super) fn split_lines(bytes: &[u8]) -> impl Iterator<Item = (usize, &[u8], b
 #[cfg(test)]
 #[path = "load_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "load_prop_tests.rs"]
+mod prop_tests;
