@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod acp_client;
+pub mod acp_requests;
 pub mod editor_client;
 pub mod fake_backend;
 pub mod golden;

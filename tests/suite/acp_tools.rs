@@ -9,12 +9,12 @@ use agent_client_protocol::Agent;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ContentBlock, InitializeRequest, LoadSessionRequest, NewSessionRequest,
-    PromptRequest, SessionId, SetSessionConfigOptionRequest, StopReason,
+    CancelNotification, InitializeRequest, LoadSessionRequest, SessionId, StopReason,
 };
 use hearth_testkit::{DONE, FakeServer, Reply, chunk_finish, chunk_role, chunk_tool_call};
 use serde_json::{Value, json};
 
+use crate::common::acp_requests::{new_session, prompt, set_mode};
 use crate::common::editor_client::{Editor, capabilities, editor_client};
 use crate::common::hearth_bin::{acp_agent, write_config};
 use crate::common::model_requests::{chat_requests, offered_tools};
@@ -100,36 +100,6 @@ async fn init(cx: &ConnectionTo<Agent>, full: bool) {
 async fn open(cx: &ConnectionTo<Agent>, full: bool, cwd: &Path) -> SessionId {
     init(cx, full).await;
     new_session(cx, cwd).await
-}
-
-async fn new_session(cx: &ConnectionTo<Agent>, cwd: &Path) -> SessionId {
-    cx.send_request(NewSessionRequest::new(cwd.to_path_buf()))
-        .block_task()
-        .await
-        .unwrap()
-        .session_id
-}
-
-async fn set_mode(cx: &ConnectionTo<Agent>, sid: &SessionId, mode: &str) {
-    cx.send_request(SetSessionConfigOptionRequest::new(
-        sid.clone(),
-        "mode",
-        mode,
-    ))
-    .block_task()
-    .await
-    .unwrap();
-}
-
-async fn prompt(cx: &ConnectionTo<Agent>, sid: &SessionId, text: &str) -> StopReason {
-    cx.send_request(PromptRequest::new(
-        sid.clone(),
-        vec![ContentBlock::from(text.to_string())],
-    ))
-    .block_task()
-    .await
-    .unwrap()
-    .stop_reason
 }
 
 const READ_AND_GREP: &str = "

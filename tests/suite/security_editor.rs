@@ -7,14 +7,12 @@ use std::path::{Path, PathBuf};
 use agent_client_protocol::Agent;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
-use agent_client_protocol::v1::schema::{
-    ContentBlock, InitializeRequest, NewSessionRequest, PromptRequest, SessionId,
-    SetSessionConfigOptionRequest, StopReason,
-};
+use agent_client_protocol::v1::schema::{InitializeRequest, SessionId, StopReason};
 use hearth_testkit::{FakeServer, Reply};
 use serde_json::json;
 
 use super::security::call;
+use crate::common::acp_requests::{new_session, prompt, set_mode};
 use crate::common::editor_client::{Editor, capabilities, editor_client};
 use crate::common::hearth_bin::{acp_agent, write_config};
 use crate::common::model_requests::{chat_requests, tool_message_by_name};
@@ -47,36 +45,9 @@ async fn open(cx: &ConnectionTo<Agent>, root: &Path, mode: &str) -> SessionId {
     .block_task()
     .await
     .unwrap();
-    let sid = cx
-        .send_request(NewSessionRequest::new(root.to_path_buf()))
-        .block_task()
-        .await
-        .unwrap()
-        .session_id;
+    let sid = new_session(cx, root).await;
     set_mode(cx, &sid, mode).await;
     sid
-}
-
-async fn set_mode(cx: &ConnectionTo<Agent>, sid: &SessionId, mode: &str) {
-    cx.send_request(SetSessionConfigOptionRequest::new(
-        sid.clone(),
-        "mode",
-        mode,
-    ))
-    .block_task()
-    .await
-    .unwrap();
-}
-
-async fn prompt(cx: &ConnectionTo<Agent>, sid: &SessionId, text: &str) -> StopReason {
-    cx.send_request(PromptRequest::new(
-        sid.clone(),
-        vec![ContentBlock::from(text.to_string())],
-    ))
-    .block_task()
-    .await
-    .unwrap()
-    .stop_reason
 }
 
 /// Item 2: when the editor refuses a read (a path outside its project), that refusal stands:
