@@ -7,7 +7,8 @@ use crate::slash::{COMMANDS, SlashCommand};
 use super::commands::{REPL_COMMANDS, ReplCommand};
 use super::render::Renderer;
 use super::repl::{Flow, Repl};
-use super::sessions::{Stored, list_stored, open_stored};
+use super::sessions::{SessionsError, Stored, list_stored, open_stored};
+use crate::store::StoreError;
 
 impl Repl {
     /// Runs one slash command.
@@ -176,6 +177,11 @@ impl Repl {
                 self.session = reopened.session;
                 self.screen
                     .line(&format!("resumed session {}", self.session.id));
+            }
+            // The session asked for is this one: its writer is ours, not another process's.
+            Err(SessionsError::Store(StoreError::Busy(id))) if id == self.session.id => {
+                self.screen
+                    .line(&format!("session {id} is the current session"));
             }
             Err(err) => self.screen.line(&err.to_string()),
         }

@@ -129,6 +129,18 @@ const FIND_ACTIONS: &[&str] = &[
     "-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls",
 ];
 
+/// git options that run other programs or write files wherever they say, on any subcommand.
+const GIT_RISKY_OPTIONS: &[&str] = &[
+    "--output",
+    "--upload-pack",
+    "--receive-pack",
+    "--exec",
+    "--ext-diff",
+    "--config-env",
+    "--open-files-in-pager",
+    "--textconv",
+];
+
 /// git subcommands that are built in; anything else may be an alias, which runs whatever the
 /// configuration says. `config` is left out: it can define such aliases and pagers.
 const GIT_BUILTINS: &[&str] = &[
@@ -195,7 +207,15 @@ pub fn plain_invocation(command: &str) -> Option<String> {
     if subcommand.starts_with(['-', '+']) {
         return None;
     }
-    if base == "git" && !GIT_BUILTINS.contains(&subcommand.as_str()) {
+    if base == "git"
+        && (!GIT_BUILTINS.contains(&subcommand.as_str())
+            || args.iter().any(|a| {
+                GIT_RISKY_OPTIONS
+                    .iter()
+                    .any(|risky| a == risky || a.starts_with(&format!("{risky}=")))
+                    || a.starts_with("-O")
+            }))
+    {
         return None;
     }
     Some(format!("{program} {subcommand}"))
@@ -283,6 +303,10 @@ mod tests {
             "git -c core.pager=evil log",
             "git x",
             "git config alias.x '!sh'",
+            "git log --output=../x",
+            "git diff --ext-diff",
+            "git grep -Ovim x",
+            "git fetch --upload-pack=evil",
             "find . -exec touch f {} +",
             "find . -execdir rm {} ;",
             "find . -delete",
