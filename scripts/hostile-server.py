@@ -7,6 +7,7 @@ MODE is one of:
   endless-line    one SSE line that never ends
   big-event       one 20 MB event, then the end of the stream
   endless-deltas  valid content deltas, forever
+  answer          a short, well-behaved answer (the baseline)
 Then, e.g.: /usr/bin/time -v hearth run -p hi  (with HEARTH_BASE_URL=http://127.0.0.1:PORT/v1)
 """
 import json
@@ -48,6 +49,8 @@ class Handler(BaseHTTPRequestHandler):
                     self.wfile.write(CHUNK)
             elif MODE == "big-event":
                 self.wfile.write(b"data: " + b"x" * (20 << 20) + b"\n\n")
+            elif MODE == "answer":
+                self.wfile.write(delta("hello") + b"data: [DONE]\n\n")
             elif MODE == "endless-deltas":
                 piece = delta("lorem ipsum " * 40)
                 while True:
