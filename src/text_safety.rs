@@ -55,6 +55,12 @@ pub fn visible_controls(text: &str) -> Cow<'_, str> {
 /// output, plan entries, paths), for front ends that print events to a terminal. Events
 /// without such characters come back unchanged.
 pub fn visible_event(event: &AgentEvent) -> Cow<'_, AgentEvent> {
+    // Streamed text is most events: check it directly, without a trip through JSON.
+    if let AgentEvent::AgentText { text } | AgentEvent::AgentThought { text } = event
+        && matches!(visible_controls(text), Cow::Borrowed(_))
+    {
+        return Cow::Borrowed(event);
+    }
     let Ok(mut value) = serde_json::to_value(event) else {
         return Cow::Borrowed(event);
     };

@@ -99,19 +99,20 @@ fn read_lines(
 
 /// The bytes as text. A read cut inside a character (at a byte cap) drops the partial
 /// character; anything else that is not UTF-8 is refused as binary.
-fn into_text(path: &Path, mut bytes: Vec<u8>) -> Result<String, ClientOpsError> {
-    match std::str::from_utf8(&bytes) {
-        Ok(_) => {}
-        Err(e) if e.error_len().is_none() => bytes.truncate(e.valid_up_to()),
-        Err(_) => {
-            return Err(ClientOpsError::Failed(format!(
-                "{} is not UTF-8 text (a binary file?)",
-                path.display()
-            )));
+fn into_text(path: &Path, bytes: Vec<u8>) -> Result<String, ClientOpsError> {
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok(text),
+        Err(err) if err.utf8_error().error_len().is_none() => {
+            let valid = err.utf8_error().valid_up_to();
+            let mut bytes = err.into_bytes();
+            bytes.truncate(valid);
+            Ok(String::from_utf8_lossy(&bytes).into_owned())
         }
+        Err(_) => Err(ClientOpsError::Failed(format!(
+            "{} is not UTF-8 text (a binary file?)",
+            path.display()
+        ))),
     }
-    String::from_utf8(bytes)
-        .map_err(|_| ClientOpsError::Failed(format!("{} is not UTF-8 text", path.display())))
 }
 
 /// Writes a whole text file, creating it if needed. Refuses anything that is not a regular

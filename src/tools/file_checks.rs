@@ -43,14 +43,18 @@ pub async fn editable(path: &Path, tool: &str) -> Result<bool, ToolError> {
     Ok(true)
 }
 
-/// For a file a tool is about to read: refuses a special file by its kind (a directory is
-/// left to the caller, which has its own advice). A missing file passes: the read says so.
+/// For a file a tool is about to read: its size, or the reason it cannot be read (a
+/// directory, with the tool to use instead; a special file, by its kind). A missing file
+/// passes as `None`: the read says so.
 pub async fn readable(path: &Path, tool: &str) -> Result<Option<u64>, ToolError> {
     let Ok(meta) = tokio::fs::metadata(path).await else {
         return Ok(None);
     };
     if meta.is_dir() {
-        return Ok(None);
+        return Err(ToolError::Model(format!(
+            "{} is a directory; use list_dir to see what it holds",
+            path.display()
+        )));
     }
     if let Some(what) = special_kind(meta.file_type()) {
         return Err(ToolError::Model(format!(

@@ -183,12 +183,6 @@ fn header(
 /// would block the read forever, a device never ends) or a binary file gets a clear error.
 /// Returns the size when the file exists locally.
 async fn sniff(path: &std::path::Path) -> Result<Option<u64>, ToolError> {
-    if tokio::fs::metadata(path).await.is_ok_and(|m| m.is_dir()) {
-        return Err(ToolError::Model(format!(
-            "{} is a directory; use list_dir to see what it holds",
-            path.display()
-        )));
-    }
     let Some(size) = file_checks::readable(path, NAME).await? else {
         return Ok(None);
     };

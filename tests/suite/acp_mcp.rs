@@ -9,13 +9,13 @@ use agent_client_protocol::Agent;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    CloseSessionRequest, ContentBlock, EnvVariable, HttpHeader, InitializeRequest,
-    LoadSessionRequest, McpServer, McpServerHttp, McpServerStdio, NewSessionRequest, PromptRequest,
-    ResumeSessionRequest, SessionId, SetSessionConfigOptionRequest, StopReason,
+    CloseSessionRequest, EnvVariable, HttpHeader, InitializeRequest, LoadSessionRequest, McpServer,
+    McpServerHttp, McpServerStdio, NewSessionRequest, ResumeSessionRequest, SessionId, StopReason,
 };
 use hearth_testkit::{FakeServer, Reply};
 use serde_json::{Value, json};
 
+use crate::common::acp_requests::{self, set_mode};
 use crate::common::editor_client::{Editor, capabilities, editor_client};
 use crate::common::hearth_bin::{acp_agent, write_config};
 use crate::common::mcp_http::McpHttp;
@@ -113,26 +113,8 @@ async fn new_session(cx: &ConnectionTo<Agent>, cwd: &Path, servers: Vec<McpServe
         .session_id
 }
 
-async fn set_mode(cx: &ConnectionTo<Agent>, sid: &SessionId, mode: &str) {
-    cx.send_request(SetSessionConfigOptionRequest::new(
-        sid.clone(),
-        "mode",
-        mode,
-    ))
-    .block_task()
-    .await
-    .unwrap();
-}
-
 async fn prompt(cx: &ConnectionTo<Agent>, sid: &SessionId) -> StopReason {
-    cx.send_request(PromptRequest::new(
-        sid.clone(),
-        vec![ContentBlock::from("use the fixture".to_string())],
-    ))
-    .block_task()
-    .await
-    .unwrap()
-    .stop_reason
+    acp_requests::prompt(cx, sid, "use the fixture").await
 }
 
 /// The text of every `[hearth]` notice the editor received.

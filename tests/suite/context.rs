@@ -17,6 +17,7 @@ use hearth_testkit::{chunk_tool_call, chunk_usage};
 use serde_json::{Value, json};
 
 use crate::common::acp_client::{Recorder, recording_client};
+use crate::common::acp_requests::prompt;
 use crate::common::hearth_bin::acp_agent;
 use crate::common::model_requests::chat_requests;
 
@@ -146,17 +147,6 @@ async fn open(cx: &ConnectionTo<Agent>, cwd: &Path) -> SessionId {
         .await
         .unwrap()
         .session_id
-}
-
-async fn prompt(cx: &ConnectionTo<Agent>, sid: &SessionId, text: &str) -> StopReason {
-    cx.send_request(PromptRequest::new(
-        sid.clone(),
-        vec![ContentBlock::from(text.to_string())],
-    ))
-    .block_task()
-    .await
-    .unwrap()
-    .stop_reason
 }
 
 /// Five reads of a ~9k-token file in an 8k window: every request fits (by hearth's count, and
