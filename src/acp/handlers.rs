@@ -166,13 +166,14 @@ pub fn agent(state: Arc<AcpState>) -> Builder<Agent, impl HandleDispatchFrom<Cli
             on_receive_request!(),
         )
         .on_receive_request(
-            async move |req: CloseSessionRequest, r: Responder<CloseSessionResponse>, _cx| {
+            async move |req: CloseSessionRequest,
+                        r: Responder<CloseSessionResponse>,
+                        cx: ConnectionTo<Client>| {
                 match s_close.remove_session(&req.session_id.0) {
-                    Some(session) => {
-                        session.cancel();
-                        history_ops::stop_servers(session);
+                    Some(session) => cx.spawn(async move {
+                        history_ops::release(session).await;
                         r.respond(CloseSessionResponse::new())
-                    }
+                    }),
                     None => r.respond_with_error(
                         AcpError::UnknownSession(req.session_id.0.to_string()).into(),
                     ),

@@ -220,8 +220,7 @@ pub async fn delete(
 ) -> Result<DeleteSessionResponse, AcpError> {
     let id = validate_session_id(&req.session_id.0)?;
     if let Some(live) = state.remove_session(id.as_str()) {
-        live.cancel();
-        stop_servers(live);
+        release(live).await;
     }
     let core = state.core.clone();
     tokio::task::spawn_blocking(move || {
@@ -233,15 +232,24 @@ pub async fn delete(
     Ok(DeleteSessionResponse::new())
 }
 
-/// Stops a closed session's MCP servers gracefully, in the background (dropping the session
-/// would kill them; this gives them a moment to exit on their own first).
-pub fn stop_servers(session: Arc<Session>) {
-    if session.tools().is_some() {
-        tokio::spawn(async move {
-            if let Some(tools) = session.tools() {
-                tools.shutdown().await;
-            }
-        });
+/// How long a closing session waits for its cancelled turn to let go of the history.
+const TURN_STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Ends a live session that is leaving this process (closed or deleted): cancels its turn,
+/// waits (bounded) for the turn to finish with the history, stops its MCP servers gracefully,
+/// and drops it. Awaited before the answer, so the session's store lock is released by the
+/// time the client hears back: a `session/load` right after `session/close` must not find the
+/// session "open in another process" because a background task still held it.
+pub async fn release(session: Arc<Session>) {
+    session.cancel();
+    if tokio::time::timeout(TURN_STOP_WAIT, session.history())
+        .await
+        .is_err()
+    {
+        tracing::warn!(session = %session.id, "the cancelled turn did not stop in time");
+    }
+    if let Some(tools) = session.tools() {
+        tools.shutdown().await;
     }
 }
 
