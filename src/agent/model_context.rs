@@ -14,6 +14,7 @@ use super::catalog::Endpoint;
 use crate::context::{
     Budget, CalibratedEstimator, TokenCounter, TokenizerCounter, WindowInfo, choose_window,
 };
+use crate::parse::{ThinkStart, think_start_for};
 use crate::sync::lock;
 
 /// Answer tokens reserved when the endpoint sets no `max_tokens`: a quarter of the window,
@@ -51,7 +52,8 @@ impl ModelContexts {
         );
         let context = Arc::new(
             ModelContext::new(window, endpoint.config.tokenizer.clone())
-                .with_exact_counts(described.exact_token_counts),
+                .with_exact_counts(described.exact_token_counts)
+                .with_reasoning_start(described.opens_in_reasoning),
         );
         if described.settled {
             lock(&self.models).insert(model.clone(), context.clone());
@@ -66,6 +68,9 @@ pub struct ModelContext {
     tokenizer: Option<TokenizerCounter>,
     /// The backend counts this model's tokens exactly (it has the tokenizer).
     backend_counts: bool,
+    /// What the server said of the model's template: whether answers start inside
+    /// `<think>`. `None` leaves it to the model's name.
+    opens_in_reasoning: Option<bool>,
     /// A smaller window the server stated when it rejected a prompt: it wins from then on.
     stated_window: Mutex<Option<u32>>,
     estimator: Mutex<CalibratedEstimator>,
@@ -84,6 +89,7 @@ impl ModelContext {
             window,
             tokenizer,
             backend_counts: false,
+            opens_in_reasoning: None,
             stated_window: Mutex::new(None),
             estimator: Mutex::new(CalibratedEstimator::default()),
         }
@@ -93,6 +99,22 @@ impl ModelContext {
     pub fn with_exact_counts(mut self, backend_counts: bool) -> Self {
         self.backend_counts = backend_counts;
         self
+    }
+
+    /// Starts answers inside `<think>` (or not) as the server's template says.
+    pub fn with_reasoning_start(mut self, opens: Option<bool>) -> Self {
+        self.opens_in_reasoning = opens;
+        self
+    }
+
+    /// Where this model's answers start: what the server's template says, else what the
+    /// model's name says (QwQ, R1 distills and the like pre-fill `<think>`).
+    pub fn think_start(&self, model: &str) -> ThinkStart {
+        match self.opens_in_reasoning {
+            Some(true) => ThinkStart::Open,
+            Some(false) => ThinkStart::Closed,
+            None => think_start_for(model),
+        }
     }
 
     /// The budget of one request with `max_tokens` configured (or the default reserve).

@@ -49,6 +49,9 @@ pub struct RoundSink<'a> {
     pub cancel: &'a CancellationToken,
     pub tools: &'a [ToolSpec],
     pub parser: StreamParser,
+    /// The request's completion limit: a round that used all of it was cut, whatever finish
+    /// reason the server gave (vLLM says `tool_calls` for a call cut by `max_tokens`).
+    pub max_tokens: Option<u32>,
 }
 
 /// Streams one round to the client. Returns what arrived, plus the error that ended it early.
@@ -71,11 +74,11 @@ pub async fn stream_round(
         };
         match next {
             None => {
-                let end = if round.finish == Some(FinishReason::Length) {
-                    StreamEnd::Length
-                } else {
-                    StreamEnd::Stop
-                };
+                let end = StreamEnd::from_backend(
+                    round.finish.as_ref().unwrap_or(&FinishReason::Stop),
+                    round.usage.map(|u| u.completion_tokens),
+                    sink.max_tokens,
+                );
                 let events = sink.parser.finish(end);
                 apply_parsed(&sink, &mut round, events, true);
                 return (round, None);

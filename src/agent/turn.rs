@@ -14,7 +14,7 @@ use super::turn_fit::Fitting;
 use crate::config::Assist;
 use crate::parse::{
     MAX_MALFORMED_ROUNDS, Malformed, ParserConfig, ResolvedFormat, StreamParser,
-    corrective_message, give_up_message, resolve_format, think_start_for,
+    corrective_message, give_up_message, resolve_format,
 };
 
 /// How a prompt turn ended. Exactly one per prompt.
@@ -111,13 +111,14 @@ pub async fn run_turn(
         }
         let fitted = fitting.prepare(ctx, &shape, history).await;
         let estimated = fitted.projection.tokens;
+        let max_tokens = fitted.request.max_tokens;
         let stream = endpoint
             .backend
             .stream(fitted.request, ctx.cancel.child_token());
         let parser = StreamParser::new(ParserConfig {
             format: endpoint.config.tool_format,
             tools: known.clone(),
-            think: think_start_for(&model.model),
+            think: model_context.think_start(&model.model),
             text_calls: ctx.settings.assists.text_calls(),
         });
         let sink = RoundSink {
@@ -125,6 +126,7 @@ pub async fn run_turn(
             cancel: ctx.cancel,
             tools: &known,
             parser,
+            max_tokens,
         };
         let (round, error) = stream_round(sink, stream).await;
         round.record(history);

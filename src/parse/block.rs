@@ -3,8 +3,11 @@
 
 use hearth_backend::ToolSpec;
 
+use serde_json::Value;
+
 use super::config::TextCalls;
 use super::event::{Malformed, MalformedReason, ParseEvent, Repair, StreamEnd};
+use super::function_tags;
 use super::normalize::{Intent, Outcome, to_calls};
 use super::repair::parse_values;
 use super::xml;
@@ -81,9 +84,13 @@ pub(crate) fn interpret(
         };
     }
     if block.body.trim().is_empty() {
-        return match intent {
-            Intent::Explicit => malformed(MalformedReason::Empty),
-            Intent::Candidate => as_text(),
+        // `<tool_call></tool_call>` with both tags written is prose naming the tags; an opener
+        // left empty at the end of the stream was a call that never came.
+        return match (intent, block.ending) {
+            (Intent::Explicit, Ending::Open(_) | Ending::Superseded) => {
+                malformed(MalformedReason::Empty)
+            }
+            _ => as_text(),
         };
     }
     let (outcomes, leftover) = match read_body(block, tools, intent, text_calls) {
@@ -138,11 +145,27 @@ fn read_body<'a>(
     // A JSON body may mention `<function=` inside a string; only a body that does not start
     // like JSON is read as XML.
     let json_like = block.body.trim_start().starts_with(['{', '[', '`']);
+    let closes = if block.ending == Ending::Closed { 8 } else { 1 };
+    if let Some(tagged) = function_tags::tagged_call(block.body) {
+        base.push(Repair::Wrapper);
+        let v = parse_values(tagged.arguments, closes)?;
+        base.extend(v.repairs);
+        let arguments = v.values.into_iter().next().unwrap_or(Value::Null);
+        let call = function_tags::as_hermes(tagged.name, arguments);
+        let leftover = if v.leftover.trim().is_empty() {
+            tagged.leftover
+        } else {
+            v.leftover
+        };
+        return Ok((
+            vec![to_calls(call, tools, intent, text_calls, &base)],
+            leftover,
+        ));
+    }
     if !json_like && block.body.contains("<function=") {
         let (outcome, leftover) = xml::parse(block.body, tools);
         return Ok((vec![with_base(outcome, &base)], leftover));
     }
-    let closes = if block.ending == Ending::Closed { 8 } else { 1 };
     let v = parse_values(block.body, closes)?;
     base.extend(v.repairs);
     let outs = v

@@ -5,6 +5,7 @@ mod block;
 mod config;
 mod corrective;
 mod event;
+mod function_tags;
 mod native;
 mod normalize;
 mod prose_calls;

@@ -54,13 +54,17 @@ fn matches(v: &Value, ty: &str) -> bool {
 /// whether the value changed type.
 pub(crate) fn coerce_text(schema: Option<&Value>, text: &str) -> (Value, bool) {
     let tys = types(schema);
+    let t = text.trim();
+    // Qwen's templates render values with Python's `str()`, so a model writes `None` for null:
+    // null where the schema allows it, even beside "string".
+    if tys.contains(&"null") && (t.eq_ignore_ascii_case("none") || t.eq_ignore_ascii_case("null")) {
+        return (Value::Null, true);
+    }
     if tys.is_empty() || tys.contains(&"string") {
         return (Value::String(text.to_string()), false);
     }
-    let t = text.trim();
     for ty in &tys {
         let v = match *ty {
-            "null" if t.eq_ignore_ascii_case("null") || t == "None" => Some(Value::Null),
             "boolean" if t.eq_ignore_ascii_case("true") => Some(Value::Bool(true)),
             "boolean" if t.eq_ignore_ascii_case("false") => Some(Value::Bool(false)),
             "integer" => t.parse::<i64>().ok().map(Value::from),

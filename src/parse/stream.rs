@@ -9,6 +9,7 @@ use memchr::memchr;
 use super::block::BlockKind;
 use super::config::{ParserConfig, TextCalls, ThinkStart};
 use super::event::{ParseEvent, StreamEnd};
+use super::function_tags;
 use super::normalize::find_tool;
 use super::prose_calls::{MAX_SCANNED_BYTES, calls_in_prose};
 use super::tags::{
@@ -43,8 +44,25 @@ struct State {
     block: Option<Block>,
     /// Non-whitespace text was shown: bare JSON no longer counts as a call.
     visible: bool,
+    /// Inside an inline code span (`` `…` ``) of the visible text: tags there are words.
+    /// Spans end at their closing backticks or, if those never come, at the line's end.
+    in_code: bool,
+    /// A fence or wrapper tag around a `<tool_call>`, swallowed: its closer after the call is
+    /// markup too.
+    wrap: Option<Wrap>,
     /// Calls written inside the open think block: run only if the block never closes.
     think_calls: Vec<ParseEvent>,
+    /// Their markup, not shown yet: a call that ends the reasoning (the stream stops without
+    /// `</think>`) is no thought, but one the model thinks on after (or closes the block
+    /// after) was, and is shown as reasoning then.
+    think_held: String,
+    /// Trailing whitespace of the reasoning so far, held back: none is shown before
+    /// `</think>`.
+    reasoning_ws: String,
+    /// Just after `</think>`: the visible text's leading whitespace is dropped.
+    trim_text: bool,
+    /// At the start of reasoning: its leading whitespace is dropped.
+    trim_reasoning: bool,
     finished: bool,
     /// Input bytes that became neither text nor reasoning (markup, call bodies, cut tails).
     consumed: usize,
@@ -68,7 +86,13 @@ impl State {
             },
             block: None,
             visible: false,
+            in_code: false,
+            wrap: None,
             think_calls: Vec::new(),
+            think_held: String::new(),
+            reasoning_ws: String::new(),
+            trim_text: false,
+            trim_reasoning: true,
             finished: false,
             consumed: 0,
             out: Vec::new(),
@@ -78,6 +102,14 @@ impl State {
             made_calls: false,
         }
     }
+}
+
+/// A fence (```` ```json ````) or wrapper (`<response>`) written around a `<tool_call>`.
+#[derive(Debug, Clone, Copy)]
+struct Wrap {
+    close: &'static str,
+    /// The call inside has ended: the closer may come next.
+    after_call: bool,
 }
 
 /// A call block being read.
@@ -177,17 +209,22 @@ impl StreamParser {
         if self.s.mode == Mode::Think {
             match end {
                 StreamEnd::Stop => {
+                    // The calls ended the reasoning (vLLM's rule): they run, and are no
+                    // thought.
                     let calls = std::mem::take(&mut self.s.think_calls);
+                    self.s.consumed += std::mem::take(&mut self.s.think_held).len();
                     self.flush();
                     self.s.out.extend(calls);
                 }
                 StreamEnd::Length => {
                     self.s.think_calls.clear();
+                    self.release_held();
                     self.flush();
                     self.s.out.push(ParseEvent::ReasoningCut);
                 }
             }
         }
+        self.s.consumed += std::mem::take(&mut self.s.reasoning_ws).len();
         self.take_events()
     }
 
@@ -218,6 +255,14 @@ impl StreamParser {
     }
 
     fn emit_text(&mut self, t: &str) {
+        let t = if self.s.trim_text {
+            let kept = t.trim_start();
+            self.s.consumed += t.len() - kept.len();
+            self.s.trim_text = kept.is_empty();
+            kept
+        } else {
+            t
+        };
         if t.is_empty() {
             return;
         }
@@ -233,14 +278,56 @@ impl StreamParser {
         self.s.text.push_str(t);
     }
 
+    /// Reasoning text; trailing whitespace waits for more (see [`State::reasoning_ws`]), and
+    /// more reasoning after held calls shows them as thought.
     fn emit_reasoning(&mut self, t: &str) {
-        if t.is_empty() {
+        let t = if self.s.trim_reasoning {
+            let kept = t.trim_start();
+            self.s.consumed += t.len() - kept.len();
+            self.s.trim_reasoning = kept.is_empty();
+            kept
+        } else {
+            t
+        };
+        let body = t.trim_end().len();
+        if body == 0 {
+            self.s.reasoning_ws.push_str(t);
             return;
         }
         if !self.s.text.is_empty() {
             self.flush();
         }
-        self.s.reasoning.push_str(t);
+        self.release_held();
+        let ws = std::mem::take(&mut self.s.reasoning_ws);
+        self.s.reasoning.push_str(&ws);
+        self.s.reasoning.push_str(&t[..body]);
+        self.s.reasoning_ws.push_str(&t[body..]);
+    }
+
+    /// Shows the held markup of calls in the think block as reasoning.
+    fn release_held(&mut self) {
+        if !self.s.think_held.is_empty() {
+            let held = std::mem::take(&mut self.s.think_held);
+            self.s.reasoning.push_str(&held);
+        }
+    }
+
+    /// Holds a think block's call markup (with the whitespace before it) until it is known
+    /// whether the calls ended the reasoning.
+    fn hold_think_call(&mut self, raw: &str) {
+        let ws = std::mem::take(&mut self.s.reasoning_ws);
+        self.s.think_held.push_str(&ws);
+        self.s.think_held.push_str(raw);
+    }
+
+    /// `</think>`: held calls were thought about; trailing whitespace on either side of the
+    /// boundary is dropped.
+    fn close_think(&mut self) {
+        self.s.think_calls.clear();
+        self.release_held();
+        self.s.consumed += std::mem::take(&mut self.s.reasoning_ws).len();
+        self.s.mode = Mode::Content;
+        self.s.trim_text = true;
     }
 
     fn push_event(&mut self, e: ParseEvent) {
@@ -294,8 +381,7 @@ impl StreamParser {
         };
         if check(THINK_CLOSE) {
             // Calls written in a think block that closes were only thought about.
-            self.s.think_calls.clear();
-            self.s.mode = Mode::Content;
+            self.close_think();
             return Some(self.consume(p, THINK_CLOSE.len()));
         }
         if check(THINK_OPEN) {
@@ -344,6 +430,20 @@ impl StreamParser {
                     NameCheck::No
                 }
             }
+            None if eof || window.contains(&b'\n') || window.len() >= MAX_NAME => NameCheck::No,
+            None => NameCheck::Hold,
+        }
+    }
+
+    /// Checks `"NAME">` after `<function name=`.
+    fn attribute_name(&self, input: &str, start: usize, eof: bool) -> NameCheck {
+        let tail = &input[start..];
+        let window = &tail.as_bytes()[..tail.len().min(MAX_NAME)];
+        match memchr(b'>', window) {
+            Some(_) => match function_tags::attribute_name(tail) {
+                Some((name, _)) if find_tool(&self.tools, name).is_some() => NameCheck::Declared,
+                _ => NameCheck::No,
+            },
             None if eof || window.contains(&b'\n') || window.len() >= MAX_NAME => NameCheck::No,
             None => NameCheck::Hold,
         }
@@ -398,7 +498,6 @@ impl StreamParser {
         p: usize,
         end: usize,
     ) -> usize {
-        self.emit_reasoning(&input[p..end]);
         self.s.block = Some(Self::new_block(kind, close, &input[p..end], true));
         end
     }
@@ -413,6 +512,10 @@ mod stream_content;
 #[cfg(test)]
 #[path = "stream_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "stream_second_pass_tests.rs"]
+mod second_pass_tests;
 
 #[cfg(test)]
 #[path = "stream_prop_tests.rs"]

@@ -69,6 +69,7 @@ impl StreamParser {
                     }
                     Term::Abandon => {
                         self.absorb(&mut blk, &input[i..j]);
+                        self.emit_reasoning(&blk.raw);
                         return Some(j);
                     }
                 }
@@ -81,12 +82,25 @@ impl StreamParser {
         Some(end)
     }
 
-    /// Appends to the block; in a think block the bytes are reasoning as well.
+    /// Appends to the block. (A think block's bytes become reasoning when it ends, unless
+    /// its calls end the reasoning.)
     fn absorb(&mut self, blk: &mut Block, s: &str) {
-        if blk.in_think {
-            self.emit_reasoning(s);
-        }
         blk.raw.push_str(s);
+    }
+
+    /// A finished think block: its calls wait for the think block's fate (garbage is only
+    /// reasoning, never reported).
+    fn settle_think_block(&mut self, raw: &str, events: Vec<ParseEvent>) {
+        let calls: Vec<ParseEvent> = events
+            .into_iter()
+            .filter(|e| matches!(e, ParseEvent::ToolCall(_)))
+            .collect();
+        if calls.is_empty() {
+            self.emit_reasoning(raw);
+        } else {
+            self.hold_think_call(raw);
+            self.s.think_calls.extend(calls);
+        }
     }
 
     pub(super) fn finish_block(&mut self, blk: Block, ending: Ending, body_end: usize) {
@@ -98,11 +112,11 @@ impl StreamParser {
         };
         let events = interpret(&fin, &self.tools, self.text_calls);
         if blk.in_think {
-            let calls = events
-                .into_iter()
-                .filter(|e| !matches!(e, ParseEvent::Text(_)));
-            self.s.think_calls.extend(calls);
+            self.settle_think_block(&blk.raw, events);
             return;
+        }
+        if let Some(wrap) = &mut self.s.wrap {
+            wrap.after_call = true;
         }
         let mut shown = 0;
         for e in events {
@@ -120,7 +134,7 @@ impl StreamParser {
     /// A block still open when the stream ended.
     pub(super) fn finish_open_block(&mut self, blk: Block, end: StreamEnd) {
         if blk.in_think {
-            if end == StreamEnd::Stop && self.s.mode == Mode::Think {
+            let events = if end == StreamEnd::Stop && self.s.mode == Mode::Think {
                 let len = blk.raw.len();
                 let fin = Finished {
                     kind: blk.kind,
@@ -128,11 +142,11 @@ impl StreamParser {
                     body: &blk.raw[blk.body_start..len],
                     ending: Ending::Open(end),
                 };
-                let calls = interpret(&fin, &self.tools, self.text_calls)
-                    .into_iter()
-                    .filter(|e| !matches!(e, ParseEvent::Text(_)));
-                self.s.think_calls.extend(calls);
-            }
+                interpret(&fin, &self.tools, self.text_calls)
+            } else {
+                Vec::new()
+            };
+            self.settle_think_block(&blk.raw, events);
             return;
         }
         // The JSON-aware scan waits for a close tag outside strings; if an unbalanced quote hid

@@ -1,57 +1,11 @@
 //! Table tests: one real-looking model output per failure class, each run whole, in 1-char
 //! chunks and split at every position through the shared `split_invariant` helper.
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::super::test_support::{config, split_invariant};
+use super::super::test_support::E::*;
+use super::super::test_support::{E, case, check, config, split_invariant};
 use super::super::{ParseEvent, Repair, StreamEnd, ThinkStart, ToolFormat};
-
-#[derive(Debug)]
-enum E {
-    T(&'static str),
-    R(&'static str),
-    C(&'static str, Value),
-    /// A Malformed whose message contains this.
-    Bad(&'static str),
-    Cut,
-}
-use E::*;
-
-struct Case {
-    name: &'static str,
-    think: ThinkStart,
-    format: ToolFormat,
-    end: StreamEnd,
-    input: &'static str,
-    want: Vec<E>,
-}
-
-fn case(name: &'static str, input: &'static str, want: Vec<E>) -> Case {
-    Case {
-        name,
-        think: ThinkStart::Closed,
-        format: ToolFormat::Auto,
-        end: StreamEnd::Stop,
-        input,
-        want,
-    }
-}
-
-fn check(c: &Case) -> Vec<ParseEvent> {
-    let got = split_invariant(&config(c.format, c.think), c.input, c.end);
-    let ok = got.len() == c.want.len()
-        && got.iter().zip(&c.want).all(|(g, w)| match (g, w) {
-            (ParseEvent::Text(a), T(b)) | (ParseEvent::Reasoning(a), R(b)) => a == b,
-            (ParseEvent::ToolCall(call), C(name, args)) => {
-                call.name == *name && &call.arguments == args
-            }
-            (ParseEvent::Malformed(m), Bad(s)) => m.to_string().contains(s),
-            (ParseEvent::ReasoningCut, Cut) => true,
-            _ => false,
-        });
-    assert!(ok, "case {}:\n got  {got:#?}\n want {:#?}", c.name, c.want);
-    got
-}
 
 fn repairs_of(events: &[ParseEvent]) -> Vec<Repair> {
     events
@@ -409,11 +363,14 @@ fn schema_validation() {
         input,
         vec![Bad("not valid JSON (unexpected `\"` on line 1)")],
     ));
+    // Both tags written with nothing between: prose naming them. An opener the stream
+    // ended after is a call that never came.
     check(&case(
         "empty",
         "<tool_call>\n</tool_call>",
-        vec![Bad("empty")],
+        vec![T("<tool_call>\n</tool_call>")],
     ));
+    check(&case("empty open", "<tool_call>\n", vec![Bad("empty")]));
 }
 
 #[test]
@@ -428,22 +385,19 @@ fn think_routing() {
     check(&case(
         "inline",
         input,
-        vec![
-            R("\nThe user wants the file.\n"),
-            T("\n\nSure, the answer is 42."),
-        ],
+        vec![R("The user wants the file."), T("Sure, the answer is 42.")],
     ));
     let mut c = case(
         "prefilled",
         "I should list files first.\n</think>\n\nDone.",
-        vec![R("I should list files first.\n"), T("\n\nDone.")],
+        vec![R("I should list files first."), T("Done.")],
     );
     c.think = ThinkStart::Open;
     check(&c);
     let mut c = case(
         "cut",
         "<think>\nLet me consider the options. First",
-        vec![R("\nLet me consider the options. First"), Cut],
+        vec![R("Let me consider the options. First"), Cut],
     );
     c.end = StreamEnd::Length;
     check(&c);
@@ -458,28 +412,20 @@ fn calls_inside_think() {
         input,
         vec![
             R(
-                "\nI could call <tool_call>{\"name\": \"run\", \"arguments\": {\"command\": \"rm -rf /\"}}</tool_call> but no.\n",
+                "I could call <tool_call>{\"name\": \"run\", \"arguments\": {\"command\": \"rm -rf /\"}}</tool_call> but no.",
             ),
-            T("\nNo call needed."),
+            T("No call needed."),
         ],
     ));
-    // Qwen3.5: the call inside a think block that never closes is the real call.
-    let mut c = case(
-        "open think",
-        "Need the file.\n<tool_call>\n<function=read_file>\n<parameter=path>\nsrc/main.rs\n</parameter>\n</function>\n</tool_call>",
-        vec![
-            R(
-                "Need the file.\n<tool_call>\n<function=read_file>\n<parameter=path>\nsrc/main.rs\n</parameter>\n</function>\n</tool_call>",
-            ),
-            read_a(),
-        ],
-    );
+    // Qwen3.5: the call inside a think block that never closes is the real call, and ended
+    // the reasoning (it is no thought).
+    let input = "Need the file.\n<tool_call>\n<function=read_file>\n<parameter=path>\nsrc/main.rs\n</parameter>\n</function>\n</tool_call>";
+    let mut c = case("open think", input, vec![R("Need the file."), read_a()]);
     c.think = ThinkStart::Open;
     check(&c);
-    // ... unless the token limit cut the thought.
+    // ... unless the token limit cut the thought: then it was all thought.
     c.end = StreamEnd::Length;
-    c.want.pop();
-    c.want.push(Cut);
+    c.want = vec![R(input), Cut];
     check(&c);
 }
 

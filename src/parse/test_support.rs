@@ -5,6 +5,7 @@ use hearth_backend::ToolSpec;
 use serde_json::{Value, json};
 
 use super::{ParseEvent, ParserConfig, StreamEnd, StreamParser, ThinkStart, ToolFormat};
+use E::*;
 
 pub(crate) fn tool(name: &str, properties: Value, required: &[&str]) -> ToolSpec {
     ToolSpec {
@@ -30,7 +31,8 @@ pub(crate) fn tools() -> Vec<ToolSpec> {
         tool(
             "run",
             json!({"command": {"type": "string"}, "timeout": {"type": "integer"},
-                   "background": {"type": "boolean"}, "env": {"type": "object"}}),
+                   "background": {"type": "boolean"}, "env": {"type": "object"},
+                   "cwd": {"type": ["string", "null"]}}),
             &["command"],
         ),
         tool("list_dir", json!({}), &[]),
@@ -113,4 +115,51 @@ pub(crate) fn split_invariant(cfg: &ParserConfig, input: &str, end: StreamEnd) -
         );
     }
     whole
+}
+
+/// What a table case expects, event by event.
+#[derive(Debug)]
+pub(crate) enum E {
+    T(&'static str),
+    R(&'static str),
+    C(&'static str, Value),
+    /// A Malformed whose message contains this.
+    Bad(&'static str),
+    Cut,
+}
+
+pub(crate) struct Case {
+    pub name: &'static str,
+    pub think: ThinkStart,
+    pub format: ToolFormat,
+    pub end: StreamEnd,
+    pub input: &'static str,
+    pub want: Vec<E>,
+}
+
+pub(crate) fn case(name: &'static str, input: &'static str, want: Vec<E>) -> Case {
+    Case {
+        name,
+        think: ThinkStart::Closed,
+        format: ToolFormat::Auto,
+        end: StreamEnd::Stop,
+        input,
+        want,
+    }
+}
+
+pub(crate) fn check(c: &Case) -> Vec<ParseEvent> {
+    let got = split_invariant(&config(c.format, c.think), c.input, c.end);
+    let ok = got.len() == c.want.len()
+        && got.iter().zip(&c.want).all(|(g, w)| match (g, w) {
+            (ParseEvent::Text(a), T(b)) | (ParseEvent::Reasoning(a), R(b)) => a == b,
+            (ParseEvent::ToolCall(call), C(name, args)) => {
+                call.name == *name && &call.arguments == args
+            }
+            (ParseEvent::Malformed(m), Bad(s)) => m.to_string().contains(s),
+            (ParseEvent::ReasoningCut, Cut) => true,
+            _ => false,
+        });
+    assert!(ok, "case {}:\n got  {got:#?}\n want {:#?}", c.name, c.want);
+    got
 }

@@ -103,10 +103,12 @@ fn parameters(mut inner: &str, tool: &ToolSpec, repairs: &mut Vec<Repair>) -> Ma
         };
         let value_text = &after[value_start..];
         let (end, next) = value_end(value_text);
-        if next == end {
+        let raw = if next == end {
             note(repairs, Repair::MissingCloseTag);
-        }
-        let raw = strip_one_newline(&value_text[..end]);
+            unclosed_value(&value_text[..end])
+        } else {
+            strip_one_newline(&value_text[..end])
+        };
         let (value, coerced) = schema::coerce_text(schema::property(tool, key), raw);
         if coerced {
             note(repairs, Repair::CoercedType);
@@ -128,6 +130,15 @@ fn value_end(text: &str) -> (usize, usize) {
         (None, Some(n)) => (n, n),
         (None, None) => (text.len(), text.len()),
     }
+}
+
+/// A value whose `</parameter>` never came ends at the next tag or the end of the body. Its
+/// trailing whitespace is the gap before that tag, and a value begun on the tag line
+/// (`<parameter=path> a.txt`) loses the spaces after the `>`; one begun on the next line keeps
+/// its indentation (code).
+fn unclosed_value(s: &str) -> &str {
+    let s = s.trim_end().trim_start_matches([' ', '\t']);
+    s.strip_prefix('\n').unwrap_or(s)
 }
 
 fn strip_one_newline(s: &str) -> &str {

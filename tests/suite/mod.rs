@@ -9,6 +9,7 @@ mod context;
 mod eval;
 mod figures;
 mod hostile_input;
+mod parser_rules;
 mod qwen_inband;
 mod repl;
 mod security;

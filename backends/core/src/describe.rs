@@ -51,6 +51,10 @@ pub struct ModelDescription {
     /// Whether the answer stays true for the life of the process. An engine that has not
     /// loaded its model yet knows no window: callers ask again next time instead of keeping it.
     pub settled: bool,
+    /// Whether the model's chat template leaves each answer inside `<think>` (its generation
+    /// prompt ends with the opener, as QwQ's and DeepSeek-R1's do), so the output carries only
+    /// `</think>`; `None` when the backend cannot tell (see [`template_opens_reasoning`]).
+    pub opens_in_reasoning: Option<bool>,
 }
 
 impl ModelDescription {
@@ -61,6 +65,51 @@ impl ModelDescription {
             server: ServerKind::Unknown,
             exact_token_counts: false,
             settled: true,
+            opens_in_reasoning: None,
         }
+    }
+}
+
+/// Whether a Jinja chat template's generation prompt (what follows its last
+/// `add_generation_prompt`) can open `<think>` without closing it. Qwen3's hybrid template
+/// writes `<think>\n\n</think>` there only when thinking is off, so a closed pair is no
+/// opener; QwQ, R1 distills and Qwen3.5 end it with `<think>\n`.
+pub fn template_opens_reasoning(template: &str) -> bool {
+    let Some(at) = template.rfind("add_generation_prompt") else {
+        return false;
+    };
+    let branch = &template[at..];
+    branch.match_indices("<think>").any(|(i, open)| {
+        let mut after = &branch[i + open.len()..];
+        // Skip the whitespace a template writes between the tags: real or `\n` escapes.
+        loop {
+            let trimmed = after.trim_start().trim_start_matches("\\n");
+            if trimmed.len() == after.len() {
+                break;
+            }
+            after = trimmed;
+        }
+        !after.starts_with("</think>")
+    })
+}
+
+#[cfg(test)]
+mod reasoning_tests {
+    use super::template_opens_reasoning;
+
+    #[test]
+    fn a_generation_prompt_that_opens_think_is_recognised() {
+        let qwq = "{%- if add_generation_prompt %}\n    {{- '<|im_start|>assistant\\n<think>\\n' }}\n{%- endif %}";
+        let r1 = "{% if add_generation_prompt %}{{'<｜Assistant｜><think>\\n'}}{% endif %}";
+        let qwen3 = "{%- if add_generation_prompt %}\n    {{- '<|im_start|>assistant\\n' }}\n    {%- if enable_thinking is defined and enable_thinking is false %}\n        {{- '<think>\\n\\n</think>\\n\\n' }}\n    {%- endif %}\n{%- endif %}";
+        let qwen25 = "{%- if add_generation_prompt %}\n    {{- '<|im_start|>assistant\\n' }}\n{%- endif %}\n";
+        let history_only = "{%- if '<think>' in content %}{%- endif %}";
+        let qwen35 = "{%- if add_generation_prompt %}\n    {{- '<|im_start|>assistant\\n' }}\n    {%- if enable_thinking is defined and enable_thinking is false %}\n        {{- '<think>\\n\\n</think>\\n\\n' }}\n    {%- else %}\n        {{- '<think>\\n' }}\n    {%- endif %}\n{%- endif %}";
+        assert!(template_opens_reasoning(qwen35));
+        assert!(template_opens_reasoning(qwq));
+        assert!(template_opens_reasoning(r1));
+        assert!(!template_opens_reasoning(qwen3));
+        assert!(!template_opens_reasoning(qwen25));
+        assert!(!template_opens_reasoning(history_only));
     }
 }

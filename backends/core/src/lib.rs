@@ -12,7 +12,7 @@ mod event;
 mod request;
 
 pub use backend::{Backend, EventStream, ModelInfo};
-pub use describe::{ModelDescription, ServerKind, WindowSource};
+pub use describe::{ModelDescription, ServerKind, WindowSource, template_opens_reasoning};
 pub use error::{BackendError, StreamLimit, TimeoutStage};
 pub use event::{BackendEvent, FinishReason, NativeToolCall, Progress, Usage};
 pub use request::{CompletionRequest, ContentPart, Message, Role, ToolSpec};

@@ -139,6 +139,8 @@ impl Backend for LocalBackend {
             server: ServerKind::Engine,
             exact_token_counts: true,
             settled: true,
+            // hearth renders the engine's prompts itself; the model-name rule decides.
+            opens_in_reasoning: None,
         }
     }
 

@@ -51,7 +51,7 @@ pub(crate) async fn describe(shared: &Shared, model: &str) -> ModelDescription {
         ServerKind::Unknown
     };
     let window = [
-        (llama, WindowSource::LlamaCpp),
+        (llama.and_then(|l| l.n_ctx), WindowSource::LlamaCpp),
         (vllm, WindowSource::Vllm),
         (lm_studio, WindowSource::LmStudio),
         (ollama.and_then(|o| o.window()), WindowSource::Ollama),
@@ -68,6 +68,7 @@ pub(crate) async fn describe(shared: &Shared, model: &str) -> ModelDescription {
         server,
         exact_token_counts: false,
         settled: true,
+        opens_in_reasoning: llama.and_then(|l| l.opens_in_reasoning),
     }
 }
 

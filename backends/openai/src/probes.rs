@@ -41,11 +41,29 @@ pub(crate) fn as_u32(value: Option<&Value>) -> Option<u32> {
         .filter(|v| *v > 0)
 }
 
-/// llama.cpp `GET /props`: `default_generation_settings.n_ctx`, or `n_ctx` at the top.
-pub(crate) async fn llama_cpp(shared: &Shared) -> Option<u32> {
+/// What llama.cpp's `GET /props` says.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct LlamaProps {
+    /// `default_generation_settings.n_ctx`, or `n_ctx` at the top.
+    pub n_ctx: Option<u32>,
+    /// From `chat_template`: whether each answer starts inside `<think>`.
+    pub opens_in_reasoning: Option<bool>,
+}
+
+/// llama.cpp `GET /props`. `Some` means the server answered like llama.cpp.
+pub(crate) async fn llama_cpp(shared: &Shared) -> Option<LlamaProps> {
     let url = format!("{}/props", shared.endpoint.root());
     let body = send(shared, shared.client.get(url)).await?;
-    as_u32(body.pointer("/default_generation_settings/n_ctx")).or_else(|| as_u32(body.get("n_ctx")))
+    let n_ctx = as_u32(body.pointer("/default_generation_settings/n_ctx"))
+        .or_else(|| as_u32(body.get("n_ctx")));
+    let opens_in_reasoning = body
+        .get("chat_template")
+        .and_then(Value::as_str)
+        .map(hearth_backend::template_opens_reasoning);
+    (n_ctx.is_some() || opens_in_reasoning.is_some()).then_some(LlamaProps {
+        n_ctx,
+        opens_in_reasoning,
+    })
 }
 
 /// LM Studio `GET /api/v0/models/{model}`: the loaded context length, else the maximum.
