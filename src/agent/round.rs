@@ -2,7 +2,9 @@
 //! calls it made (in-band Hermes/XML or native), repaired and validated.
 
 use futures::StreamExt;
-use hearth_backend::{BackendError, BackendEvent, FinishReason, Progress, ToolSpec, Usage};
+use hearth_backend::{
+    BackendError, BackendEvent, FinishReason, NativeToolCall, Progress, ToolSpec, Usage,
+};
 use hearth_conversation::{AgentEvent, HistoryEntry, ToolCallId, ToolCallRecord};
 use tokio_util::sync::CancellationToken;
 
@@ -52,6 +54,9 @@ pub struct RoundSink<'a> {
     /// The request's completion limit: a round that used all of it was cut, whatever finish
     /// reason the server gave (vLLM says `tool_calls` for a call cut by `max_tokens`).
     pub max_tokens: Option<u32>,
+    /// Native calls, held until the stream ends: only then is it known whether the last one
+    /// was cut by the token limit.
+    pub native: Vec<NativeToolCall>,
 }
 
 /// Streams one round to the client. Returns what arrived, plus the error that ended it early.
@@ -68,6 +73,7 @@ pub async fn stream_round(
                 // Dropping the stream closes the upstream request; calls are never run.
                 let events = sink.parser.finish(StreamEnd::Length);
                 apply_parsed(&sink, &mut round, events, false);
+                take_native(&mut sink, &mut round, StreamEnd::Stop);
                 return (round, None);
             }
             next = stream.next() => next,
@@ -81,12 +87,14 @@ pub async fn stream_round(
                 );
                 let events = sink.parser.finish(end);
                 apply_parsed(&sink, &mut round, events, true);
+                take_native(&mut sink, &mut round, end);
                 return (round, None);
             }
             Some(Err(err)) => {
                 // A broken stream's unfinished calls are never executed.
                 let events = sink.parser.finish(StreamEnd::Length);
                 apply_parsed(&sink, &mut round, events, false);
+                take_native(&mut sink, &mut round, StreamEnd::Stop);
                 round.cancelled = sink.cancel.is_cancelled();
                 let error = (!round.cancelled).then_some(err);
                 return (round, error);
@@ -98,6 +106,7 @@ pub async fn stream_round(
                     // Dropping the stream stops the generation; what it said so far is kept.
                     let events = sink.parser.finish(StreamEnd::Stop);
                     apply_parsed(&sink, &mut round, events, true);
+                    take_native(&mut sink, &mut round, StreamEnd::Stop);
                     round.runaway = true;
                     round.text.truncate(round.text.trim_end().len());
                     return (round, None);
@@ -117,17 +126,39 @@ fn apply_event(sink: &mut RoundSink<'_>, round: &mut Round, event: BackendEvent)
             let events = sink.parser.feed_reasoning(&text);
             apply_parsed(sink, round, events, true);
         }
-        BackendEvent::ToolCall { call } => match repair_native_call(&call, sink.tools) {
-            Ok(parsed) => round.calls.push((record(parsed), None)),
-            Err(malformed) => round
-                .calls
-                .push((malformed_record(&malformed), Some(malformed))),
-        },
+        BackendEvent::ToolCall { call } => sink.native.push(call),
         BackendEvent::Usage { usage } => round.usage = Some(usage),
         BackendEvent::Progress { progress } => sink.client.send(AgentEvent::Notice {
             text: describe(&progress),
         }),
         BackendEvent::Finished { reason } => round.finish = Some(reason),
+    }
+}
+
+/// Repairs the round's native calls into its call list. When the round was cut by the token
+/// limit, the last call's arguments must be whole JSON as written: repairing them (closing a
+/// brace the limit cut off) would run a call the model never finished.
+fn take_native(sink: &mut RoundSink<'_>, round: &mut Round, end: StreamEnd) {
+    let calls = std::mem::take(&mut sink.native);
+    let last = calls.len().saturating_sub(1);
+    for (i, call) in calls.into_iter().enumerate() {
+        let cut = end == StreamEnd::Length
+            && i == last
+            && serde_json::from_str::<serde_json::Value>(&call.arguments).is_err();
+        let repaired = if cut {
+            Err(Malformed {
+                raw: call.arguments.clone(),
+                reason: MalformedReason::Truncated,
+            })
+        } else {
+            repair_native_call(&call, sink.tools)
+        };
+        match repaired {
+            Ok(parsed) => round.calls.push((record(parsed), None)),
+            Err(malformed) => round
+                .calls
+                .push((malformed_record(&malformed), Some(malformed))),
+        }
     }
 }
 

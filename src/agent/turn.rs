@@ -127,6 +127,7 @@ pub async fn run_turn(
             tools: &known,
             parser,
             max_tokens,
+            native: Vec::new(),
         };
         let (round, error) = stream_round(sink, stream).await;
         round.record(history);

@@ -107,3 +107,28 @@ async fn a_call_cut_at_max_tokens_is_never_run_whatever_the_finish_reason() {
     assert!(told.contains("cut off by the output token limit"), "{told}");
     assert_eq!(result["text"], "I will write it in parts.");
 }
+
+#[tokio::test]
+async fn a_native_call_cut_at_max_tokens_is_not_repaired_into_a_run() {
+    let server = FakeServer::start().await.unwrap();
+    // Two argument fragments, two completion tokens: the limit, and the closing brace missing.
+    server.push(Reply::tool_call(
+        "n1",
+        "write_file",
+        &[r#"{"path": "cut.txt", "#, r#""content": "partial""#],
+    ));
+    server.push(Reply::text(&["Cut."]));
+    let dir = tempfile::tempdir().unwrap();
+    let result = run(
+        &server,
+        dir.path(),
+        "max_tokens = 2\n",
+        &["-p", "write it", "--allow-writes"],
+    )
+    .await;
+    assert!(!dir.path().join("work/cut.txt").exists(), "{result}");
+    let requests = chat_requests(&server);
+    assert_eq!(requests[0].body["max_tokens"], 2);
+    let told = requests[1].body.to_string();
+    assert!(told.contains("cut off by the output token limit"), "{told}");
+}
