@@ -163,8 +163,18 @@ fn read_body<'a>(
         ));
     }
     if !json_like && block.body.contains("<function=") {
-        let (outcome, leftover) = xml::parse(block.body, tools);
-        return Ok((vec![with_base(outcome, &base)], leftover));
+        // Several functions in one block are several calls.
+        let mut outcomes = Vec::new();
+        let mut rest = block.body;
+        loop {
+            let (outcome, leftover) = xml::parse(rest, tools);
+            outcomes.push(with_base(outcome, &base));
+            rest = leftover;
+            if !leftover.trim_start().starts_with("<function=") {
+                break;
+            }
+        }
+        return Ok((outcomes, rest));
     }
     let v = parse_values(block.body, closes)?;
     base.extend(v.repairs);

@@ -122,6 +122,12 @@ fn class_4_unclosed_values_on_the_tag_line_are_trimmed() {
         "<function=run>\n<parameter=command> ls -la \n<parameter=timeout> 5\n</function>",
         vec![C("run", json!({"command": "ls -la", "timeout": 5}))],
     ));
+    // Pretty-printed: the closer indented on its own line.
+    check(&case(
+        "indented",
+        "<tool_call>\n  <function=read_file>\n    <parameter=path>\n      a.txt\n    </parameter>\n  </function>\n</tool_call>",
+        vec![read("a.txt")],
+    ));
     // A value begun on the next line keeps its indentation (code); a closed one is as written.
     check(&case(
         "next line",
@@ -213,4 +219,14 @@ fn class_7_reasoning_boundaries() {
     let mut c = open_think(case("cut", input, vec![R(input), Cut]));
     c.end = StreamEnd::Length;
     check(&c);
+}
+
+#[test]
+fn several_functions_in_one_call_block_are_several_calls() {
+    let input = "<tool_call>\n<function=run>\n<parameter=command>\nls\n</parameter>\n</function>\n<function=read_file>\n<parameter=path>\na\n</parameter>\n</function>\n</tool_call>";
+    check(&case(
+        "two functions",
+        input,
+        vec![C("run", json!({"command": "ls"})), read("a")],
+    ));
 }

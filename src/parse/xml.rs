@@ -107,7 +107,7 @@ fn parameters(mut inner: &str, tool: &ToolSpec, repairs: &mut Vec<Repair>) -> Ma
             note(repairs, Repair::MissingCloseTag);
             unclosed_value(&value_text[..end])
         } else {
-            strip_one_newline(&value_text[..end])
+            closed_value(&value_text[..end])
         };
         let (value, coerced) = schema::coerce_text(schema::property(tool, key), raw);
         if coerced {
@@ -139,6 +139,24 @@ fn value_end(text: &str) -> (usize, usize) {
 fn unclosed_value(s: &str) -> &str {
     let s = s.trim_end().trim_start_matches([' ', '\t']);
     s.strip_prefix('\n').unwrap_or(s)
+}
+
+/// A value between its tags, written the template's way (`>\nVALUE\n</parameter>`: one line
+/// break on each side is layout) or pretty-printed, with the closer indented on its own line;
+/// a one-line value laid out like that loses its indentation too.
+fn closed_value(raw: &str) -> &str {
+    let s = strip_one_newline(raw);
+    match s.rfind('\n') {
+        Some(nl) if !s[nl + 1..].is_empty() && s[nl + 1..].trim().is_empty() => {
+            let value = &s[..nl];
+            if value.trim().contains('\n') {
+                value
+            } else {
+                value.trim()
+            }
+        }
+        _ => s,
+    }
 }
 
 fn strip_one_newline(s: &str) -> &str {
