@@ -196,16 +196,21 @@ fn assistant(
         if n > 0 || !content.is_empty() {
             content.push('\n');
         }
-        match format {
-            ResolvedFormat::Xml => xml_call(&mut content, call),
-            _ => content.push_str(&format!(
-                "<tool_call>\n{{\"name\": {}, \"arguments\": {}}}\n</tool_call>",
-                pyjson::to_string(&call.name),
-                pyjson::to_string(&call.arguments),
-            )),
-        }
+        inline_call(format, call, &mut content);
     }
     Message::assistant(content)
+}
+
+/// One call written the way the model writes it in an in-band format.
+pub(crate) fn inline_call(format: ResolvedFormat, call: &ToolCallRecord, out: &mut String) {
+    match format {
+        ResolvedFormat::Xml => xml_call(out, call),
+        _ => out.push_str(&format!(
+            "<tool_call>\n{{\"name\": {}, \"arguments\": {}}}\n</tool_call>",
+            pyjson::to_string(&call.name),
+            pyjson::to_string(&call.arguments),
+        )),
+    }
 }
 
 fn xml_call(out: &mut String, call: &ToolCallRecord) {
