@@ -205,7 +205,10 @@ mod tests {
             _ => 1e-4,
         };
         let diff = diff.to_scalar::<f32>().unwrap();
-        assert!(diff <= scale * tolerance, "{dtype:?}: {diff} against {scale}");
+        assert!(
+            diff <= scale * tolerance,
+            "{dtype:?}: {diff} against {scale}"
+        );
 
         // An input of the wrong width is the engine's bug, typed, not an invalid request.
         let wrong = Tensor::randn(0f32, 1.0, (1, 3, cols + 32), &dev).unwrap();
