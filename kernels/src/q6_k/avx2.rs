@@ -5,9 +5,10 @@ use std::ops::Range;
 use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 
-/// Activation rows per micro-kernel call: each keeps four i16 sums (two halves of the values
-/// × two halves of the tile's rows) next to the four unpacked weight registers.
-const MR: usize = 2;
+/// Activation rows per micro-kernel call. The kernel takes the tile's two halves of 8 rows one
+/// after the other, so each row keeps two i16 sums (one per scale) next to two unpacked weight
+/// registers.
+const MR: usize = 4;
 
 const _: () = assert!(TILE_ROWS == 16);
 
@@ -64,98 +65,79 @@ unsafe fn rows<const R: usize>(
     let (nibble, high_bits) = (_mm256_set1_epi8(0x0f), _mm256_set1_epi8(0x30));
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
     for (s, tile) in tiles.iter().enumerate() {
-        // SAFETY: `d` is 16 f32 at a 64-byte aligned offset of the tile.
-        let d = unsafe {
-            [
-                _mm256_load_ps(tile.d.as_ptr()),
-                _mm256_load_ps(tile.d.as_ptr().add(8)),
-            ]
-        };
         for j in 0..SUBS {
             let block = s * SUBS + j;
             let (ql, qh) = (
                 tile.ql[j].as_ptr().cast::<__m256i>(),
                 tile.qh[j].as_ptr().cast::<__m256i>(),
             );
-            // `[row][values 0..16 or 16..32][tile rows 0–7 or 8–15]`, wrapping i16 sums.
-            let mut sums = [[[_mm256_setzero_si256(); 2]; 2]; R];
-            for q in 0..4 {
-                // SAFETY: `ql[j]` is 256 bytes and `qh[j]` 128 at 64-byte aligned offsets of
-                // the tile; word `q` is 64 bytes of `ql` from `q * 64` (rows 0–7, then 8–15)
-                // and 32 of `qh` from `q * 32`.
-                let (raw, high) = unsafe {
-                    (
-                        [
-                            _mm256_load_si256(ql.add(2 * q)),
-                            _mm256_load_si256(ql.add(2 * q + 1)),
-                        ],
-                        _mm256_load_si256(qh.add(q)),
-                    )
-                };
-                // Each nibble with its two high bits shifted to bits 4–5 (16-bit shifts, whose
-                // carries across bytes the mask drops).
-                let low = [
-                    _mm256_or_si256(
-                        _mm256_and_si256(raw[0], nibble),
-                        _mm256_and_si256(_mm256_slli_epi16(high, 4), high_bits),
-                    ),
-                    _mm256_or_si256(
-                        _mm256_and_si256(raw[1], nibble),
-                        _mm256_and_si256(high, high_bits),
-                    ),
-                ];
-                let upper = [
-                    _mm256_or_si256(
-                        _mm256_and_si256(_mm256_srli_epi16(raw[0], 4), nibble),
-                        _mm256_and_si256(_mm256_slli_epi16(high, 2), high_bits),
-                    ),
-                    _mm256_or_si256(
-                        _mm256_and_si256(_mm256_srli_epi16(raw[1], 4), nibble),
-                        _mm256_and_si256(_mm256_srli_epi16(high, 2), high_bits),
-                    ),
-                ];
-                for (r, sums) in sums.iter_mut().enumerate() {
-                    let row = &words[r * blocks + block];
-                    let (a_low, a_high) =
-                        (_mm256_set1_epi32(row[q]), _mm256_set1_epi32(row[q + 4]));
-                    for h in 0..2 {
-                        let (first, second) = (
-                            _mm256_maddubs_epi16(low[h], a_low),
-                            _mm256_maddubs_epi16(upper[h], a_high),
-                        );
-                        sums[0][h] = _mm256_add_epi16(sums[0][h], first);
-                        sums[1][h] = _mm256_add_epi16(sums[1][h], second);
+            // The tile's rows 0–7, then 8–15: each half of a 64-byte `ql` word is one of them.
+            for h in 0..2 {
+                // `[row][values 0..16 or 16..32]`, wrapping i16 sums.
+                let mut sums = [[_mm256_setzero_si256(); 2]; R];
+                for q in 0..4 {
+                    // SAFETY: `ql[j]` is 256 bytes and `qh[j]` 128 at 64-byte aligned offsets
+                    // of the tile; word `q` is 64 bytes of `ql` from `q * 64` (rows 0–7, then
+                    // 8–15) and 32 of `qh` from `q * 32`.
+                    let (raw, high) = unsafe {
+                        (
+                            _mm256_load_si256(ql.add(2 * q + h)),
+                            _mm256_load_si256(qh.add(q)),
+                        )
+                    };
+                    // Each nibble with its two high bits shifted to bits 4–5 (16-bit shifts,
+                    // whose carries across bytes the mask drops).
+                    let (low_bits, upper_bits) = if h == 0 {
+                        (_mm256_slli_epi16(high, 4), _mm256_slli_epi16(high, 2))
+                    } else {
+                        (high, _mm256_srli_epi16(high, 2))
+                    };
+                    let low = _mm256_or_si256(
+                        _mm256_and_si256(raw, nibble),
+                        _mm256_and_si256(low_bits, high_bits),
+                    );
+                    let upper = _mm256_or_si256(
+                        _mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble),
+                        _mm256_and_si256(upper_bits, high_bits),
+                    );
+                    for (r, sums) in sums.iter_mut().enumerate() {
+                        let row = &words[r * blocks + block];
+                        let (a_low, a_high) =
+                            (_mm256_set1_epi32(row[q]), _mm256_set1_epi32(row[q + 4]));
+                        sums[0] = _mm256_add_epi16(sums[0], _mm256_maddubs_epi16(low, a_low));
+                        sums[1] = _mm256_add_epi16(sums[1], _mm256_maddubs_epi16(upper, a_high));
                     }
                 }
-            }
-            // SAFETY: `scales[j]` is 2 × 16 bytes inside the tile; the loads take 8 of them at
-            // a time, unaligned.
-            let sc = unsafe {
-                let sc = tile.scales[j].as_ptr().cast::<i8>();
-                [0, 8, 16, 24].map(|at| _mm_loadl_epi64(sc.add(at).cast()))
-            };
-            // Each half's scale in both i16 halves of its row's lane, for `vpmaddwd`.
-            let mut dup = [[_mm256_setzero_si256(); 2]; 2];
-            for (at, x) in sc.into_iter().enumerate() {
-                let x = _mm256_cvtepi8_epi32(x);
-                dup[at / 2][at % 2] = _mm256_blend_epi16::<0xaa>(x, _mm256_slli_epi32(x, 16));
-            }
-            for (r, acc) in acc.iter_mut().enumerate() {
-                let at = r * blocks + block;
-                let a_scale = _mm256_set1_ps(scales[at]);
-                // 32 · the pair sums (each at most 1016 in magnitude) of either half.
-                let offsets = [
-                    _mm256_slli_epi16(_mm256_set1_epi32(pair_sums[at][0]), 5),
-                    _mm256_slli_epi16(_mm256_set1_epi32(pair_sums[at][1]), 5),
+                // SAFETY: `scales[j]` is 2 × 16 bytes and `d` 16 f32 inside the tile; the
+                // loads take 8 of either at a time, unaligned.
+                let (sc, d) = unsafe {
+                    let sc = tile.scales[j].as_ptr().cast::<i8>();
+                    (
+                        [
+                            _mm_loadl_epi64(sc.add(8 * h).cast()),
+                            _mm_loadl_epi64(sc.add(16 + 8 * h).cast()),
+                        ],
+                        _mm256_loadu_ps(tile.d.as_ptr().add(8 * h)),
+                    )
+                };
+                // Each half's scale in both i16 halves of its row's lane, for `vpmaddwd`.
+                let (first, second) = (_mm256_cvtepi8_epi32(sc[0]), _mm256_cvtepi8_epi32(sc[1]));
+                let dup = [
+                    _mm256_blend_epi16::<0xaa>(first, _mm256_slli_epi32(first, 16)),
+                    _mm256_blend_epi16::<0xaa>(second, _mm256_slli_epi32(second, 16)),
                 ];
-                for h in 0..2 {
-                    let first = _mm256_sub_epi16(sums[r][0][h], offsets[0]);
-                    let second = _mm256_sub_epi16(sums[r][1][h], offsets[1]);
+                for (r, acc) in acc.iter_mut().enumerate() {
+                    let at = r * blocks + block;
+                    // 32 · the pair sums (each at most 1016 in magnitude) of either half.
+                    let offsets = [
+                        _mm256_slli_epi16(_mm256_set1_epi32(pair_sums[at][0]), 5),
+                        _mm256_slli_epi16(_mm256_set1_epi32(pair_sums[at][1]), 5),
+                    ];
                     let dot = _mm256_add_epi32(
-                        _mm256_madd_epi16(first, dup[0][h]),
-                        _mm256_madd_epi16(second, dup[1][h]),
+                        _mm256_madd_epi16(_mm256_sub_epi16(sums[r][0], offsets[0]), dup[0]),
+                        _mm256_madd_epi16(_mm256_sub_epi16(sums[r][1], offsets[1]), dup[1]),
                     );
-                    let scale = _mm256_mul_ps(d[h], a_scale);
+                    let scale = _mm256_mul_ps(d, _mm256_set1_ps(scales[at]));
                     acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc[h]);
                 }
             }
