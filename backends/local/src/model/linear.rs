@@ -165,6 +165,11 @@ mod tests {
         }
     }
 
+    fn max_diff(a: &Tensor, b: &Tensor) -> f32 {
+        let diff = (a - b).unwrap().abs().unwrap().max_all().unwrap();
+        diff.to_scalar::<f32>().unwrap()
+    }
+
     fn packed_agrees_with_candle(dtype: GgmlDType, cols: usize) {
         let dev = Device::Cpu;
         let rows = 288;
@@ -190,25 +195,23 @@ mod tests {
         let x = Tensor::randn(0f32, 1.0, (1, 3, cols), &dev).unwrap();
         let got = packed.forward(&x).unwrap();
         let want = candle.forward(&x).unwrap();
-        let scale = want
-            .abs()
-            .unwrap()
-            .max_all()
-            .unwrap()
-            .to_scalar::<f32>()
-            .unwrap();
-        let diff = (got - want).unwrap().abs().unwrap().max_all().unwrap();
-        // Candle quantizes the activations of K-quant products per 256 values (Q8_K), the
-        // packed kernels per 32 as for Q8_0: the two round differently.
-        let tolerance = match dtype {
-            GgmlDType::Q4K | GgmlDType::Q6K => 1e-2,
-            _ => 1e-4,
-        };
-        let diff = diff.to_scalar::<f32>().unwrap();
-        assert!(
-            diff <= scale * tolerance,
-            "{dtype:?}: {diff} against {scale}"
-        );
+        match dtype {
+            // Candle quantizes the activations of K-quant products per 256 values (Q8_K), the
+            // packed kernels per 32 as for Q8_0: held to the exact product with the same
+            // weights, the packed layer's largest error must stay within twice candle's (over
+            // 100 random runs it was 0.5–0.6 of candle's as a rule, 1.2 at most).
+            GgmlDType::Q4K | GgmlDType::Q6K => {
+                let weight = t.dequantize(&dev).unwrap();
+                let exact = x.broadcast_matmul(&weight.t().unwrap()).unwrap();
+                let (ours, theirs) = (max_diff(&got, &exact), max_diff(&want, &exact));
+                assert!(ours <= theirs * 2.0, "{dtype:?}: {ours} against {theirs}");
+            }
+            _ => {
+                let scale = want.abs().unwrap().max_all().unwrap();
+                let scale = scale.to_scalar::<f32>().unwrap();
+                assert!(max_diff(&got, &want) <= scale * 1e-4, "{dtype:?}");
+            }
+        }
 
         // An input of the wrong width is the engine's bug, typed, not an invalid request.
         let wrong = Tensor::randn(0f32, 1.0, (1, 3, cols + 32), &dev).unwrap();
