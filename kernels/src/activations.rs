@@ -15,6 +15,11 @@ pub(crate) struct QuantizedRows {
     /// `-128 · Σ values`: the correction for the VNNI Q8_0 weights' offset of 128; a sixteenth
     /// of it is the correction for Q4_0's offset of 8.
     pub offsets: Vec<i32>,
+    /// For each half of the block (values 0..16 and 16..32), two i16 sums packed in a word as
+    /// `vpmaddubsw` leaves them: the low one `Σ a[4q] + a[4q + 1]` and the high one
+    /// `Σ a[4q + 2] + a[4q + 3]` over the half's four words `q`. Q6_K subtracts 32 times these
+    /// from its unsigned products (each at most 8 · 127 = 1016, so 32 times fits i16).
+    pub pair_sums: Vec<[i32; 2]>,
 }
 
 impl QuantizedRows {
@@ -26,9 +31,16 @@ impl QuantizedRows {
             words: vec![[0; BLOCK / 4]; m * blocks],
             scales: vec![0.0; m * blocks],
             offsets: vec![0; m * blocks],
+            pair_sums: vec![[0; 2]; m * blocks],
         };
         if m < 2 * QUANTIZE_MIN_ROWS_PER_THREAD || threads < 2 {
-            quantize_blocks(lhs, &mut rows.words, &mut rows.scales, &mut rows.offsets);
+            quantize_blocks(
+                lhs,
+                &mut rows.words,
+                &mut rows.scales,
+                &mut rows.offsets,
+                &mut rows.pair_sums,
+            );
             return rows;
         }
         let per_thread = m.div_ceil(threads) * blocks;
@@ -37,9 +49,10 @@ impl QuantizedRows {
                 .chunks(per_thread * BLOCK)
                 .zip(rows.words.chunks_mut(per_thread))
                 .zip(rows.scales.chunks_mut(per_thread))
-                .zip(rows.offsets.chunks_mut(per_thread));
-            for (((lhs, words), scales), offsets) in parts {
-                scope.spawn(move |_| quantize_blocks(lhs, words, scales, offsets));
+                .zip(rows.offsets.chunks_mut(per_thread))
+                .zip(rows.pair_sums.chunks_mut(per_thread));
+            for ((((lhs, words), scales), offsets), pairs) in parts {
+                scope.spawn(move |_| quantize_blocks(lhs, words, scales, offsets, pairs));
             }
         });
         rows
@@ -50,12 +63,19 @@ impl QuantizedRows {
 const QUANTIZE_MIN_ROWS_PER_THREAD: usize = 8;
 
 /// ggml's Q8_0 quantization (`quantize_row_q8_0`) of consecutive 32-value blocks of `lhs`.
-fn quantize_blocks(lhs: &[f32], words: &mut [[i32; 8]], scales: &mut [f32], offsets: &mut [i32]) {
+fn quantize_blocks(
+    lhs: &[f32],
+    words: &mut [[i32; 8]],
+    scales: &mut [f32],
+    offsets: &mut [i32],
+    pair_sums: &mut [[i32; 2]],
+) {
     let out = words
         .iter_mut()
         .zip(scales.iter_mut())
-        .zip(offsets.iter_mut());
-    for (block, ((words, scale), offset)) in lhs.chunks_exact(BLOCK).zip(out) {
+        .zip(offsets.iter_mut())
+        .zip(pair_sums.iter_mut());
+    for (block, (((words, scale), offset), pairs)) in lhs.chunks_exact(BLOCK).zip(out) {
         let amax = block.iter().fold(0f32, |a, x| a.max(x.abs()));
         let exact = amax / 127.0;
         let inverse = if exact == 0.0 { 0.0 } else { 1.0 / exact };
@@ -71,5 +91,14 @@ fn quantize_blocks(lhs: &[f32], words: &mut [[i32; 8]], scales: &mut [f32], offs
                 i32::from_le_bytes([four[0] as u8, four[1] as u8, four[2] as u8, four[3] as u8]);
         }
         *offset = -128 * q.iter().map(|&v| i32::from(v)).sum::<i32>();
+        for (pair, half) in pairs.iter_mut().zip(q.chunks_exact(BLOCK / 2)) {
+            let sum = |first: usize| -> i16 {
+                half.chunks_exact(4)
+                    .map(|four| i16::from(four[first]) + i16::from(four[first + 1]))
+                    .sum()
+            };
+            let (low, high) = (sum(0).to_le_bytes(), sum(2).to_le_bytes());
+            *pair = i32::from_le_bytes([low[0], low[1], high[0], high[1]]);
+        }
     }
 }

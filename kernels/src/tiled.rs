@@ -13,7 +13,10 @@ pub(crate) const TILE_ROWS: usize = 16;
 /// Why a matrix cannot be packed; the caller keeps its ordinary path for it.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum PackError {
-    #[error("{rows}x{cols} matrix: rows must be a multiple of 16 and columns of 32")]
+    #[error(
+        "{rows}x{cols} matrix: rows must be a multiple of 16 and columns of the format's block \
+         (32 values, or 256 for K-quants)"
+    )]
     Shape { rows: usize, cols: usize },
     #[error("quantized data is {got} bytes, a {rows}x{cols} matrix needs {want}")]
     Length {
@@ -38,10 +41,25 @@ pub(crate) fn check_layout(
     cols: usize,
     block_bytes: usize,
 ) -> Result<usize, PackError> {
-    if rows == 0 || cols == 0 || !rows.is_multiple_of(TILE_ROWS) || !cols.is_multiple_of(BLOCK) {
+    check_blocks(len, rows, cols, BLOCK, block_bytes)
+}
+
+/// [`check_layout`] for blocks of `block_values` values (256 for K-quant super-blocks).
+pub(crate) fn check_blocks(
+    len: usize,
+    rows: usize,
+    cols: usize,
+    block_values: usize,
+    block_bytes: usize,
+) -> Result<usize, PackError> {
+    if rows == 0
+        || cols == 0
+        || !rows.is_multiple_of(TILE_ROWS)
+        || !cols.is_multiple_of(block_values)
+    {
         return Err(PackError::Shape { rows, cols });
     }
-    let blocks = cols / BLOCK;
+    let blocks = cols / block_values;
     // The dimensions come from the model file's header: a product that wraps could equal
     // `len` and let packing index past the data or allocate for the wrapped count.
     let want = rows

@@ -1,0 +1,222 @@
+//! Q6_K weights × f32 activations, packed for AVX2, the weights kept 6-bit.
+//!
+//! A GGUF Q6_K super-block holds 256 values of one row: 128 bytes `ql` of low nibbles, 64
+//! bytes `qh` of 2-bit high parts, 16 signed 8-bit scales (one per 16 values) and an f16 `d`;
+//! value `v` is `q = low | high << 4` and means `d · scale[v / 16] · (q − 32)`. Within each
+//! half of 128 values, `ql[l]` holds values `l` (low nibble) and `l + 64` (high nibble),
+//! `ql[l + 32]` values `l + 32` and `l + 96`, and `qh[l]` the high parts of `l`, `l + 32`,
+//! `l + 64` and `l + 96` in its bit pairs from the lowest (see `decode`).
+//!
+//! A [`Tile`] takes 16 rows of one super-block. Each 32-value sub-block (one activation
+//! block) keeps its low nibbles in [`crate::PackedQ4_0`]'s order (a byte holds values `b` and
+//! `b + 16`) and its high parts in a byte per pair of those bytes, in the bit pairs the kernel
+//! shifts into place for rows 0–7 and 8–15 (see [`Tile::qh`]); the scales stay i8 and `d`
+//! becomes f32. That is 212 bytes per row and super-block against the file's 210 (1.01×).
+//!
+//! The kernel multiplies the unsigned 6-bit `q` by the signed activation bytes with
+//! `vpmaddubsw` (a pair at most 2 · 63 · 127, no saturation) and sums each 16-value half in
+//! i16 with wrapping adds, then subtracts 32 times the activations' pair sums: the true sum
+//! of `(q − 32) · a` over a half is at most 8 · 32 · 127 = 32512 per lane, inside i16, so the
+//! wrapped intermediate sums come out exact. `vpmaddwd` against each half's scale widens it.
+
+mod avx2;
+#[cfg(test)]
+mod reference;
+#[cfg(test)]
+mod tests;
+
+use half::f16;
+
+use crate::OutPtr;
+use crate::activations::{BLOCK, QuantizedRows};
+use crate::tiled::{self, PackError, TILE_ROWS};
+
+/// Values per super-block.
+const SUPER: usize = 256;
+/// Sub-blocks (of one activation block each) per super-block.
+const SUBS: usize = SUPER / BLOCK;
+/// Bytes per GGUF Q6_K super-block: `ql`, `qh`, 16 scales and `d`.
+const BLOCK_BYTES: usize = SUPER / 2 + SUPER / 4 + SUPER / 16 + 2;
+
+/// Sixteen rows × one super-block (see the module documentation).
+#[derive(Clone)]
+#[repr(C, align(64))]
+struct Tile {
+    /// Per sub-block, the Q4_0 tile order of the low nibbles: `ql[j][(b / 4 * 16 + row) * 4 +
+    /// b % 4]` holds value `b` of `row`'s sub-block in its low nibble and `b + 16` in its high.
+    ql: [[u8; TILE_ROWS * BLOCK / 2]; SUBS],
+    /// Per sub-block and word `q` (a 32-byte group), byte `k` holds the high parts of the
+    /// values whose low nibbles are byte `k` of `ql`'s rows 0–7 (bits 0–1 for the low nibble,
+    /// 2–3 for the high one) and of rows 8–15 (bits 4–5 and 6–7).
+    qh: [[u8; TILE_ROWS * BLOCK / 4]; SUBS],
+    /// `scales[j][half][row]`: the scale of values `16 · half..16 · half + 16` of sub-block `j`.
+    scales: [[[i8; TILE_ROWS]; 2]; SUBS],
+    d: [f32; TILE_ROWS],
+}
+
+/// Where byte `b` (0..16) of `lane`'s sub-block lies in a tile's `ql[j]`.
+fn ql_index(lane: usize, b: usize) -> usize {
+    (b / 4 * TILE_ROWS + lane) * 4 + b % 4
+}
+
+/// Where the high parts of `lane`'s byte `b` lie in a tile's `qh[j]`: the byte, and the shift
+/// of the low nibble's pair (the high nibble's is 2 more).
+fn qh_place(lane: usize, b: usize) -> (usize, u32) {
+    let k = (lane % 8) * 4 + b % 4;
+    (b / 4 * 32 + k, if lane < 8 { 0 } else { 4 })
+}
+
+/// A Q6_K matrix of `rows` × `cols` (one output per row), packed for
+/// [`PackedQ6_K::matmul`].
+#[expect(
+    non_camel_case_types,
+    reason = "ggml's name for the format, as in `PackedQ4_0`"
+)]
+pub struct PackedQ6_K {
+    rows: usize,
+    cols: usize,
+    /// `tiles[group * supers + s]`, where `supers = cols / 256`.
+    tiles: Vec<Tile>,
+}
+
+impl PackedQ6_K {
+    /// Whether this CPU runs the kernel (AVX2 and FMA).
+    pub fn supported() -> bool {
+        tiled::avx2_available()
+    }
+
+    /// Repacks GGUF Q6_K `data` holding a `rows` × `cols` matrix.
+    pub fn pack(data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+        if !Self::supported() {
+            return Err(PackError::Unsupported);
+        }
+        Self::pack_portable(data, rows, cols)
+    }
+
+    /// The layout alone, which the tests check on any CPU.
+    fn pack_portable(data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+        let supers = tiled::check_blocks(data.len(), rows, cols, SUPER, BLOCK_BYTES)?;
+        let empty = Tile {
+            ql: [[0; TILE_ROWS * BLOCK / 2]; SUBS],
+            qh: [[0; TILE_ROWS * BLOCK / 4]; SUBS],
+            scales: [[[0; TILE_ROWS]; 2]; SUBS],
+            d: [0.0; TILE_ROWS],
+        };
+        let mut tiles = vec![empty; rows / TILE_ROWS * supers];
+        for (row, bytes) in data.chunks_exact(supers * BLOCK_BYTES).enumerate() {
+            let (group, lane) = (row / TILE_ROWS, row % TILE_ROWS);
+            for (s, raw) in bytes.chunks_exact(BLOCK_BYTES).enumerate() {
+                let tile = &mut tiles[group * supers + s];
+                let (q, scales, d) = decode(raw);
+                tile.d[lane] = d;
+                for (j, q) in q.chunks_exact(BLOCK).enumerate() {
+                    tile.scales[j][0][lane] = scales[2 * j];
+                    tile.scales[j][1][lane] = scales[2 * j + 1];
+                    for b in 0..BLOCK / 2 {
+                        let (low, high) = (q[b], q[b + BLOCK / 2]);
+                        tile.ql[j][ql_index(lane, b)] = (low & 0x0f) | ((high & 0x0f) << 4);
+                        let (at, shift) = qh_place(lane, b);
+                        tile.qh[j][at] |= ((low >> 4) | ((high >> 4) << 2)) << shift;
+                    }
+                }
+            }
+        }
+        Ok(Self { rows, cols, tiles })
+    }
+
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// The unsigned 6-bit value `b` (0..32) of `lane`'s sub-block `j` in `tile`.
+    fn value(tile: &Tile, j: usize, lane: usize, b: usize) -> u8 {
+        let (nibble, part) = if b < BLOCK / 2 { (0, 0) } else { (4, 2) };
+        let b = b % (BLOCK / 2);
+        let (at, shift) = qh_place(lane, b);
+        let low = (tile.ql[j][ql_index(lane, b)] >> nibble) & 0x0f;
+        low | (((tile.qh[j][at] >> (shift + part)) & 3) << 4)
+    }
+
+    /// Row `row` of the weight, dequantized into `out` (`cols` long) exactly as ggml and
+    /// candle do: an embedding lookup in a table tied to this matrix.
+    ///
+    /// # Panics
+    /// If `row` is out of range or `out` is not `cols` long.
+    pub fn dequantize_row(&self, row: usize, out: &mut [f32]) {
+        assert!(row < self.rows, "row {row} of {}", self.rows);
+        assert_eq!(out.len(), self.cols, "out is not cols long");
+        let (group, lane) = (row / TILE_ROWS, row % TILE_ROWS);
+        let supers = self.cols / SUPER;
+        let tiles = &self.tiles[group * supers..(group + 1) * supers];
+        for (tile, out) in tiles.iter().zip(out.chunks_exact_mut(SUPER)) {
+            for (j, out) in out.chunks_exact_mut(BLOCK).enumerate() {
+                for (b, out) in out.iter_mut().enumerate() {
+                    let scale = tile.d[lane] * f32::from(tile.scales[j][b / 16][lane]);
+                    let q = i16::from(Self::value(tile, j, lane, b)) - 32;
+                    *out = scale * f32::from(q);
+                }
+            }
+        }
+    }
+
+    /// `out = lhs · Wᵀ` for `m` rows of `lhs` (`m × cols`, row-major) into `out` (`m × rows`),
+    /// on `threads` threads of rayon's pool. The activations are quantized to Q8_0 blocks
+    /// first, one per sub-block.
+    ///
+    /// # Panics
+    /// If `lhs` or `out` do not have the sizes above.
+    pub fn matmul(&self, lhs: &[f32], m: usize, out: &mut [f32], threads: usize) {
+        // Checked: a product that wrapped could match a short buffer, and the kernels below
+        // write through raw pointers sized by `m` and `rows`.
+        assert_eq!(
+            Some(lhs.len()),
+            m.checked_mul(self.cols),
+            "lhs is not m x cols"
+        );
+        assert_eq!(
+            Some(out.len()),
+            m.checked_mul(self.rows),
+            "out is not m x rows"
+        );
+        let acts = QuantizedRows::quantize(lhs, m, self.cols, threads);
+        let supers = self.cols / SUPER;
+        let out = OutPtr(out.as_mut_ptr());
+        tiled::run(
+            self.rows / TILE_ROWS,
+            m,
+            self.cols,
+            threads,
+            &|group, rows| {
+                let tiles = &self.tiles[group * supers..(group + 1) * supers];
+                // SAFETY: the group's 16 output columns are its own (`tiled::run` hands each
+                // group to one thread) inside `m` rows of `self.rows`; `pack` checked for AVX2.
+                unsafe { avx2::group(tiles, &acts, rows, out.add(group * TILE_ROWS), self.rows) }
+            },
+        );
+    }
+}
+
+/// One GGUF Q6_K super-block's 256 unsigned 6-bit values, 16 scales and `d`, in ggml's
+/// `dequantize_row_q6_K` order.
+fn decode(raw: &[u8]) -> ([u8; SUPER], [i8; SUPER / 16], f32) {
+    let (ql, rest) = raw.split_at(SUPER / 2);
+    let (qh, rest) = rest.split_at(SUPER / 4);
+    let (scales, d) = rest.split_at(SUPER / 16);
+    let mut q = [0u8; SUPER];
+    for half in 0..2 {
+        let (ql, qh) = (&ql[64 * half..], &qh[32 * half..]);
+        let q = &mut q[128 * half..];
+        for l in 0..32 {
+            q[l] = (ql[l] & 0x0f) | ((qh[l] & 3) << 4);
+            q[l + 32] = (ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4);
+            q[l + 64] = (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4);
+            q[l + 96] = (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4);
+        }
+    }
+    let scales = std::array::from_fn(|i| scales[i] as i8);
+    (q, scales, f16::from_le_bytes([d[0], d[1]]).to_f32())
+}
