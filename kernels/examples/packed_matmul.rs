@@ -1,4 +1,4 @@
-//! Prints the packed Q8_0 and Q4_0 matmuls' speed on the shapes of Qwen2.5-0.5B's layers, and
+//! Prints the packed Q8_0, Q4_0 and Q5_0 matmuls' speed on the shapes of Qwen2.5-0.5B's layers, and
 //! the Q4_K and Q6_K ones on the shapes of Q4_K_M files whose rows are multiples of 256 (the
 //! 0.5B's MLP down projection and the 1.5B's layers), for one token (decode) and for a
 //! prefill chunk of 256, so kernel changes can be compared in isolation:
@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use hearth_kernels::{Isa, PackedQ4_0, PackedQ4_K, PackedQ6_K, PackedQ8_0};
+use hearth_kernels::{Isa, PackedQ4_0, PackedQ4_K, PackedQ5_0, PackedQ6_K, PackedQ8_0};
 
 /// (name, output rows, input columns): attention q/o, k/v, the MLP's gate/up and down.
 const SHAPES: [(&str, usize, usize); 4] = [
@@ -35,10 +35,10 @@ fn main() {
         eprintln!("this CPU has neither AVX-512 VNNI nor AVX2");
         std::process::exit(1);
     };
-    println!("Q8_0 kernel {isa:?}, Q4_0 kernel Avx2, {threads} threads");
+    println!("Q8_0 kernel {isa:?}, Q4_0 and Q5_0 kernels Avx2, {threads} threads");
     println!(
-        "{:<18} {:>5} {:>10} {:>9} {:>10} {:>9}",
-        "shape", "m", "Q8_0 ms", "GMAC/s", "Q4_0 ms", "GMAC/s"
+        "{:<18} {:>5} {:>10} {:>9} {:>10} {:>9} {:>10} {:>9}",
+        "shape", "m", "Q8_0 ms", "GMAC/s", "Q4_0 ms", "GMAC/s", "Q5_0 ms", "GMAC/s"
     );
     let mut seed = 0x2545_f491_4f6c_dd1d_u64;
     let mut next = move || {
@@ -51,16 +51,20 @@ fn main() {
         let blocks = rows * cols / 32;
         let mut q8 = Vec::with_capacity(blocks * 34);
         let mut q4 = Vec::with_capacity(blocks * 18);
+        let mut q5 = Vec::with_capacity(blocks * 22);
         for _ in 0..blocks {
             let scale = half::f16::from_f32(0.01).to_le_bytes();
             q8.extend_from_slice(&scale);
             q8.extend((0..32).map(|_| next() as u8));
             q4.extend_from_slice(&scale);
             q4.extend((0..16).map(|_| next() as u8));
+            q5.extend_from_slice(&scale);
+            q5.extend((0..20).map(|_| next() as u8));
         }
-        let (Ok(q8), Ok(q4)) = (
+        let (Ok(q8), Ok(q4), Ok(q5)) = (
             PackedQ8_0::pack_for(isa, &q8, rows, cols),
             PackedQ4_0::pack(&q4, rows, cols),
+            PackedQ5_0::pack(&q5, rows, cols),
         ) else {
             eprintln!("{name}: cannot pack");
             continue;
@@ -72,13 +76,16 @@ fn main() {
             let mut out = vec![0f32; m * rows];
             let q8_time = best_time(|| q8.matmul(&lhs, m, &mut out, threads));
             let q4_time = best_time(|| q4.matmul(&lhs, m, &mut out, threads));
+            let q5_time = best_time(|| q5.matmul(&lhs, m, &mut out, threads));
             let macs = (m * rows * cols) as f64;
             println!(
-                "{name:<18} {m:>5} {:>10.3} {:>9.1} {:>10.3} {:>9.1}",
+                "{name:<18} {m:>5} {:>10.3} {:>9.1} {:>10.3} {:>9.1} {:>10.3} {:>9.1}",
                 q8_time * 1e3,
                 macs / q8_time / 1e9,
                 q4_time * 1e3,
-                macs / q4_time / 1e9
+                macs / q4_time / 1e9,
+                q5_time * 1e3,
+                macs / q5_time / 1e9
             );
         }
     }

@@ -7,6 +7,8 @@
 //!   length is not a multiple of 256, such as the 896-wide projections of Qwen2.5-0.5B).
 //! - [`PackedQ4_0`]: Q4_0 weights, kept 4-bit, on an AVX2 kernel that multiplies the nibbles
 //!   unsigned and sums a whole block in i16.
+//! - [`PackedQ5_0`]: Q5_0 weights, kept 5-bit (nibbles and fifth bits packed), on the same
+//!   kind of kernel, the fifth bits shifted into place and the i16 sums let wrap.
 //! - [`PackedQ4_K`] and [`PackedQ6_K`]: the K-quants of Q4_K_M files, kept at their file size
 //!   (nibbles and 2-bit high parts packed, sub-block scales as small integers) on AVX2 kernels
 //!   that fold the sub-block scales in with `vpmaddwd`.
@@ -19,6 +21,7 @@ mod activations;
 mod attention;
 mod q4_0;
 mod q4_k;
+mod q5_0;
 mod q6_k;
 mod q8_0;
 #[cfg(test)]
@@ -28,6 +31,7 @@ mod tiled;
 pub use attention::{AttentionShape, ShapeError, causal_attention};
 pub use q4_0::PackedQ4_0;
 pub use q4_k::PackedQ4_K;
+pub use q5_0::PackedQ5_0;
 pub use q6_k::PackedQ6_K;
 pub use q8_0::{Isa, PackedQ8_0};
 pub use tiled::PackError;

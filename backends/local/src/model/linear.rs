@@ -1,5 +1,5 @@
-//! A linear layer's weight on the fastest matmul this CPU has for it: Q8_0 and Q4_0 weights
-//! are repacked for hearth-kernels' AVX-512 VNNI or AVX2 kernels where the CPU has one
+//! A linear layer's weight on the fastest matmul this CPU has for it: Q8_0, Q4_0 and Q5_0
+//! weights are repacked for hearth-kernels' AVX-512 VNNI or AVX2 kernels where the CPU has one
 //! (candle's own fast path needs rows that are multiples of 256, which Qwen2.5-0.5B's 896-wide
 //! projections are not: prefill there ran at about a sixth of the speed), and so are Q4_K and
 //! Q6_K weights (the K-quants of Q4_K_M files) whose rows are multiples of 256; everything
@@ -7,7 +7,7 @@
 
 use candle_core::quantized::{GgmlDType, QMatMul};
 use candle_core::{DType, Device, Module, Tensor};
-use hearth_kernels::{PackedQ4_0, PackedQ4_K, PackedQ6_K, PackedQ8_0};
+use hearth_kernels::{PackedQ4_0, PackedQ4_K, PackedQ5_0, PackedQ6_K, PackedQ8_0};
 
 use crate::error::{EngineBug, EngineError};
 
@@ -17,6 +17,8 @@ pub(crate) enum Linear {
     Q8_0(PackedQ8_0),
     /// Replaces the candle weight (the same nibbles, plus 11% for f32 scales).
     Q4_0(PackedQ4_0),
+    /// Replaces the candle weight (the same 5-bit values, plus 9% for f32 scales).
+    Q5_0(PackedQ5_0),
     /// Replaces the candle weight (the same nibbles, plus 6% for byte-wide scales and mins).
     Q4K(PackedQ4_K),
     /// Replaces the candle weight (the same 6-bit values, plus 1% for f32 `d`).
@@ -24,7 +26,7 @@ pub(crate) enum Linear {
 }
 
 impl Linear {
-    /// Packs `weight` when it is a Q8_0, Q4_0, Q4_K or Q6_K matrix on the CPU and this CPU
+    /// Packs `weight` when it is a Q8_0, Q4_0, Q5_0, Q4_K or Q6_K matrix on the CPU and this CPU
     /// runs the kernel.
     pub fn new(weight: QMatMul) -> Result<Self, EngineError> {
         if let QMatMul::QTensor(t) = &weight
@@ -37,6 +39,9 @@ impl Linear {
                 }
                 GgmlDType::Q4_0 if PackedQ4_0::supported() => {
                     Some(PackedQ4_0::pack(&t.data()?, rows, cols).map(Self::Q4_0))
+                }
+                GgmlDType::Q5_0 if PackedQ5_0::supported() => {
+                    Some(PackedQ5_0::pack(&t.data()?, rows, cols).map(Self::Q5_0))
                 }
                 GgmlDType::Q4K if PackedQ4_K::supported() => {
                     Some(PackedQ4_K::pack(&t.data()?, rows, cols).map(Self::Q4K))
@@ -70,6 +75,7 @@ impl Linear {
             match self {
                 Self::Q8_0(w) => w.dequantize_row(id as usize, row),
                 Self::Q4_0(w) => w.dequantize_row(id as usize, row),
+                Self::Q5_0(w) => w.dequantize_row(id as usize, row),
                 Self::Q4K(w) => w.dequantize_row(id as usize, row),
                 Self::Q6K(w) => w.dequantize_row(id as usize, row),
                 Self::Candle(_) => {}
@@ -88,6 +94,7 @@ impl Linear {
             Self::Candle(_) => None,
             Self::Q8_0(w) => Some((w.rows(), w.cols())),
             Self::Q4_0(w) => Some((w.rows(), w.cols())),
+            Self::Q5_0(w) => Some((w.rows(), w.cols())),
             Self::Q4K(w) => Some((w.rows(), w.cols())),
             Self::Q6K(w) => Some((w.rows(), w.cols())),
         }
@@ -99,6 +106,7 @@ impl Linear {
             Self::Candle(w) => return Ok(w.forward(x)?),
             Self::Q8_0(w) => (w.rows(), w.cols()),
             Self::Q4_0(w) => (w.rows(), w.cols()),
+            Self::Q5_0(w) => (w.rows(), w.cols()),
             Self::Q4K(w) => (w.rows(), w.cols()),
             Self::Q6K(w) => (w.rows(), w.cols()),
         };
@@ -117,6 +125,7 @@ impl Linear {
         match self {
             Self::Q8_0(w) => w.matmul(&lhs, m, &mut out, threads),
             Self::Q4_0(w) => w.matmul(&lhs, m, &mut out, threads),
+            Self::Q5_0(w) => w.matmul(&lhs, m, &mut out, threads),
             Self::Q4K(w) => w.matmul(&lhs, m, &mut out, threads),
             Self::Q6K(w) => w.matmul(&lhs, m, &mut out, threads),
             Self::Candle(_) => {}
@@ -140,7 +149,7 @@ mod tests {
         QTensor::quantize(&w, dtype).unwrap()
     }
 
-    /// Where the CPU packs Q8_0, Q4_0, Q4_K and Q6_K, the packed layer answers as candle's
+    /// Where the CPU packs Q8_0, Q4_0, Q5_0, Q4_K and Q6_K, the packed layer answers as candle's
     /// does: the same embedding rows for a tied table (bit for bit: the same dequantization),
     /// and the same products up to rounding.
     #[test]
@@ -148,6 +157,7 @@ mod tests {
         for (dtype, cols) in [
             (GgmlDType::Q8_0, 64),
             (GgmlDType::Q4_0, 64),
+            (GgmlDType::Q5_0, 64),
             (GgmlDType::Q4K, 512),
             (GgmlDType::Q6K, 512),
         ] {

@@ -1,0 +1,182 @@
+//! Q5_0 weights × f32 activations, packed for AVX2, the weights kept 5-bit.
+//!
+//! A GGUF Q5_0 block is an f16 scale `d`, a little-endian u32 `qh` and 16 bytes `qs`: byte
+//! `j` of `qs` holds the low four bits of value `j` in its low nibble and of value `j + 16` in
+//! its high nibble, bit `j` of `qh` the fifth bit of value `j`; value `j` is `q` (0..=31) and
+//! means `d · (q − 16)`.
+//!
+//! A [`Tile`] takes 16 rows of one block. The nibbles keep [`crate::PackedQ4_0`]'s order
+//! (`qs[(q * 16 + row) * 4 + t]` is byte `4q + t` of `row`'s block: columns `4q + t` and
+//! `4q + 16 + t`), and the fifth bits are regrouped so that `qh[row * 4 + t]` sits at the
+//! same byte of a 32-byte register as those nibbles do: its bit `q` belongs to column
+//! `4q + t` and its bit `4 + q` to column `4q + 16 + t`. That is 384 bytes per 16 × 32 tile
+//! against the file's 352 (1.09×), and decode reads each of them once.
+//!
+//! The kernel multiplies the unsigned 5-bit `q` by the signed activation bytes with
+//! `vpmaddubsw` (a pair at most 2 · 31 · 127, no saturation) and sums a block's sixteen
+//! products per lane in i16 with wrapping adds, then subtracts 16 times the activations' pair
+//! sums: the unsigned sum (up to 16 · 31 · 127 = 62992) wraps, but the true sum of
+//! `(q − 16) · a` is at most 16 · 16 · 127 = 32512 per lane, inside i16, so it comes out exact
+//! (the trick of [`crate::PackedQ6_K`]). `vpmaddwd` against ones widens it.
+
+mod avx2;
+#[cfg(test)]
+mod reference;
+#[cfg(test)]
+mod tests;
+
+use half::f16;
+
+use crate::OutPtr;
+use crate::activations::{BLOCK, QuantizedRows};
+use crate::tiled::{self, PackError, TILE_ROWS};
+
+/// Bytes per GGUF Q5_0 block: an f16 scale, 4 bytes of fifth bits and 16 bytes of nibbles.
+const BLOCK_BYTES: usize = 2 + 4 + BLOCK / 2;
+
+/// Sixteen rows × one 32-column block (see the module documentation for the byte order).
+#[derive(Clone)]
+#[repr(C, align(64))]
+struct Tile {
+    qs: [u8; TILE_ROWS * BLOCK / 2],
+    qh: [u8; TILE_ROWS * BLOCK / 8],
+    scales: [f32; TILE_ROWS],
+}
+
+/// Where byte `b` (0..16) of `lane`'s block lies in a tile's `qs`.
+fn qs_index(lane: usize, b: usize) -> usize {
+    (b / 4 * TILE_ROWS + lane) * 4 + b % 4
+}
+
+/// Where the fifth bit of `lane`'s value `v` (0..32) lies in a tile's `qh`: the byte and the
+/// bit.
+fn qh_place(lane: usize, v: usize) -> (usize, usize) {
+    let b = v % (BLOCK / 2);
+    (lane * 4 + b % 4, b / 4 + if v < BLOCK / 2 { 0 } else { 4 })
+}
+
+/// A Q5_0 matrix of `rows` × `cols` (one output per row), packed for
+/// [`PackedQ5_0::matmul`].
+pub struct PackedQ5_0 {
+    rows: usize,
+    cols: usize,
+    /// `tiles[group * blocks + block]`, where `blocks = cols / 32`.
+    tiles: Vec<Tile>,
+}
+
+impl PackedQ5_0 {
+    /// Whether this CPU runs the kernel (AVX2 and FMA).
+    pub fn supported() -> bool {
+        tiled::avx2_available()
+    }
+
+    /// Repacks GGUF Q5_0 `data` holding a `rows` × `cols` matrix.
+    pub fn pack(data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+        if !Self::supported() {
+            return Err(PackError::Unsupported);
+        }
+        Self::pack_portable(data, rows, cols)
+    }
+
+    /// The layout alone, which the tests check on any CPU.
+    fn pack_portable(data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+        let blocks = tiled::check_layout(data.len(), rows, cols, BLOCK_BYTES)?;
+        let empty = Tile {
+            qs: [0; TILE_ROWS * BLOCK / 2],
+            qh: [0; TILE_ROWS * BLOCK / 8],
+            scales: [0.0; TILE_ROWS],
+        };
+        let mut tiles = vec![empty; rows / TILE_ROWS * blocks];
+        for (row, bytes) in data.chunks_exact(blocks * BLOCK_BYTES).enumerate() {
+            let (group, lane) = (row / TILE_ROWS, row % TILE_ROWS);
+            for (block, raw) in bytes.chunks_exact(BLOCK_BYTES).enumerate() {
+                let tile = &mut tiles[group * blocks + block];
+                tile.scales[lane] = f16::from_le_bytes([raw[0], raw[1]]).to_f32();
+                let qh = u32::from_le_bytes([raw[2], raw[3], raw[4], raw[5]]);
+                for (b, &byte) in raw[6..].iter().enumerate() {
+                    tile.qs[qs_index(lane, b)] = byte;
+                }
+                for v in 0..BLOCK {
+                    let (at, bit) = qh_place(lane, v);
+                    tile.qh[at] |= (((qh >> v) & 1) as u8) << bit;
+                }
+            }
+        }
+        Ok(Self { rows, cols, tiles })
+    }
+
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// The unsigned 5-bit value `v` (0..32) of `lane`'s block in `tile`.
+    fn value(tile: &Tile, lane: usize, v: usize) -> u8 {
+        let byte = tile.qs[qs_index(lane, v % (BLOCK / 2))];
+        let low = if v < BLOCK / 2 {
+            byte & 0x0f
+        } else {
+            byte >> 4
+        };
+        let (at, bit) = qh_place(lane, v);
+        low | (((tile.qh[at] >> bit) & 1) << 4)
+    }
+
+    /// Row `row` of the weight, dequantized into `out` (`cols` long) exactly as ggml and
+    /// candle do: an embedding lookup in a table tied to this matrix.
+    ///
+    /// # Panics
+    /// If `row` is out of range or `out` is not `cols` long.
+    pub fn dequantize_row(&self, row: usize, out: &mut [f32]) {
+        assert!(row < self.rows, "row {row} of {}", self.rows);
+        assert_eq!(out.len(), self.cols, "out is not cols long");
+        let (group, lane) = (row / TILE_ROWS, row % TILE_ROWS);
+        let blocks = self.cols / BLOCK;
+        let tiles = &self.tiles[group * blocks..(group + 1) * blocks];
+        for (tile, out) in tiles.iter().zip(out.chunks_exact_mut(BLOCK)) {
+            let scale = tile.scales[lane];
+            for (v, out) in out.iter_mut().enumerate() {
+                *out = f32::from(i16::from(Self::value(tile, lane, v)) - 16) * scale;
+            }
+        }
+    }
+
+    /// `out = lhs · Wᵀ` for `m` rows of `lhs` (`m × cols`, row-major) into `out` (`m × rows`),
+    /// on `threads` threads of rayon's pool. The activations are quantized to Q8_0 first, as
+    /// ggml does.
+    ///
+    /// # Panics
+    /// If `lhs` or `out` do not have the sizes above.
+    pub fn matmul(&self, lhs: &[f32], m: usize, out: &mut [f32], threads: usize) {
+        // Checked: a product that wrapped could match a short buffer, and the kernels below
+        // write through raw pointers sized by `m` and `rows`.
+        assert_eq!(
+            Some(lhs.len()),
+            m.checked_mul(self.cols),
+            "lhs is not m x cols"
+        );
+        assert_eq!(
+            Some(out.len()),
+            m.checked_mul(self.rows),
+            "out is not m x rows"
+        );
+        let acts = QuantizedRows::quantize(lhs, m, self.cols, threads);
+        let blocks = self.cols / BLOCK;
+        let out = OutPtr(out.as_mut_ptr());
+        tiled::run(
+            self.rows / TILE_ROWS,
+            m,
+            self.cols,
+            threads,
+            &|group, rows| {
+                let tiles = &self.tiles[group * blocks..(group + 1) * blocks];
+                // SAFETY: the group's 16 output columns are its own (`tiled::run` hands each
+                // group to one thread) inside `m` rows of `self.rows`; `pack` checked for AVX2.
+                unsafe { avx2::group(tiles, &acts, rows, out.add(group * TILE_ROWS), self.rows) }
+            },
+        );
+    }
+}
