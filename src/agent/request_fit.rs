@@ -12,7 +12,7 @@ use crate::config::{Assist, Assists};
 use crate::context::{
     Budget, ContextReport, MESSAGE_OVERHEAD, Projection, TokenCounter, describe, project,
 };
-use crate::parse::{ResolvedFormat, SESSION_PART, render_examples, render_messages};
+use crate::parse::{ResolvedFormat, render_messages};
 use crate::tools::{COMPACT_WINDOW, ToolRegistry, compact_specs};
 
 /// The tools a request offers: the mode's, in their compact form for a small window (the
@@ -28,28 +28,6 @@ pub fn offered_tools(
         compact_specs(specs)
     } else {
         specs
-    }
-}
-
-/// The system prompt with the worked examples in its shared part (the worked_example assist,
-/// for a small window, as compact_tools), so every session still shares its prefix.
-pub fn with_examples(
-    system: &str,
-    format: ResolvedFormat,
-    tools: &[ToolSpec],
-    context: &ModelContext,
-    assists: &Assists,
-) -> String {
-    if !assists.on(Assist::WorkedExample) || context.window_tokens() > COMPACT_WINDOW {
-        return system.to_string();
-    }
-    let examples = render_examples(format, tools);
-    if examples.is_empty() {
-        return system.to_string();
-    }
-    match system.split_once(SESSION_PART) {
-        Some((shared, own)) => format!("{shared}\n\n{examples}{SESSION_PART}{own}"),
-        None => format!("{system}\n\n{examples}"),
     }
 }
 

@@ -7,7 +7,7 @@ use hearth_conversation::{
 
 use super::dispatch::{DispatchStop, run_calls};
 use super::loop_guard::{LoopGuard, REPEAT_NUDGE, Silence, blank_nudge};
-use super::request_fit::{RequestShape, offered_tools, with_examples};
+use super::request_fit::{RequestShape, offered_tools};
 use super::round::{RoundSink, stream_round};
 use super::turn_context::TurnContext;
 use super::turn_fit::Fitting;
@@ -93,18 +93,11 @@ pub async fn run_turn(
     // refused by the policy with its reason instead of being read as an unknown name.
     let known: Vec<ToolSpec> = ctx.tools.iter().map(|t| t.spec()).collect();
     let format = resolve_format(endpoint.config.tool_format, &model.model);
-    let system_prompt = with_examples(
-        ctx.system_prompt,
-        format,
-        &specs,
-        &model_context,
-        &ctx.settings.assists,
-    );
     let shape = RequestShape {
         endpoint,
         model: &model.model,
         format,
-        system_prompt: &system_prompt,
+        system_prompt: ctx.system_prompt,
         tools: &specs,
         context: &model_context,
     };

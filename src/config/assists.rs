@@ -25,18 +25,14 @@ pub enum Assist {
     LoopGuard,
     /// Tool descriptions cut to their first sentence when the window is small.
     CompactTools,
-    /// With a small window, three worked exchanges in the system prompt: read a file before
-    /// answering about it, answer a code request in text, create a file with one call.
-    WorkedExample,
 }
 
 impl Assist {
-    pub const ALL: [Assist; 5] = [
+    pub const ALL: [Assist; 4] = [
         Self::TextCalls,
         Self::AttachFiles,
         Self::LoopGuard,
         Self::CompactTools,
-        Self::WorkedExample,
     ];
 
     pub fn id(self) -> &'static str {
@@ -45,7 +41,6 @@ impl Assist {
             Self::AttachFiles => "attach_files",
             Self::LoopGuard => "loop_guard",
             Self::CompactTools => "compact_tools",
-            Self::WorkedExample => "worked_example",
         }
     }
 }

@@ -5,7 +5,6 @@ mod block;
 mod config;
 mod corrective;
 mod event;
-mod examples;
 mod function_tags;
 mod native;
 mod normalize;
@@ -26,7 +25,6 @@ pub use config::{
 };
 pub use corrective::{MAX_MALFORMED_ROUNDS, corrective_message, give_up_message};
 pub use event::{Malformed, MalformedReason, ParseEvent, ParsedCall, Repair, StreamEnd};
-pub use examples::render_examples;
 pub use native::repair_native_call;
 pub use render::{SESSION_PART, render_messages, render_tool_block, stop_strings};
 pub use stream::StreamParser;

@@ -196,21 +196,16 @@ fn assistant(
         if n > 0 || !content.is_empty() {
             content.push('\n');
         }
-        inline_call(format, call, &mut content);
+        match format {
+            ResolvedFormat::Xml => xml_call(&mut content, call),
+            _ => content.push_str(&format!(
+                "<tool_call>\n{{\"name\": {}, \"arguments\": {}}}\n</tool_call>",
+                pyjson::to_string(&call.name),
+                pyjson::to_string(&call.arguments),
+            )),
+        }
     }
     Message::assistant(content)
-}
-
-/// One call written the way the model writes it in an in-band format.
-pub(crate) fn inline_call(format: ResolvedFormat, call: &ToolCallRecord, out: &mut String) {
-    match format {
-        ResolvedFormat::Xml => xml_call(out, call),
-        _ => out.push_str(&format!(
-            "<tool_call>\n{{\"name\": {}, \"arguments\": {}}}\n</tool_call>",
-            pyjson::to_string(&call.name),
-            pyjson::to_string(&call.arguments),
-        )),
-    }
 }
 
 fn xml_call(out: &mut String, call: &ToolCallRecord) {
