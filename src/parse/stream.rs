@@ -298,9 +298,11 @@ impl StreamParser {
             self.flush();
         }
         self.release_held();
-        let ws = std::mem::take(&mut self.s.reasoning_ws);
-        self.s.reasoning.push_str(&ws);
-        self.s.reasoning.push_str(&t[..body]);
+        // Moved without giving up either buffer's capacity: this runs once per piece.
+        let s = &mut self.s;
+        s.reasoning.push_str(&s.reasoning_ws);
+        s.reasoning_ws.clear();
+        s.reasoning.push_str(&t[..body]);
         self.s.reasoning_ws.push_str(&t[body..]);
     }
 
