@@ -7,6 +7,7 @@ use hearth_backend::{BackendError, BackendEvent, CompletionRequest, FinishReason
 use hearth_conversation::HistoryEntry;
 use tokio_util::sync::CancellationToken;
 
+use super::model_context::request_profile;
 use super::request_fit::RequestShape;
 use super::session_context::SessionContext;
 use crate::context::{Budget, MESSAGE_OVERHEAD, Summary, build_summary_request, content_tokens};
@@ -56,6 +57,7 @@ pub async fn summarise(
     let mut request = CompletionRequest::new(shape.model, messages);
     request.max_tokens = Some(budget.max_tokens);
     request.context_window = Some(shape.context.window_tokens());
+    let profile = request_profile(&request);
     let mut stream = shape.endpoint.backend.stream(request, cancel.child_token());
     let mut text = String::new();
     let mut finish = None;
@@ -73,7 +75,7 @@ pub async fn summarise(
         {
             shape
                 .context
-                .record_overflow(estimated, *prompt_tokens, *window);
+                .record_overflow(&profile, estimated, *prompt_tokens, *window);
         }
         match event? {
             BackendEvent::Text { text: chunk } => text.push_str(&chunk),

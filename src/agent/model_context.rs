@@ -7,12 +7,13 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use hearth_backend::Backend;
+use hearth_backend::{Backend, CompletionRequest, ContentPart};
 use hearth_conversation::ModelRef;
 
 use super::catalog::Endpoint;
 use crate::context::{
-    Budget, CalibratedEstimator, TokenCounter, TokenizerCounter, WindowInfo, choose_window,
+    Budget, CalibratedEstimator, TextProfile, TokenCounter, TokenizerCounter, WindowInfo,
+    choose_window,
 };
 use crate::parse::{ThinkStart, think_start_for};
 use crate::sync::lock;
@@ -74,6 +75,36 @@ pub struct ModelContext {
     /// A smaller window the server stated when it rejected a prompt: it wins from then on.
     stated_window: Mutex<Option<u32>>,
     estimator: Mutex<CalibratedEstimator>,
+    /// With exact counts: what the server's template added beyond them, lately.
+    unseen: Mutex<UnseenTokens>,
+}
+
+/// Tokens an exact count cannot see (the server's template around messages and tools), kept
+/// from the last few prompts: the budget leaves the largest of them, and a little more, free.
+#[derive(Debug, Default)]
+struct UnseenTokens {
+    recent: std::collections::VecDeque<usize>,
+}
+
+impl UnseenTokens {
+    const RECENT: usize = 8;
+    /// Kept on top of the largest excess seen, for what changes between prompts.
+    const SLACK: usize = 16;
+
+    fn observe(&mut self, excess: usize) {
+        if self.recent.len() == Self::RECENT {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(excess);
+    }
+
+    fn reserve(&self) -> u32 {
+        let worst = self.recent.iter().copied().max().unwrap_or(0);
+        if worst == 0 {
+            return 0;
+        }
+        u32::try_from(worst + Self::SLACK).unwrap_or(u32::MAX)
+    }
 }
 
 impl ModelContext {
@@ -92,6 +123,7 @@ impl ModelContext {
             opens_in_reasoning: None,
             stated_window: Mutex::new(None),
             estimator: Mutex::new(CalibratedEstimator::default()),
+            unseen: Mutex::new(UnseenTokens::default()),
         }
     }
 
@@ -117,14 +149,15 @@ impl ModelContext {
         }
     }
 
-    /// The budget of one request with `max_tokens` configured (or the default reserve).
+    /// The budget of one request with `max_tokens` configured (or the default reserve), less
+    /// what the server's template has lately added beyond an exact count.
     pub fn budget(&self, max_tokens: Option<u32>) -> Budget {
         let window = self.window_tokens();
         let reserve = max_tokens
             .filter(|t| *t > 0)
             .unwrap_or_else(|| default_max_tokens(window))
             .min(window / 2);
-        Budget::new(window, reserve)
+        Budget::new(window, reserve).tightened(lock(&self.unseen).reserve())
     }
 
     /// A counter for `model` on `backend`: the configured tokenizer, else the backend's own
@@ -142,9 +175,23 @@ impl ModelContext {
         self.tokenizer.is_none() && !self.backend_counts
     }
 
-    /// Learns from the server's `prompt_tokens` for a prompt estimated at `estimated`.
-    pub fn calibrate(&self, estimated: usize, reported: u32) {
-        lock(&self.estimator).calibrate(estimated, reported);
+    /// Learns from the server's `prompt_tokens` for a request of text `profile` that hearth
+    /// counted as
+    /// `estimated`: an estimate learns the price of each kind of character, an exact count what
+    /// the template adds beyond it.
+    pub fn observe(&self, profile: &TextProfile, estimated: usize, reported: u32) {
+        if reported == 0 {
+            return;
+        }
+        if !self.estimates() {
+            let excess = (reported as usize).saturating_sub(estimated);
+            lock(&self.unseen).observe(excess);
+            return;
+        }
+        let mut estimator = lock(&self.estimator);
+        // What the caller counted beyond the texts: the template's tokens as it assumes them.
+        let structure = estimated.saturating_sub(estimator.text_tokens(profile).round() as usize);
+        estimator.calibrate(profile, structure, reported);
     }
 
     /// The window requests are fitted to: the one found out, or a smaller one the server
@@ -154,13 +201,14 @@ impl ModelContext {
         stated.map_or(self.window.tokens, |w| w.min(self.window.tokens))
     }
 
-    /// Learns from a prompt the server rejected as too long, `estimated` by our count. Where
-    /// counts are estimated and the server `reported` the prompt's size in its own tokens, the
-    /// estimate learns the exact ratio (keeping its headroom over it); without a size, it counts
-    /// 15% more. A stated window smaller than the one assumed replaces it for every later
-    /// request. Returns whether the estimate learned the server's count.
+    /// Learns from a request of text `profile` that the server rejected as too long, `estimated` by our
+    /// count. Where the server `reported` the prompt's size in its own tokens, that is learnt as
+    /// any usage is (an estimate widens its margin by the miss); without a size, an estimate
+    /// counts 15% more. A stated window smaller than the one assumed replaces it for every
+    /// later request. Returns whether the server's count was learnt.
     pub fn record_overflow(
         &self,
+        profile: &TextProfile,
         estimated: usize,
         reported: Option<u32>,
         window: Option<u32>,
@@ -173,17 +221,37 @@ impl ModelContext {
             );
             *lock(&self.stated_window) = Some(window);
         }
-        if !self.estimates() {
-            // Exact counts have nothing to learn; the caller keeps more room instead.
-            return false;
-        }
-        let mut estimator = lock(&self.estimator);
         match reported {
-            Some(reported) => estimator.calibrate(estimated, reported),
-            None => estimator.record_overflow(),
+            Some(reported) => self.observe(profile, estimated, reported),
+            None if self.estimates() => lock(&self.estimator).record_overflow(),
+            None => {}
         }
         reported.is_some()
     }
+}
+
+/// The character profile of everything `request` sends as text: message contents, reasoning
+/// sent back, tool calls, and the native tool list.
+pub fn request_profile(request: &CompletionRequest) -> TextProfile {
+    let mut profile = TextProfile::default();
+    for message in &request.messages {
+        for part in &message.content {
+            if let ContentPart::Text { text } = part {
+                profile.add(text);
+            }
+        }
+        if let Some(reasoning) = &message.reasoning {
+            profile.add(reasoning);
+        }
+        for call in &message.tool_calls {
+            profile.add(&call.name);
+            profile.add(&call.arguments);
+        }
+    }
+    for tool in &request.tools {
+        profile.add(&serde_json::to_string(tool).unwrap_or_default());
+    }
+    profile
 }
 
 /// Counts tokens for one model, the best way available.
@@ -244,7 +312,11 @@ mod tests {
         let text = "word ".repeat(400);
         let before = counter.count(&text);
         assert!(context.estimates());
-        context.calibrate(before, u32::try_from(before * 2).unwrap());
+        context.observe(
+            &TextProfile::of(&text),
+            before,
+            u32::try_from(before * 2).unwrap(),
+        );
         let counter = context.counter(&backend, "m");
         assert!(counter.count(&text) >= before * 2);
     }
@@ -258,12 +330,13 @@ mod tests {
         let text = "fn main() { println!(\"{}\", 1 + 2); }\n".repeat(200);
         let estimated = context.counter(&backend, "m").count(&text);
         let reported = u32::try_from(estimated * 3).unwrap();
-        context.record_overflow(estimated, Some(reported), Some(4096));
+        let profile = TextProfile::of(&text);
+        context.record_overflow(&profile, estimated, Some(reported), Some(4096));
         assert!(context.counter(&backend, "m").count(&text) >= reported as usize);
         assert_eq!(context.window_tokens(), 4096);
         assert_eq!(context.budget(None).window, 4096);
         // A larger stated window never widens the one assumed.
-        context.record_overflow(estimated, None, Some(65_536));
+        context.record_overflow(&profile, estimated, None, Some(65_536));
         assert_eq!(context.window_tokens(), 4096);
     }
 

@@ -31,6 +31,13 @@ pub fn offered_tools(
     }
 }
 
+/// Tokens a chat template writes around a native tool list beyond the tools' own JSON: the
+/// preamble that explains the call format (Qwen2.5's is about 90 tokens) and, per tool, the
+/// `{"type": "function", "function": …}` wrapper. Counted whatever the counter, since even an
+/// exact tokenizer never sees them.
+const NATIVE_TOOLS_PREAMBLE: usize = 100;
+const NATIVE_TOOL_WRAPPER: usize = 10;
+
 /// What a request is built from, besides the history.
 pub struct RequestShape<'a> {
     pub endpoint: &'a Endpoint,
@@ -66,11 +73,16 @@ impl RequestShape<'_> {
                 ContentPart::Image { .. } => counter.image_tokens(),
             })
             .sum();
-        let native_tools = if self.format == ResolvedFormat::Native {
-            self.tools
+        let native_tools = if self.format == ResolvedFormat::Native && !self.tools.is_empty() {
+            let specs: usize = self
+                .tools
                 .iter()
-                .map(|t| counter.count(&serde_json::to_string(t).unwrap_or_default()))
-                .sum()
+                .map(|t| {
+                    counter.count(&serde_json::to_string(t).unwrap_or_default())
+                        + NATIVE_TOOL_WRAPPER
+                })
+                .sum();
+            NATIVE_TOOLS_PREAMBLE + specs
         } else {
             0
         };

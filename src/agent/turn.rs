@@ -7,11 +7,13 @@ use hearth_conversation::{
 
 use super::dispatch::{DispatchStop, run_calls};
 use super::loop_guard::{LoopGuard, REPEAT_NUDGE, Silence, blank_nudge};
+use super::model_context::request_profile;
 use super::request_fit::{RequestShape, offered_tools};
 use super::round::{RoundSink, stream_round};
 use super::turn_context::TurnContext;
 use super::turn_fit::Fitting;
 use crate::config::Assist;
+use crate::context::TextProfile;
 use crate::parse::{
     MAX_MALFORMED_ROUNDS, Malformed, ParserConfig, ResolvedFormat, StreamParser,
     corrective_message, give_up_message, resolve_format,
@@ -111,6 +113,7 @@ pub async fn run_turn(
         }
         let fitted = fitting.prepare(ctx, &shape, history).await;
         let estimated = fitted.projection.tokens;
+        let profile = request_profile(&fitted.request);
         let max_tokens = fitted.request.max_tokens;
         let stream = endpoint
             .backend
@@ -131,12 +134,18 @@ pub async fn run_turn(
         };
         let (round, error) = stream_round(sink, stream).await;
         round.record(history);
-        report_usage(ctx, &shape, estimated, fitted.budget.window, round.usage);
+        report_usage(
+            ctx,
+            &shape,
+            (&profile, estimated),
+            fitted.budget.window,
+            round.usage,
+        );
         if round.cancelled {
             return Ok(StopReason::Cancelled);
         }
         if let Some(err) = error {
-            if fitting.retry_after(ctx, &shape, &err, &round, estimated) {
+            if fitting.retry_after(ctx, &shape, &err, &round, (&profile, estimated)) {
                 continue;
             }
             return Err(err.into());
@@ -288,19 +297,20 @@ fn answer_unrun(
 }
 
 /// Tells the front end how full the window is after a round: the server's count where it
-/// gave one (and calibrates the estimate with it), else ours.
+/// gave one (and the model's context learns from it), else ours for the prompt `sent` (its
+/// text profile and our count).
 fn report_usage(
     ctx: &TurnContext<'_>,
     shape: &RequestShape<'_>,
-    estimated: usize,
+    (profile, estimated): (&TextProfile, usize),
     window: u32,
     usage: Option<Usage>,
 ) {
     let (prompt, completion) = match usage {
         Some(usage) => {
-            if usage.prompt_tokens > 0 && shape.context.estimates() {
-                shape.context.calibrate(estimated, usage.prompt_tokens);
-            }
+            shape
+                .context
+                .observe(profile, estimated, usage.prompt_tokens);
             (
                 u64::from(usage.prompt_tokens),
                 u64::from(usage.completion_tokens),

@@ -9,7 +9,7 @@ use super::compact::{CompactError, summarise};
 use super::request_fit::{Fitted, RequestShape};
 use super::round::Round;
 use super::turn_context::TurnContext;
-use crate::context::{TokenCounter, compaction_span, should_compact};
+use crate::context::{TextProfile, TokenCounter, compaction_span, should_compact};
 use crate::sync::lock;
 
 /// Share of our own count by which a retry after an overflow tightens the budget.
@@ -106,7 +106,7 @@ impl Fitting {
         shape: &RequestShape<'_>,
         err: &BackendError,
         round: &Round,
-        estimated: usize,
+        (profile, estimated): (&TextProfile, usize),
     ) -> bool {
         let answered =
             !round.text.is_empty() || !round.reasoning.is_empty() || !round.calls.is_empty();
@@ -124,7 +124,7 @@ impl Fitting {
         self.overflow_retried = true;
         let learned = shape
             .context
-            .record_overflow(estimated, *prompt_tokens, *window);
+            .record_overflow(profile, estimated, *prompt_tokens, *window);
         let text = match (learned, prompt_tokens) {
             (true, Some(reported)) => format!(
                 "the server counts this prompt as {reported} tokens where hearth estimated \

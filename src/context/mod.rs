@@ -13,10 +13,10 @@
 //! 3. Each round: `p = project(&history, counter.count(system_prompt_with_tools), &budget,
 //!    &counter, summary.as_ref())`; render `p.entries` instead of the history. The stored
 //!    history is never changed.
-//! 4. After the round: `estimator.calibrate(p.tokens, usage.prompt_tokens)`, and the usage
-//!    meter shows `p.tokens` (or the server's count) against `budget.window`. On a
-//!    context-length error: `estimator.record_overflow()` and retry once with
-//!    `budget.tightened(..)`.
+//! 4. After the round: `estimator.calibrate(&TextProfile of the request, structure,
+//!    usage.prompt_tokens)`, and the usage meter shows `p.tokens` (or the server's count)
+//!    against `budget.window`. On a context-length error that states the prompt's size, the
+//!    same with that size; without one, `estimator.record_overflow()`; then retry once.
 //! 5. Compaction: when `should_compact(p.unelided_tokens, budget.window, threshold)` and
 //!    `compaction_span(&history, &p, summary.as_ref())` is `Some(covers)` (or on `/compact`,
 //!    `on_demand_span`), send `build_summary_request(&history[..covers], summary.as_ref(),
@@ -43,7 +43,7 @@ pub use compaction::{
     on_demand_span, should_compact,
 };
 pub use error::ContextError;
-pub use estimator::{CalibratedEstimator, DEFAULT_CHARS_PER_TOKEN};
+pub use estimator::{CalibratedEstimator, DEFAULT_CHARS_PER_TOKEN, TextProfile};
 pub use markers::{SUMMARY_ACK, SUMMARY_PREFIX};
 pub use projection::{Projection, project};
 pub use report::{ContextReport, ElidedCount, describe};

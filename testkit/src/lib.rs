@@ -40,6 +40,11 @@
 //! # Ok(()) }
 //! ```
 //!
+//! [`FakeServer::set_window_gate`] makes it a strict server: a [`WindowGate`] counts each chat
+//! prompt with its own tokenizer ([`bpe_like_tokens`] by default), rejects one over the window
+//! with vLLM's message, and reports its count as `usage.prompt_tokens` otherwise;
+//! [`FakeServer::gated`] lists what it counted and rejected.
+//!
 //! [`FakeServer::written`] tells when each step's bytes left the server (for latency figures);
 //! [`FakeServer::connections`] how many TCP connections were accepted (connection reuse).
 //!
@@ -54,6 +59,7 @@ mod http;
 mod ndjson;
 mod reply;
 mod server;
+mod window_gate;
 
 pub use chunks::{
     DONE, FAKE_MODEL, chunk_content, chunk_delta, chunk_finish, chunk_reasoning,
@@ -63,4 +69,7 @@ pub use ndjson::{
     ndjson_line, ollama_content, ollama_done, ollama_message, ollama_thinking, ollama_tool_call,
 };
 pub use reply::{Reply, Step};
-pub use server::{FakeServer, Recorded, Written};
+pub use server::{FakeServer, Gated, Recorded, Written};
+pub use window_gate::{
+    TEMPLATE_TOKENS_PER_MESSAGE, TextCounter, WindowGate, bpe_like_tokens, with_prompt_tokens,
+};

@@ -11,6 +11,7 @@ use tokio::sync::{oneshot, watch};
 
 use crate::http::Request;
 use crate::reply::Reply;
+use crate::window_gate::{WindowGate, with_prompt_tokens};
 
 /// One request the server received.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,6 +59,23 @@ struct State {
     dropped: usize,
     connections: usize,
     written: Vec<Written>,
+    /// The context limit chat requests are held to, if any.
+    gate: Option<WindowGate>,
+    /// What the gate counted for each chat request it saw.
+    gated: Vec<Gated>,
+}
+
+/// What a [`WindowGate`] made of one chat request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gated {
+    /// Index of the request in [`FakeServer::requests`].
+    pub request: usize,
+    /// The prompt's size by the server's count.
+    pub prompt_tokens: u32,
+    /// The `max_tokens` it asked for (0 when it set none).
+    pub max_tokens: u32,
+    /// Whether it was rejected as too long.
+    pub rejected: bool,
 }
 
 /// State shared by the handle and the connection tasks.
@@ -100,20 +118,7 @@ impl Shared {
                 // Ollama's native chat shares the queue: a test pushes the reply the route it
                 // expects answers with (SSE or NDJSON).
                 ("POST", "/v1/chat/completions" | "/api/chat") => {
-                    let keyed = state
-                        .keyed
-                        .iter()
-                        .position(|(marker, _)| body_text.contains(marker.as_str()));
-                    let next = match keyed {
-                        Some(i) => Some(state.keyed.remove(i).1),
-                        None => state.replies.pop_front(),
-                    };
-                    next.unwrap_or_else(|| {
-                        Reply::error(
-                            500,
-                            &format!("hearth-testkit: no reply queued for request #{n} (push one)"),
-                        )
-                    })
+                    chat_reply(state, index, &body_text)
                 }
                 ("GET", "/v1/models") => Reply::Status {
                     code: 200,
@@ -175,6 +180,50 @@ impl Shared {
     }
 }
 
+/// The reply to chat request `index`: the gate's rejection when it is over the window, else the
+/// keyed reply its body matches or the next queued one (its usage set to the gate's count).
+fn chat_reply(state: &mut State, index: usize, body_text: &str) -> Reply {
+    if let Some(gate) = &state.gate {
+        let body = &state.requests[index].body;
+        let prompt_tokens = gate.prompt_tokens(body);
+        let max_tokens = body["max_tokens"]
+            .as_u64()
+            .or_else(|| body["max_completion_tokens"].as_u64())
+            .map_or(0, |t| u32::try_from(t).unwrap_or(u32::MAX));
+        let rejection = gate.check(prompt_tokens, max_tokens);
+        state.gated.push(Gated {
+            request: index,
+            prompt_tokens,
+            max_tokens,
+            rejected: rejection.is_some(),
+        });
+        if let Some(rejection) = rejection {
+            return rejection;
+        }
+    }
+    let keyed = state
+        .keyed
+        .iter()
+        .position(|(marker, _)| body_text.contains(marker.as_str()));
+    let next = match keyed {
+        Some(i) => Some(state.keyed.remove(i).1),
+        None => state.replies.pop_front(),
+    };
+    let next = next.unwrap_or_else(|| {
+        Reply::error(
+            500,
+            &format!(
+                "hearth-testkit: no reply queued for request #{} (push one)",
+                index + 1
+            ),
+        )
+    });
+    match state.gated.last() {
+        Some(gated) if gated.request == index => with_prompt_tokens(next, gated.prompt_tokens),
+        _ => next,
+    }
+}
+
 /// An OpenAI-compatible HTTP/1.1 server on `127.0.0.1`, scripted by the test.
 ///
 /// It runs on its own thread with its own tokio runtime, so test code that blocks (waiting on
@@ -214,6 +263,8 @@ impl FakeServer {
                 dropped: 0,
                 connections: 0,
                 written: Vec::new(),
+                gate: None,
+                gated: Vec::new(),
             }),
             changed: watch::Sender::new(()),
         });
@@ -283,6 +334,16 @@ impl FakeServer {
     /// Sets the body `GET /v1/models` answers with.
     pub fn set_models(&self, models: Value) {
         self.shared.update(|state| state.models = models);
+    }
+
+    /// Holds chat requests to `gate`'s window from now on, as a strict server does.
+    pub fn set_window_gate(&self, gate: WindowGate) {
+        self.shared.update(|state| state.gate = Some(gate));
+    }
+
+    /// What the window gate counted for each chat request, in order.
+    pub fn gated(&self) -> Vec<Gated> {
+        self.shared.lock().gated.clone()
     }
 
     /// Every request received so far, in order.

@@ -9,6 +9,7 @@ mod context;
 mod eval;
 mod figures;
 mod hostile_input;
+mod overflow_rejections;
 mod parser_rules;
 mod qwen_inband;
 mod repl;
