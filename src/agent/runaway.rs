@@ -4,8 +4,13 @@
 
 /// Blank lines in a row that no answer needs.
 const MAX_BLANK_LINES: usize = 24;
-/// The same non-empty line this many times in a row.
+/// The same non-empty line this many times in a row (blank lines between them aside).
 const MAX_SAME_LINES: usize = 16;
+/// A cycle of two to four lines repeated this many times ("This will output:" / "" / "" …
+/// and its longer kin).
+const MAX_CYCLES: usize = 8;
+/// The longest cycle looked for, in non-empty lines.
+const MAX_PERIOD: usize = 4;
 /// How much of the reply's end is looked at.
 const TAIL_BYTES: usize = 8 * 1024;
 
@@ -25,12 +30,21 @@ pub fn is_runaway(text: &str) -> bool {
     if blank_run >= MAX_BLANK_LINES {
         return true;
     }
-    // Whole lines only: the last one may still be growing.
-    let mut lines = tail.lines().rev().skip(usize::from(!tail.ends_with('\n')));
-    let Some(last) = lines.next().map(str::trim).filter(|l| !l.is_empty()) else {
-        return false;
+    // Whole lines only: the last one may still be growing. Blank lines are left out: a loop
+    // often pads its repeated line with them.
+    let lines: Vec<&str> = tail
+        .lines()
+        .rev()
+        .skip(usize::from(!tail.ends_with('\n')))
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .take(MAX_SAME_LINES.max(MAX_CYCLES * MAX_PERIOD))
+        .collect();
+    let repeats = |period: usize, times: usize| {
+        lines.len() >= period * times
+            && (period..period * times).all(|i| lines[i] == lines[i - period])
     };
-    1 + lines.take_while(|l| l.trim() == last).count() >= MAX_SAME_LINES
+    repeats(1, MAX_SAME_LINES) || (2..=MAX_PERIOD).any(|period| repeats(period, MAX_CYCLES))
 }
 
 #[cfg(test)]
@@ -50,5 +64,20 @@ mod tests {
         let rows: String = (0..200).map(|i| format!("| {i} | x |\n")).collect();
         assert!(!is_runaway(&rows));
         assert!(!is_runaway(""));
+    }
+
+    /// What the default 0.5B model wrote after a tool result until its token limit.
+    #[test]
+    fn a_line_padded_with_blanks_or_a_short_cycle_is_a_runaway() {
+        let seen = format!("Here's how:\n\n{}", "This will output:\n\n\n".repeat(16));
+        assert!(is_runaway(&seen));
+        assert!(is_runaway(&"Step one.\nStep two.\n\n".repeat(8)));
+        assert!(!is_runaway(&"Step one.\nStep two.\n\n".repeat(7)));
+        assert!(is_runaway(&"a\nb\nc\nd\n".repeat(8)));
+        // Code whose lines recur, but not as a loop.
+        let code: String = (0..40)
+            .map(|i| format!("    x{i} = read()\n    check(x{i})\n}}\n"))
+            .collect();
+        assert!(!is_runaway(&code));
     }
 }

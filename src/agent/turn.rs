@@ -8,12 +8,14 @@ use hearth_conversation::{
 use super::dispatch::{DispatchStop, run_calls};
 use super::loop_guard::{LoopGuard, REPEAT_NUDGE, Silence, blank_nudge};
 use super::model_context::request_profile;
+use super::narrated::{narrated_tool, narration_nudge};
+use super::reminder::{requested_task, task_reminder};
 use super::request_fit::{RequestShape, offered_tools};
 use super::round::{RoundSink, stream_round};
 use super::turn_context::TurnContext;
 use super::turn_fit::Fitting;
 use crate::config::Assist;
-use crate::context::TextProfile;
+use crate::context::{MESSAGE_OVERHEAD, TextProfile, TokenCounter};
 use crate::parse::{
     MAX_MALFORMED_ROUNDS, Malformed, ParserConfig, ResolvedFormat, StreamParser,
     corrective_message, give_up_message, resolve_format,
@@ -106,13 +108,22 @@ pub async fn run_turn(
     let mut malformed_rounds = 0;
     let mut fitting = Fitting::default();
     let mut guard = LoopGuard::new(ctx.settings.assists.on(Assist::LoopGuard));
+    let mut may_nudge_narration = ctx.settings.assists.on(Assist::NarratedCalls);
+    let asked = requested_task(history)
+        .filter(|_| ctx.settings.assists.on(Assist::RestateTask))
+        .unwrap_or_default();
 
     for _ in 0..ctx.settings.max_turn_requests {
         if ctx.cancel.is_cancelled() {
             return Ok(StopReason::Cancelled);
         }
-        let fitted = fitting.prepare(ctx, &shape, history).await;
-        let estimated = fitted.projection.tokens;
+        let mut fitted = fitting.prepare(ctx, &shape, history).await;
+        let mut estimated = fitted.projection.tokens;
+        if let Some(reminder) = task_reminder(history, &asked) {
+            let counter = model_context.counter(endpoint.backend.as_ref(), &model.model);
+            estimated += counter.count(&reminder.plain_text()) + MESSAGE_OVERHEAD;
+            fitted.request.messages.push(reminder);
+        }
         let profile = request_profile(&fitted.request);
         let max_tokens = fitted.request.max_tokens;
         let stream = endpoint
@@ -169,6 +180,15 @@ pub async fn run_turn(
                         return Ok(StopReason::EndTurn);
                     }
                     Silence::Answered => {}
+                }
+                // An answer that tells the user to run one of our tools: once per turn, ask
+                // the model to make the call itself.
+                let offered = specs.iter().map(|s| s.name.as_str());
+                if may_nudge_narration && let Some(tool) = narrated_tool(said, offered) {
+                    may_nudge_narration = false;
+                    tracing::info!(tool, "the answer described a call instead of making it");
+                    history.push(narration_nudge(tool, format));
+                    continue;
                 }
             }
             return Ok(match round.finish {

@@ -25,14 +25,22 @@ pub enum Assist {
     LoopGuard,
     /// Tool descriptions cut to their first sentence when the window is small.
     CompactTools,
+    /// An answer that describes running one of the tools ("you can use the `list_dir`
+    /// function") instead of calling it gets one nudge to make the call.
+    NarratedCalls,
+    /// A request that ends with tool results ends with a one-line reminder of what the user
+    /// asked (in the request only).
+    RestateTask,
 }
 
 impl Assist {
-    pub const ALL: [Assist; 4] = [
+    pub const ALL: [Assist; 6] = [
         Self::TextCalls,
         Self::AttachFiles,
         Self::LoopGuard,
         Self::CompactTools,
+        Self::NarratedCalls,
+        Self::RestateTask,
     ];
 
     pub fn id(self) -> &'static str {
@@ -41,6 +49,8 @@ impl Assist {
             Self::AttachFiles => "attach_files",
             Self::LoopGuard => "loop_guard",
             Self::CompactTools => "compact_tools",
+            Self::NarratedCalls => "narrated_calls",
+            Self::RestateTask => "restate_task",
         }
     }
 }

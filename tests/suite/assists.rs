@@ -87,18 +87,20 @@ async fn prompt(
     (stop, front)
 }
 
-/// The text of the last message of request `n`.
+/// The text request `n` sent after the model's last message (tool results, nudges, and the
+/// reminder of the task that follows tool results).
 fn last_message(backend: &FakeBackend, n: usize) -> String {
     let request = &backend.requests()[n];
-    let message = request.messages.last().unwrap();
-    message
-        .content
+    let start = request
+        .messages
         .iter()
-        .filter_map(|p| match p {
-            ContentPart::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect()
+        .rposition(|m| m.role == Role::Assistant)
+        .map_or(0, |i| i + 1);
+    request.messages[start..]
+        .iter()
+        .map(|m| m.plain_text())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[tokio::test]
@@ -234,8 +236,60 @@ async fn a_native_server_that_leaves_a_call_in_the_text_still_gets_it_run() {
     let (_, front) = prompt(&backend, project.path(), "native", "what is in a.txt?").await;
     assert_eq!(front.answer(), "It says alpha.");
     let request = &backend.requests()[1];
-    let result = request.messages.last().unwrap();
-    assert_eq!(result.role, Role::Tool);
+    let n = request.messages.len();
+    assert_eq!(request.messages[n - 2].role, Role::Tool);
+    assert!(
+        request.messages[n - 1]
+            .plain_text()
+            .starts_with("(My request was: \"what is in a.txt?\"")
+    );
+}
+
+/// An answer that tells the user to run one of hearth's tools is asked, once, to make the call;
+/// the turn then goes on from the tool's result, which the last request follows with a
+/// reminder of the task.
+#[tokio::test]
+async fn a_narrated_call_is_asked_to_be_made_once_and_the_task_is_restated_after_results() {
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("alpha.txt"), "a\n").unwrap();
+    let backend = FakeBackend::default();
+    reply(
+        &backend,
+        "To list the files, you can use the `list_dir` function.",
+    );
+    reply(
+        &backend,
+        "<tool_call>\n{\"name\": \"list_dir\", \"arguments\": {}}\n</tool_call>",
+    );
+    reply(&backend, "It holds alpha.txt.");
+    let (stop, front) = prompt(&backend, project.path(), "hermes", "Which files are here?").await;
+    assert_eq!(stop, StopReason::EndTurn);
+    assert_eq!(backend.requests().len(), 3);
+    let nudge = last_message(&backend, 1);
+    assert!(nudge.contains("You described using `list_dir`"), "{nudge}");
+    assert!(
+        nudge.contains("{\"name\": \"list_dir\", \"arguments\""),
+        "{nudge}"
+    );
+    let after = last_message(&backend, 2);
+    assert!(after.contains("alpha.txt"), "{after}");
+    assert!(
+        after.ends_with(
+            "(My request was: \"Which files are here?\". Answer it from the tool results above; \
+             call another tool only if you still need one.)"
+        ),
+        "{after}"
+    );
+    assert!(front.answer().ends_with("It holds alpha.txt."));
+
+    // Only once per turn: a second narration is the answer.
+    let backend = FakeBackend::default();
+    reply(&backend, "Use the `list_dir` tool.");
+    reply(&backend, "Really, use the `list_dir` tool.");
+    reply(&backend, "never asked");
+    let (_, front) = prompt(&backend, project.path(), "hermes", "Which files are here?").await;
+    assert_eq!(backend.requests().len(), 2);
+    assert!(front.answer().ends_with("Really, use the `list_dir` tool."));
 }
 
 #[tokio::test]
