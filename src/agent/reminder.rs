@@ -1,7 +1,9 @@
 //! After tool results, small models often lose the question: they call the same tool again,
 //! narrate what they would do, or refuse. A request that ends with tool results therefore ends
 //! with a one-line reminder of what the user asked (only in the request; the stored history
-//! never holds it).
+//! never holds it). The reminder rides at the end of the last tool result's message rather than
+//! in a message of its own: chat templates that insist on alternating roles (Gemma's, some of
+//! Mistral's) reject two user messages in a row.
 
 use hearth_backend::{ContentPart, Message};
 use hearth_conversation::HistoryEntry;
@@ -29,7 +31,7 @@ pub fn requested_task(history: &[HistoryEntry]) -> Option<String> {
 
 /// The reminder of `asked` for a request built from `history`, when its last entry is a tool
 /// result.
-pub fn task_reminder(history: &[HistoryEntry], asked: &str) -> Option<Message> {
+pub fn task_reminder(history: &[HistoryEntry], asked: &str) -> Option<String> {
     if !matches!(history.last(), Some(HistoryEntry::ToolResult { .. })) || asked.is_empty() {
         return None;
     }
@@ -37,10 +39,17 @@ pub fn task_reminder(history: &[HistoryEntry], asked: &str) -> Option<Message> {
     if quoted.len() < asked.len() {
         quoted.push('…');
     }
-    Some(Message::user(format!(
-        "(My request was: \"{quoted}\". Answer it from the tool results above; call another \
+    Some(format!(
+        "\n\n(My request was: \"{quoted}\". Answer it from the tool results above; call another \
          tool only if you still need one.)"
-    )))
+    ))
+}
+
+/// Adds `reminder` at the end of the request's last message (the tool results).
+pub fn append_reminder(messages: &mut [Message], reminder: String) {
+    if let Some(last) = messages.last_mut() {
+        last.content.push(ContentPart::text(reminder));
+    }
 }
 
 #[cfg(test)]
@@ -83,13 +92,13 @@ mod tests {
         assert!(task_reminder(&[user("hi")], "hi").is_none());
         assert!(task_reminder(&[result()], "").is_none());
         let note = task_reminder(&[user("x"), result()], "Which files are here?").unwrap();
-        assert!(
-            note.plain_text().contains("\"Which files are here?\""),
-            "{}",
-            note.plain_text()
-        );
+        assert!(note.contains("\"Which files are here?\""), "{note}");
         let long = "x".repeat(1000);
         let note = task_reminder(&[result(), result()], &long).unwrap();
-        assert!(note.plain_text().chars().count() < REMINDER_CHARS + 120);
+        assert!(note.chars().count() < REMINDER_CHARS + 120);
+        let mut messages = vec![Message::user("<tool_response>\na\n</tool_response>")];
+        append_reminder(&mut messages, note);
+        assert_eq!(messages.len(), 1);
+        assert!(messages[0].plain_text().ends_with("you still need one.)"));
     }
 }

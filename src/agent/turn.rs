@@ -9,13 +9,13 @@ use super::dispatch::{DispatchStop, run_calls};
 use super::loop_guard::{LoopGuard, REPEAT_NUDGE, Silence, blank_nudge};
 use super::model_context::request_profile;
 use super::narrated::{narrated_tool, narration_nudge};
-use super::reminder::{requested_task, task_reminder};
+use super::reminder::{append_reminder, requested_task, task_reminder};
 use super::request_fit::{RequestShape, offered_tools};
 use super::round::{RoundSink, stream_round};
 use super::turn_context::TurnContext;
 use super::turn_fit::Fitting;
 use crate::config::Assist;
-use crate::context::{MESSAGE_OVERHEAD, TextProfile, TokenCounter};
+use crate::context::{TextProfile, TokenCounter};
 use crate::parse::{
     MAX_MALFORMED_ROUNDS, Malformed, ParserConfig, ResolvedFormat, StreamParser,
     corrective_message, give_up_message, resolve_format,
@@ -121,8 +121,8 @@ pub async fn run_turn(
         let mut estimated = fitted.projection.tokens;
         if let Some(reminder) = task_reminder(history, &asked) {
             let counter = model_context.counter(endpoint.backend.as_ref(), &model.model);
-            estimated += counter.count(&reminder.plain_text()) + MESSAGE_OVERHEAD;
-            fitted.request.messages.push(reminder);
+            estimated += counter.count(&reminder);
+            append_reminder(&mut fitted.request.messages, reminder);
         }
         let profile = request_profile(&fitted.request);
         let max_tokens = fitted.request.max_tokens;

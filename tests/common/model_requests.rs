@@ -13,9 +13,21 @@ pub fn chat_requests(server: &FakeServer) -> Vec<Recorded> {
         .collect()
 }
 
-/// The content of the `tool` message answering `call_id` in a request body.
+/// Where the reminder of the task starts in the last tool result (the restate_task assist).
+pub const REMINDER: &str = "\n\n(My request was: ";
+
+/// A tool message's content without the reminder of the task that may follow it.
+pub fn without_reminder(content: &str) -> String {
+    content
+        .split_once(REMINDER)
+        .map_or(content, |(result, _)| result)
+        .to_string()
+}
+
+/// The content of the `tool` message answering `call_id` in a request body, without the
+/// reminder of the task.
 pub fn tool_message(body: &Value, call_id: &str) -> String {
-    body["messages"]
+    let content = body["messages"]
         .as_array()
         .unwrap()
         .iter()
@@ -23,7 +35,8 @@ pub fn tool_message(body: &Value, call_id: &str) -> String {
         .unwrap_or_else(|| panic!("no tool message for {call_id} in {body:#}"))["content"]
         .as_str()
         .unwrap()
-        .to_string()
+        .to_string();
+    without_reminder(&content)
 }
 
 /// The content of the `tool` message answering the first call of tool `name` in a request

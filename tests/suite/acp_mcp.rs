@@ -128,9 +128,9 @@ fn notices(editor: &Editor) -> Vec<String> {
         .collect()
 }
 
-/// The content of the last `tool` message in a request body.
+/// The content of the last `tool` message in a request body, without the reminder of the task.
 fn last_tool_message(body: &Value) -> String {
-    body["messages"]
+    let content = body["messages"]
         .as_array()
         .unwrap()
         .iter()
@@ -139,7 +139,8 @@ fn last_tool_message(body: &Value) -> String {
         .unwrap()["content"]
         .as_str()
         .unwrap()
-        .to_string()
+        .to_string();
+    crate::common::model_requests::without_reminder(&content)
 }
 
 /// The last update of the card `id`.

@@ -236,12 +236,12 @@ async fn a_native_server_that_leaves_a_call_in_the_text_still_gets_it_run() {
     let (_, front) = prompt(&backend, project.path(), "native", "what is in a.txt?").await;
     assert_eq!(front.answer(), "It says alpha.");
     let request = &backend.requests()[1];
-    let n = request.messages.len();
-    assert_eq!(request.messages[n - 2].role, Role::Tool);
+    let result = request.messages.last().unwrap();
+    assert_eq!(result.role, Role::Tool);
+    let text = result.plain_text();
     assert!(
-        request.messages[n - 1]
-            .plain_text()
-            .starts_with("(My request was: \"what is in a.txt?\"")
+        text.contains("alpha") && text.contains("\n\n(My request was: \"what is in a.txt?\""),
+        "{text}"
     );
 }
 
@@ -279,6 +279,12 @@ async fn a_narrated_call_is_asked_to_be_made_once_and_the_task_is_restated_after
              call another tool only if you still need one.)"
         ),
         "{after}"
+    );
+    // In the tool result's own message: no second user message in a row.
+    let last = backend.requests()[2].messages.last().unwrap().plain_text();
+    assert!(
+        last.contains("alpha.txt") && last.contains("(My request was:"),
+        "{last}"
     );
     assert!(front.answer().ends_with("It holds alpha.txt."));
 

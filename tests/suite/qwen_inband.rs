@@ -126,23 +126,22 @@ async fn hermes_calls_split_mid_tag_are_parsed_run_and_answered() {
             .any(|s| s == "<tool_response>")
     );
     let second = chat[1].body["messages"].as_array().unwrap();
-    // The tool result, then the reminder of the task (the restate_task assist).
-    let reminder = second.last().unwrap();
-    assert_eq!(reminder["role"], "user");
-    assert!(
-        reminder["content"]
-            .as_str()
-            .unwrap()
-            .starts_with("(My request was: \"What is in notes.txt?\"")
-    );
-    let result = &second[second.len() - 2];
-    assert_eq!(result["role"], "user");
-    let answer = result["content"].as_str().unwrap();
+    let last = second.last().unwrap();
+    assert_eq!(last["role"], "user");
+    let answer = last["content"].as_str().unwrap();
     assert!(
         answer.contains("<tool_response>") && answer.contains("alpha"),
         "{answer}"
     );
-    let assistant = &second[second.len() - 3];
+    // The reminder of the task rides after the result, in the same message (restate_task).
+    assert!(
+        answer.ends_with(
+            "</tool_response>\n\n(My request was: \"What is in notes.txt?\". Answer it from the \
+             tool results above; call another tool only if you still need one.)"
+        ),
+        "{answer}"
+    );
+    let assistant = &second[second.len() - 2];
     assert!(
         assistant["content"]
             .as_str()
