@@ -176,9 +176,8 @@ impl ModelContext {
     }
 
     /// Learns from the server's `prompt_tokens` for a request of text `profile` that hearth
-    /// counted as
-    /// `estimated`: an estimate learns the price of each kind of character, an exact count what
-    /// the template adds beyond it.
+    /// counted as `estimated`: an estimate learns the price of each kind of character, an exact
+    /// count what the template adds beyond it (the profile is unused then).
     pub fn observe(&self, profile: &TextProfile, estimated: usize, reported: u32) {
         if reported == 0 {
             return;
@@ -201,8 +200,8 @@ impl ModelContext {
         stated.map_or(self.window.tokens, |w| w.min(self.window.tokens))
     }
 
-    /// Learns from a request of text `profile` that the server rejected as too long, `estimated` by our
-    /// count. Where the server `reported` the prompt's size in its own tokens, that is learnt as
+    /// Learns from a request of text `profile` that the server rejected as too long, `estimated`
+    /// by our count. Where the server `reported` the prompt's size in its own tokens, that is learnt as
     /// any usage is (an estimate widens its margin by the miss); without a size, an estimate
     /// counts 15% more. A stated window smaller than the one assumed replaces it for every
     /// later request. Returns whether the server's count was learnt.

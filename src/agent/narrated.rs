@@ -54,23 +54,20 @@ fn narrates(text: &str, at: usize, len: usize) -> bool {
         return true;
     }
     let before = text[..at].trim_end_matches('`').trim_end();
-    let previous_word = before
-        .rsplit(|c: char| !c.is_alphanumeric())
-        .next()
-        .unwrap_or_default()
-        .to_lowercase();
     // "use the `x`" and "use `x`", not "the use of x is".
-    let previous_word = if previous_word == "the" {
-        before[..before.len() - 3]
-            .trim_end()
-            .rsplit(|c: char| !c.is_alphanumeric())
-            .next()
-            .unwrap_or_default()
-            .to_lowercase()
-    } else {
-        previous_word
+    let previous_word = match last_word(before) {
+        (word, rest) if word == "the" => last_word(rest).0,
+        (word, _) => word,
     };
     RUN_VERBS.contains(&previous_word.as_str()) && (quoted || name.contains('_'))
+}
+
+/// The last word of `text`, lowercased, and what comes before it.
+fn last_word(text: &str) -> (String, &str) {
+    let start = text.rfind(|c: char| !c.is_alphanumeric()).map_or(0, |i| {
+        i + text[i..].chars().next().map_or(1, char::len_utf8)
+    });
+    (text[start..].to_lowercase(), text[..start].trim_end())
 }
 
 /// The nudge for an answer that described a call to `tool`, as the next user message.

@@ -124,7 +124,12 @@ pub async fn run_turn(
             estimated += counter.count(&reminder);
             append_reminder(&mut fitted.request.messages, reminder);
         }
-        let profile = request_profile(&fitted.request);
+        // Only an estimate learns from the text's make-up; exact counts need no scan of it.
+        let profile = if model_context.estimates() {
+            request_profile(&fitted.request)
+        } else {
+            TextProfile::default()
+        };
         let max_tokens = fitted.request.max_tokens;
         let stream = endpoint
             .backend
