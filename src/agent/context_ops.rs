@@ -62,6 +62,7 @@ impl AgentCore {
             system_prompt: &system_prompt,
             tools: &specs,
             context: &context,
+            constrain_calls: false,
         };
         let state = lock(session.context()).clone();
         let visible = history.get(state.start..).unwrap_or_default();
@@ -142,6 +143,7 @@ impl AgentCore {
             system_prompt: &system_prompt,
             tools: &specs,
             context: &context,
+            constrain_calls: false,
         };
         let state = lock(session.context()).clone();
         Ok(shape.fit(&history, &state, shape.budget()).report)

@@ -46,6 +46,9 @@ pub struct RequestShape<'a> {
     pub system_prompt: &'a str,
     pub tools: &'a [ToolSpec],
     pub context: &'a ModelContext,
+    /// Offer the tools to a backend that can hold the model's Hermes calls to them (the
+    /// call_grammar assist).
+    pub constrain_calls: bool,
 }
 
 /// A request that fits, and how it was fitted.
@@ -120,6 +123,9 @@ impl RequestShape<'_> {
         );
         request.max_tokens = Some(budget.max_tokens);
         request.context_window = Some(self.context.window_tokens());
+        if self.constrain_calls && self.format == ResolvedFormat::Hermes {
+            request.hermes_tools = self.tools.to_vec();
+        }
         let report = describe(&projection, &budget);
         Fitted {
             request,

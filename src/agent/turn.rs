@@ -104,6 +104,7 @@ pub async fn run_turn(
         system_prompt: ctx.system_prompt,
         tools: &specs,
         context: &model_context,
+        constrain_calls: ctx.settings.assists.on(Assist::CallGrammar),
     };
     let mut malformed_rounds = 0;
     let mut fitting = Fitting::default();

@@ -31,16 +31,20 @@ pub enum Assist {
     /// A request that ends with tool results ends with a one-line reminder of what the user
     /// asked (in the request only).
     RestateTask,
+    /// The local engine holds every Hermes call the model opens to a declared tool with
+    /// arguments that fit its schema (grammar-constrained sampling).
+    CallGrammar,
 }
 
 impl Assist {
-    pub const ALL: [Assist; 6] = [
+    pub const ALL: [Assist; 7] = [
         Self::TextCalls,
         Self::AttachFiles,
         Self::LoopGuard,
         Self::CompactTools,
         Self::NarratedCalls,
         Self::RestateTask,
+        Self::CallGrammar,
     ];
 
     pub fn id(self) -> &'static str {
@@ -51,6 +55,7 @@ impl Assist {
             Self::CompactTools => "compact_tools",
             Self::NarratedCalls => "narrated_calls",
             Self::RestateTask => "restate_task",
+            Self::CallGrammar => "call_grammar",
         }
     }
 }

@@ -163,11 +163,21 @@ pub fn agent_core(
     data: &std::path::Path,
     tool_format: &str,
 ) -> hearth::agent::AgentCore {
+    agent_core_with(backend, data, tool_format, "")
+}
+
+/// [`agent_core`] with `agent` as the config's `[agent]` table.
+pub fn agent_core_with(
+    backend: &FakeBackend,
+    data: &std::path::Path,
+    tool_format: &str,
+    agent: &str,
+) -> hearth::agent::AgentCore {
     use hearth::agent::{AgentCore, Catalog, Endpoint};
     use hearth::config::{ConfigSource, parse_str};
     let toml = format!(
         "[[endpoints]]\nname = \"fake\"\nbase_url = \"http://fake.invalid/v1\"\n\
-         model = \"m\"\ntool_format = \"{tool_format}\"\n"
+         model = \"m\"\ntool_format = \"{tool_format}\"\n[agent]\n{agent}\n"
     );
     let config = parse_str(&toml, ConfigSource::Defaults, &|_| None).unwrap();
     let catalog = Catalog::new(vec![Endpoint {

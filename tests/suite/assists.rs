@@ -12,7 +12,7 @@ use hearth::host::{LocalClientOps, LocalFrontEnd};
 use hearth_backend::{ContentPart, FinishReason, Role};
 use hearth_conversation::{AgentEvent, PermissionAnswer, Reach, ToolCard};
 
-use crate::common::fake_backend::{FakeBackend, agent_core, finish, text};
+use crate::common::fake_backend::{FakeBackend, agent_core_with, finish, text};
 
 #[derive(Default)]
 struct Front {
@@ -56,8 +56,8 @@ impl Front {
     }
 }
 
-fn core(backend: &FakeBackend, data: &Path, format: &str) -> Arc<AgentCore> {
-    Arc::new(agent_core(backend, data, format))
+fn core(backend: &FakeBackend, data: &Path, format: &str, agent: &str) -> Arc<AgentCore> {
+    Arc::new(agent_core_with(backend, data, format, agent))
 }
 
 fn reply(backend: &FakeBackend, answer: &str) {
@@ -71,8 +71,19 @@ async fn prompt(
     format: &str,
     words: &str,
 ) -> (StopReason, Arc<Front>) {
+    prompt_with(backend, project, format, "", words).await
+}
+
+/// [`prompt`] with `agent` as the config's `[agent]` table.
+async fn prompt_with(
+    backend: &FakeBackend,
+    project: &Path,
+    format: &str,
+    agent: &str,
+    words: &str,
+) -> (StopReason, Arc<Front>) {
     let data = tempfile::tempdir().unwrap();
-    let core = core(backend, data.path(), format);
+    let core = core(backend, data.path(), format, agent);
     let session = core.new_session(
         project.to_path_buf(),
         core.default_settings(None, None, &[]),
@@ -314,4 +325,38 @@ async fn a_reply_that_runs_away_is_cut_short_and_asked_again() {
     assert!(!front.answer().contains("never shown"));
     assert!(front.answer().ends_with("Nothing is here yet."));
     assert!(last_message(&backend, 1).contains("Your last reply was empty"));
+}
+
+#[tokio::test]
+async fn hermes_requests_name_their_tools_for_a_backend_that_can_hold_calls_to_them() {
+    let project = tempfile::tempdir().unwrap();
+    let names = |tools: &[hearth_backend::ToolSpec]| {
+        tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>()
+    };
+
+    let backend = FakeBackend::default();
+    reply(&backend, "Nothing here.");
+    prompt(&backend, project.path(), "hermes", "what is here?").await;
+    let request = &backend.requests()[0];
+    assert!(request.tools.is_empty(), "the tool block is in the prompt");
+    let held = names(&request.hermes_tools);
+    assert!(held.contains(&"read_file".to_string()), "{held:?}");
+    assert!(
+        request.messages[0]
+            .plain_text()
+            .contains("\"name\": \"read_file\""),
+        "the same tools are declared in the prompt"
+    );
+
+    let backend = FakeBackend::default();
+    reply(&backend, "Nothing here.");
+    prompt(&backend, project.path(), "native", "what is here?").await;
+    let request = &backend.requests()[0];
+    assert!(request.hermes_tools.is_empty() && !request.tools.is_empty());
+
+    let backend = FakeBackend::default();
+    reply(&backend, "Nothing here.");
+    let off = "assists_off = [\"call_grammar\"]";
+    prompt_with(&backend, project.path(), "hermes", off, "what is here?").await;
+    assert!(backend.requests()[0].hermes_tools.is_empty());
 }

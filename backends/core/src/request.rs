@@ -118,6 +118,11 @@ pub struct CompletionRequest {
     /// per request sends it (Ollama's `num_ctx`, through its native chat); others ignore it.
     #[serde(default)]
     pub context_window: Option<u32>,
+    /// The tools the prompt's Hermes block declares, for a backend that samples tokens itself:
+    /// it may hold each `<tool_call>` the model opens to one of them with schema-valid
+    /// arguments (the local engine does). Servers never see it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hermes_tools: Vec<ToolSpec>,
 }
 
 impl CompletionRequest {
@@ -130,6 +135,7 @@ impl CompletionRequest {
             temperature: None,
             stop: Vec::new(),
             context_window: None,
+            hermes_tools: Vec::new(),
         }
     }
 }

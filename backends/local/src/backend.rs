@@ -71,6 +71,7 @@ impl LocalBackend {
             sampling,
             max_tokens: request.max_tokens.map(|n| n as usize),
             stop: request.stop,
+            call_tools: request.hermes_tools,
             cancel,
         }
     }

@@ -11,6 +11,7 @@ pub mod engine;
 pub mod error;
 pub mod fault;
 pub mod fetch;
+mod grammar;
 pub mod inject;
 pub mod lazy;
 pub mod model;

@@ -68,7 +68,68 @@ impl Sampler {
         if self.params.temperature <= 0.0 {
             return Ok(argmax(logits));
         }
-        let mut cand = self.candidates(logits);
+        let cand = self.candidates(logits);
+        Ok(self.draw(cand))
+    }
+
+    /// Like [`Sampler::sample`], but only tokens `allowed` accepts can be picked. The ranking is
+    /// the same, so where the model's own choice is allowed greedy decoding picks it; tokens are
+    /// checked best first and only as many as the draw needs (`top_k`, one when greedy, at most
+    /// [`CONSTRAINED_POOL`]). `None` when no token is allowed.
+    pub fn sample_constrained(
+        &mut self,
+        logits: &mut [f32],
+        history: &[u32],
+        allowed: &dyn Fn(u32) -> bool,
+    ) -> Result<Option<u32>, EngineError> {
+        if logits.is_empty() {
+            return Err(EngineError::InvalidRequest("empty logits".into()));
+        }
+        self.apply_repeat_penalty(logits, history);
+        let want = if self.params.temperature <= 0.0 {
+            1
+        } else {
+            self.params
+                .top_k
+                .filter(|&k| k > 0)
+                .unwrap_or(CONSTRAINED_POOL)
+                .min(CONSTRAINED_POOL)
+        };
+        let mut picked = Vec::with_capacity(want);
+        let best = top_n(logits, CONSTRAINED_POOL);
+        for &(id, logit) in &best {
+            if allowed(id) {
+                picked.push((id, logit));
+                if picked.len() == want {
+                    break;
+                }
+            }
+        }
+        if picked.len() < want {
+            // The grammar rules out what the model likes most (a key it must spell, a
+            // closing tag): look through the whole vocabulary, cheap refusals first.
+            let mut checked: Vec<u32> = best.iter().map(|c| c.0).collect();
+            checked.sort_unstable();
+            let mut rest: Vec<(u32, f32)> = logits
+                .iter()
+                .enumerate()
+                .map(|(i, &l)| (i as u32, l))
+                .filter(|c| checked.binary_search(&c.0).is_err() && allowed(c.0))
+                .collect();
+            rest.sort_by(by_logit);
+            picked.extend(rest.into_iter().take(want - picked.len()));
+        }
+        if picked.is_empty() {
+            return Ok(None);
+        }
+        if self.params.temperature <= 0.0 {
+            return Ok(Some(picked[0].0));
+        }
+        Ok(Some(self.draw(picked)))
+    }
+
+    /// Draws from `cand`, sorted best first: softmax at the temperature, cut to `top_p`.
+    fn draw(&mut self, mut cand: Vec<(u32, f32)>) -> u32 {
         let max = cand.first().map(|c| c.1).unwrap_or(0.0);
         let mut total = 0.0f64;
         for c in cand.iter_mut() {
@@ -92,10 +153,10 @@ impl Sampler {
         for c in &cand {
             r -= c.1 as f64;
             if r <= 0.0 {
-                return Ok(c.0);
+                return c.0;
             }
         }
-        Ok(cand.last().map(|c| c.0).unwrap_or(0))
+        cand.last().map(|c| c.0).unwrap_or(0)
     }
 
     fn apply_repeat_penalty(&self, logits: &mut [f32], history: &[u32]) {
@@ -120,18 +181,10 @@ impl Sampler {
 
     /// (id, logit) sorted by logit descending, cut to top-k.
     fn candidates(&self, logits: &[f32]) -> Vec<(u32, f32)> {
-        let mut cand: Vec<(u32, f32)> = logits
-            .iter()
-            .enumerate()
-            .map(|(i, &l)| (i as u32, l))
-            .collect();
-        let by_logit = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
-        if let Some(k) = self.params.top_k.filter(|&k| k > 0 && k < cand.len()) {
-            cand.select_nth_unstable_by(k - 1, by_logit);
-            cand.truncate(k);
+        match self.params.top_k.filter(|&k| k > 0) {
+            Some(k) => top_n(logits, k),
+            None => top_n(logits, logits.len()),
         }
-        cand.sort_by(by_logit);
-        cand
     }
 
     /// splitmix64 → uniform in [0, 1).
@@ -143,6 +196,29 @@ impl Sampler {
         z ^= z >> 31;
         (z >> 11) as f64 / (1u64 << 53) as f64
     }
+}
+
+/// How many candidates a constrained draw considers at most when `top_k` does not say.
+pub const CONSTRAINED_POOL: usize = 64;
+
+/// Best first; equal logits in id order, so every ranking is deterministic.
+fn by_logit(a: &(u32, f32), b: &(u32, f32)) -> std::cmp::Ordering {
+    b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
+}
+
+/// The `n` best (id, logit) pairs, best first.
+fn top_n(logits: &[f32], n: usize) -> Vec<(u32, f32)> {
+    let mut cand: Vec<(u32, f32)> = logits
+        .iter()
+        .enumerate()
+        .map(|(i, &l)| (i as u32, l))
+        .collect();
+    if n > 0 && n < cand.len() {
+        cand.select_nth_unstable_by(n - 1, by_logit);
+        cand.truncate(n);
+    }
+    cand.sort_by(by_logit);
+    cand
 }
 
 /// Index of the largest logit; the lowest index wins ties, so greedy is deterministic.
@@ -222,6 +298,40 @@ mod tests {
         assert_eq!(a, draw(&params));
         for id in 0..4 {
             assert!(a.contains(&id), "token {id} never drawn");
+        }
+    }
+
+    #[test]
+    fn constrained_greedy_takes_the_best_allowed_token() {
+        let mut s = Sampler::new(SamplingParams::greedy());
+        let mut logits = [0.1, 3.0, 2.0, 2.5];
+        let pick = s
+            .sample_constrained(&mut logits, &[], &|id| id != 1)
+            .unwrap();
+        assert_eq!(pick, Some(3));
+        assert_eq!(
+            s.sample_constrained(&mut logits, &[], &|_| false).unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn constrained_sampling_looks_past_the_pool_and_draws_only_allowed_tokens() {
+        // The one allowed token ranks last of 1000.
+        let mut logits: Vec<f32> = (0..1000).map(|i| -(i as f32)).collect();
+        let mut s = Sampler::new(SamplingParams::greedy());
+        let pick = s
+            .sample_constrained(&mut logits, &[], &|id| id == 999)
+            .unwrap();
+        assert_eq!(pick, Some(999));
+
+        let mut s = Sampler::new(SamplingParams::default());
+        for _ in 0..100 {
+            let mut logits = [1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
+            let pick = s
+                .sample_constrained(&mut logits, &[], &|id| id % 2 == 1)
+                .unwrap();
+            assert!(matches!(pick, Some(1 | 3 | 5)), "{pick:?}");
         }
     }
 }

@@ -105,6 +105,86 @@ fn calls_a_tool_in_hermes_format() {
     assert_eq!(call["arguments"]["path"], "src/main.rs");
 }
 
+/// Everything streamed for `req`.
+fn generate(engine: &Engine, req: GenerateRequest) -> String {
+    let mut rx = engine.submit(req);
+    let mut text = String::new();
+    while let Some(ev) = rx.blocking_recv() {
+        match ev {
+            EngineEvent::Text(t) => text.push_str(&t),
+            EngineEvent::Failed { error, .. } => panic!("{error}"),
+            _ => {}
+        }
+    }
+    text
+}
+
+#[test]
+fn every_call_the_grammar_holds_is_well_formed_whatever_the_sampling() {
+    let Some(path) = model_path() else { return };
+    let alarm = serde_json::json!({"type": "object", "properties": {
+        "hour": {"type": "integer"},
+        "minute": {"type": "integer"},
+        "days": {"type": "array", "items": {"type": "string",
+            "enum": ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]}},
+        "label": {"type": "string"}
+    }, "required": ["hour", "minute", "days"]});
+    let tools = vec![hearth_backend::ToolSpec {
+        name: "set_alarm".into(),
+        description: "Set a repeating alarm".into(),
+        parameters: alarm,
+    }];
+    let block = serde_json::json!({"type": "function", "function": tools[0]});
+    // The answer is prefilled up to the opening tag, so every run writes a call: what is
+    // checked is its form, which the grammar guarantees, not whether the model chose to call.
+    let prompt = format!(
+        "<|im_start|>system\nYou are a helpful assistant.\n\n# Tools\n\n<tools>\n{block}\n</tools>\n\n\
+         For each function call, return a json object with function name and arguments within \
+         <tool_call></tool_call> XML tags.<|im_end|>\n<|im_start|>user\nWake me at half past seven \
+         every weekday, and call it gym.<|im_end|>\n<|im_start|>assistant\n<tool_call>"
+    );
+    let engine = Engine::spawn(EngineConfig::new(&path)).unwrap();
+    assert_eq!(engine.wait_ready(Duration::from_secs(300)), Health::Healthy);
+    let mut runs = vec![SamplingParams::greedy()];
+    for seed in 1..=4 {
+        runs.push(SamplingParams {
+            temperature: 1.0,
+            seed,
+            ..SamplingParams::default()
+        });
+    }
+    for sampling in runs {
+        let mut free = GenerateRequest::new(Prompt::Text(prompt.clone()), sampling.clone());
+        free.max_tokens = Some(120);
+        let mut held = free.clone();
+        held.call_tools = tools.clone();
+        eprintln!(
+            "unconstrained (seed {}): {}",
+            sampling.seed,
+            generate(&engine, free)
+        );
+        let text = generate(&engine, held);
+        eprintln!("held: {text}");
+        let body = text.split("</tool_call>").next().unwrap();
+        assert!(text.contains("</tool_call>"), "the call is closed: {text}");
+        let call: serde_json::Value = serde_json::from_str(body.trim()).unwrap();
+        assert_eq!(call["name"], "set_alarm");
+        let args = call["arguments"].as_object().unwrap();
+        for key in args.keys() {
+            assert!(
+                ["hour", "minute", "days", "label"].contains(&key.as_str()),
+                "{key}"
+            );
+        }
+        assert!(args["hour"].is_i64() && args["minute"].is_i64(), "{call}");
+        for day in args["days"].as_array().unwrap() {
+            let day = day.as_str().unwrap();
+            assert!(["mon", "tue", "wed", "thu", "fri", "sat", "sun"].contains(&day));
+        }
+        assert!(args.get("label").is_none_or(serde_json::Value::is_string));
+    }
+}
+
 fn between<'a>(text: &'a str, open: &str, close: &str) -> Option<&'a str> {
     let start = text.find(open)? + open.len();
     let end = text[start..].find(close)? + start;

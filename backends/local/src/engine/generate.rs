@@ -8,6 +8,7 @@ use crate::engine::EngineEvent;
 use crate::engine::pool::Sequence;
 use crate::engine::sink::Sink;
 use crate::error::EngineError;
+use crate::grammar::{CallConstraint, CallGrammar};
 use crate::inject::{FaultPlan, Seam};
 use crate::model::Model;
 use crate::sampler::{Sampler, SamplingParams};
@@ -41,6 +42,8 @@ pub(crate) struct Plan<'a> {
     pub max_tokens: usize,
     pub sampling: &'a SamplingParams,
     pub stop: &'a [String],
+    /// Holds the model's Hermes calls to the request's tools, when it declares any.
+    pub calls: Option<&'a CallGrammar>,
 }
 
 impl GenerateCtx<'_> {
@@ -61,35 +64,58 @@ impl GenerateCtx<'_> {
         let mut decoder = self.tokenizer.stream_decoder();
         let mut stop = StopMatcher::new(plan.stop);
         let eos = self.tokenizer.eos_ids();
+        let mut calls = plan
+            .calls
+            .map(|grammar| CallConstraint::new(grammar, &self.prompt_tail(plan.prompt)));
         let mut step = 0usize;
-        loop {
+        let result = loop {
             let mut values = logits.to_vec1::<f32>()?;
-            let token = sampler.sample(&mut values, &seq.tokens)?;
+            let token = match calls.as_mut() {
+                Some(calls) => next_token(&mut sampler, calls, &mut values, &seq.tokens)?,
+                None => sampler.sample(&mut values, &seq.tokens)?,
+            };
             self.faults.check(Seam::DecodeStep(step))?;
             step += 1;
             if eos.contains(&token) {
                 self.emit(state, stop.finish());
-                return Ok(FinishReason::Stop);
+                break FinishReason::Stop;
             }
             state.completion_tokens += 1;
             if let Some(text) = decoder.step(token)? {
                 let out = stop.push(&text);
                 self.emit(state, out.emit);
                 if out.stopped {
-                    return Ok(FinishReason::Stop);
+                    break FinishReason::Stop;
                 }
             }
             if state.completion_tokens >= plan.max_tokens || seq.tokens.len() >= seq.cache.max_len()
             {
                 self.emit(state, stop.finish());
-                return Ok(FinishReason::Length);
+                break FinishReason::Length;
             }
             if self.cancelled() {
                 return Err(EngineError::Cancelled);
             }
             logits = self.model.forward(&[token], &mut seq.cache)?;
             seq.tokens.push(token);
+        };
+        if let Some(calls) = calls.filter(|c| c.constrained > 0) {
+            debug!(
+                constrained = calls.constrained,
+                overruled = calls.overruled,
+                "call grammar"
+            );
         }
+        Ok(result)
+    }
+
+    /// The prompt's last few tokens as bytes, for a prompt that ends inside an opened call.
+    fn prompt_tail(&self, prompt: &[u32]) -> Vec<u8> {
+        let from = prompt.len().saturating_sub(8);
+        self.tokenizer
+            .decode(&prompt[from..])
+            .map(String::into_bytes)
+            .unwrap_or_default()
     }
 
     fn prefill(
@@ -129,4 +155,30 @@ impl GenerateCtx<'_> {
             self.sink.send(EngineEvent::Text(text));
         }
     }
+}
+
+/// Samples under the call grammar while a call is open. Should the grammar allow nothing (a
+/// vocabulary without the bytes it needs), it steps aside and the parser's repairs take over.
+fn next_token(
+    sampler: &mut Sampler,
+    calls: &mut CallConstraint<'_>,
+    values: &mut [f32],
+    history: &[u32],
+) -> Result<u32, EngineError> {
+    if !calls.is_active() {
+        let token = sampler.sample(values, history)?;
+        calls.accept(token, false);
+        return Ok(token);
+    }
+    let overruled = !calls.allows(crate::sampler::argmax(values));
+    let token = match sampler.sample_constrained(values, history, &|id| calls.allows(id))? {
+        Some(token) => token,
+        None => {
+            tracing::warn!("no token fits the call grammar; the call is left unconstrained");
+            calls.abandon();
+            sampler.sample(values, history)?
+        }
+    };
+    calls.accept(token, overruled);
+    Ok(token)
 }

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use hearth_backend::{FinishReason, Message, Progress, Usage};
+use hearth_backend::{FinishReason, Message, Progress, ToolSpec, Usage};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
@@ -31,6 +31,10 @@ pub struct GenerateRequest {
     /// Most tokens to generate; `None` means up to the context's end.
     pub max_tokens: Option<usize>,
     pub stop: Vec<String>,
+    /// Tools the prompt declares for Hermes calls: once the model opens `<tool_call>`, only a
+    /// call to one of them, with arguments that fit its schema, can be sampled. Empty: no
+    /// constraint.
+    pub call_tools: Vec<ToolSpec>,
     pub cancel: CancellationToken,
 }
 
@@ -41,6 +45,7 @@ impl GenerateRequest {
             sampling,
             max_tokens: None,
             stop: Vec::new(),
+            call_tools: Vec::new(),
             cancel: CancellationToken::new(),
         }
     }

@@ -20,6 +20,7 @@ use crate::engine::{EngineConfig, EngineEvent, GenerateRequest, Prompt};
 use crate::error::EngineError;
 use crate::fault::FaultClass;
 use crate::fault::{DeviceFaultKind, device_fault_kind};
+use crate::grammar::{CallGrammar, Vocab};
 use crate::inject::Seam;
 use crate::model::{KvCache, LoadStage, Model, ModelFiles};
 use crate::sampler::{Sampler, SamplingParams};
@@ -44,6 +45,8 @@ pub(crate) struct Worker {
     reloads: Vec<Instant>,
     chunk: usize,
     max_context: usize,
+    /// Every token's bytes, built on the first request that constrains its calls.
+    vocab: Option<Arc<Vocab>>,
 }
 
 impl Worker {
@@ -71,6 +74,7 @@ impl Worker {
             reloads: Vec::new(),
             chunk,
             max_context,
+            vocab: None,
         }
     }
 
@@ -221,6 +225,15 @@ impl Worker {
             }));
         }
         let mut seq = taken.seq;
+        let calls = if req.call_tools.is_empty() {
+            None
+        } else {
+            let tokenizer = &self.tokenizer;
+            let vocab = self
+                .vocab
+                .get_or_insert_with(|| Arc::new(Vocab::new(tokenizer)));
+            CallGrammar::new(&req.call_tools, vocab.clone())
+        };
         let plan = Plan {
             prompt: &prompt,
             reused: taken.reused,
@@ -230,6 +243,7 @@ impl Worker {
                 .min(max_context - prompt.len()),
             sampling: &req.sampling,
             stop: &req.stop,
+            calls: calls.as_ref(),
         };
         let ctx = GenerateCtx {
             model,

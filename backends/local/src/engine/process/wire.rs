@@ -55,6 +55,8 @@ pub struct WireRequest {
     pub sampling: SamplingParams,
     pub max_tokens: Option<usize>,
     pub stop: Vec<String>,
+    #[serde(default)]
+    pub call_tools: Vec<hearth_backend::ToolSpec>,
 }
 
 impl WireRequest {
@@ -64,6 +66,7 @@ impl WireRequest {
             sampling: req.sampling.clone(),
             max_tokens: req.max_tokens,
             stop: req.stop.clone(),
+            call_tools: req.call_tools.clone(),
         }
     }
 
@@ -73,6 +76,7 @@ impl WireRequest {
             sampling: self.sampling,
             max_tokens: self.max_tokens,
             stop: self.stop,
+            call_tools: self.call_tools,
             cancel,
         }
     }

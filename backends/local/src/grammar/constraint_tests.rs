@@ -1,0 +1,136 @@
+use std::sync::Arc;
+
+use hearth_backend::ToolSpec;
+use serde_json::json;
+
+use super::*;
+use crate::grammar::Vocab;
+use crate::grammar::vocab::TokenKind::{Added, End, Text};
+
+const TOKENS: &[(&str, super::TokenKind)] = &[
+    ("<|im_end|>", End),
+    ("<tool_call>", Added),
+    ("</tool_call>", Added),
+    ("<|im_start|>", Added),
+    ("\n", Text),
+    ("{\"", Text),
+    ("name", Text),
+    ("\":", Text),
+    (" \"", Text),
+    ("read_file", Text),
+    ("\",", Text),
+    ("arguments", Text),
+    (" {\"", Text),
+    ("path", Text),
+    ("file_path", Text),
+    ("a.txt", Text),
+    ("\"}}", Text),
+    ("<tool", Text),
+    ("_call>", Text),
+    ("`", Text),
+    ("Sure", Text),
+    ("", Text),
+];
+
+fn id(text: &str) -> u32 {
+    TOKENS.iter().position(|(t, _)| *t == text).unwrap() as u32
+}
+
+fn grammar() -> CallGrammar {
+    let tools = [ToolSpec {
+        name: "read_file".into(),
+        description: String::new(),
+        parameters: json!({"type": "object", "properties": {"path": {"type": "string"}},
+            "required": ["path"]}),
+    }];
+    CallGrammar::new(&tools, Arc::new(Vocab::from_entries(TOKENS))).unwrap()
+}
+
+fn write(c: &mut CallConstraint<'_>, tokens: &[&str]) {
+    for t in tokens {
+        assert!(c.allows(id(t)), "{t:?} refused");
+        c.accept(id(t), false);
+    }
+}
+
+const CALL: &[&str] = &[
+    "\n",
+    "{\"",
+    "name",
+    "\":",
+    " \"",
+    "read_file",
+    "\",",
+    " \"",
+    "arguments",
+    "\":",
+    " {\"",
+    "path",
+    "\":",
+    " \"",
+    "a.txt",
+    "\"}}",
+    "\n",
+];
+
+#[test]
+fn text_is_free_until_a_call_opens_then_held_until_it_closes() {
+    let g = grammar();
+    let mut c = CallConstraint::new(&g, b"<|im_start|>assistant\n");
+    assert!(!c.is_active());
+    assert!(c.allows(id("<|im_end|>")) && c.allows(id("file_path")));
+    write(&mut c, &["Sure", "\n", "<tool_call>"]);
+    assert!(c.is_active());
+    write(&mut c, &CALL[..12]);
+    assert!(!c.allows(id("file_path")), "an undeclared key");
+    assert!(
+        !c.allows(id("<|im_end|>")),
+        "the end of the turn inside a call"
+    );
+    assert!(
+        !c.allows(id("</tool_call>")),
+        "the tag before the JSON is complete"
+    );
+    assert!(
+        !c.allows(id("<|im_start|>")),
+        "added tokens other than the closing tag"
+    );
+    assert!(!c.allows(id("")), "a token that writes nothing");
+    write(&mut c, &CALL[12..]);
+    write(&mut c, &["</tool_call>"]);
+    assert!(!c.is_active(), "closed");
+    assert_eq!(c.constrained, CALL.len() + 1);
+    assert!(c.allows(id("<|im_end|>")) && c.allows(id("Sure")));
+}
+
+#[test]
+fn a_tag_split_across_tokens_opens_a_call_but_one_in_inline_code_does_not() {
+    let g = grammar();
+    let mut c = CallConstraint::new(&g, b"");
+    write(&mut c, &["<tool", "_call>"]);
+    assert!(c.is_active());
+
+    let mut c = CallConstraint::new(&g, b"");
+    write(&mut c, &["Sure", "`", "<tool_call>", "`"]);
+    assert!(!c.is_active(), "prose about the format");
+}
+
+#[test]
+fn a_prompt_that_ends_inside_an_opened_call_starts_held() {
+    let g = grammar();
+    let mut c = CallConstraint::new(&g, b"<|im_start|>assistant\n<tool_call>");
+    assert!(c.is_active());
+    assert!(!c.allows(id("Sure")));
+    write(&mut c, CALL);
+    write(&mut c, &["</tool_call>"]);
+    assert!(!c.is_active());
+}
+
+#[test]
+fn a_token_the_grammar_refused_ends_the_constraint() {
+    let g = grammar();
+    let mut c = CallConstraint::new(&g, b"<tool_call>");
+    c.accept(id("Sure"), true);
+    assert!(!c.is_active());
+    assert_eq!(c.overruled, 1);
+}
