@@ -43,7 +43,7 @@ pub struct TaskResult {
 /// whose verdict says why.
 pub async fn run_task(core: Arc<AgentCore>, task: SuiteTask, options: TaskOptions) -> TaskResult {
     let started = Instant::now();
-    let project = match set_up(&task) {
+    let project = match set_up(&core.data_dir.join("eval"), &task) {
         Ok(dir) => dir,
         Err(err) => {
             let outcome = Outcome {
@@ -82,9 +82,29 @@ fn finish(
     }
 }
 
-/// The task's files in a new temporary directory.
-fn set_up(task: &SuiteTask) -> std::io::Result<tempfile::TempDir> {
-    let dir = tempfile::Builder::new().prefix("hearth-eval-").tempdir()?;
+/// Most projects one run holds at once (`--jobs` beyond this share random names).
+const PROJECT_SLOTS: usize = 64;
+
+/// The task's files in a new project directory under `parent`: `project-1`, or the next free
+/// `project-N` while other tasks hold the first. The path is in the system prompt, so a
+/// random name alone changes what the model samples; a fixed one makes the same model on the
+/// same machine score the same, run after run. `parent` is private to the user (under the data
+/// directory), so no one else can take a predictable name first.
+fn set_up(parent: &Path, task: &SuiteTask) -> std::io::Result<tempfile::TempDir> {
+    crate::store::private_dir_all(parent)?;
+    let fixed = (1..=PROJECT_SLOTS).find_map(|n| {
+        tempfile::Builder::new()
+            .prefix(&format!("project-{n}"))
+            .rand_bytes(0)
+            .tempdir_in(parent)
+            .ok()
+    });
+    let dir = match fixed {
+        Some(dir) => dir,
+        None => tempfile::Builder::new()
+            .prefix("project-")
+            .tempdir_in(parent)?,
+    };
     for (path, text) in &task.task.files {
         let target = dir.path().join(path);
         if let Some(parent) = target.parent() {
@@ -129,4 +149,41 @@ async fn run_prompt(
         Err(err) => outcome.error = Some(err.to_string()),
     }
     outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+    use crate::eval::suite::builtin_suite;
+
+    #[test]
+    fn projects_get_the_same_private_path_each_run_and_distinct_ones_at_once() {
+        let data = tempfile::tempdir().unwrap();
+        let parent = data.path().join("eval");
+        let suite = builtin_suite().unwrap();
+        let task = suite.iter().find(|t| !t.task.files.is_empty()).unwrap();
+
+        let first = set_up(&parent, task).unwrap();
+        let second = set_up(&parent, task).unwrap();
+        assert_eq!(first.path(), parent.join("project-1"));
+        assert_eq!(second.path(), parent.join("project-2"), "held by the first");
+        let (path, text) = task.task.files.iter().next().unwrap();
+        assert_eq!(
+            &std::fs::read_to_string(first.path().join(path)).unwrap(),
+            text
+        );
+        let mode = std::fs::metadata(&parent).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+
+        drop(first);
+        assert!(!parent.join("project-1").exists(), "removed with its task");
+        let again = set_up(&parent, task).unwrap();
+        assert_eq!(
+            again.path(),
+            parent.join("project-1"),
+            "the next run's path"
+        );
+    }
 }

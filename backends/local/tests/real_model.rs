@@ -105,18 +105,25 @@ fn calls_a_tool_in_hermes_format() {
     assert_eq!(call["arguments"]["path"], "src/main.rs");
 }
 
-/// Everything streamed for `req`.
-fn generate(engine: &Engine, req: GenerateRequest) -> String {
+/// Everything streamed for `req`, and the decode rate (tokens per second after the first).
+fn generate(engine: &Engine, req: GenerateRequest) -> (String, f64) {
     let mut rx = engine.submit(req);
     let mut text = String::new();
+    let mut first = None;
+    let mut tokens = 0;
     while let Some(ev) = rx.blocking_recv() {
         match ev {
-            EngineEvent::Text(t) => text.push_str(&t),
+            EngineEvent::Text(t) => {
+                first.get_or_insert_with(std::time::Instant::now);
+                text.push_str(&t);
+            }
+            EngineEvent::Usage(usage) => tokens = usage.completion_tokens,
             EngineEvent::Failed { error, .. } => panic!("{error}"),
             _ => {}
         }
     }
-    text
+    let secs = first.map_or(0.0, |t| t.elapsed().as_secs_f64());
+    (text, f64::from(tokens.saturating_sub(1)) / secs.max(1e-9))
 }
 
 #[test]
@@ -158,13 +165,14 @@ fn every_call_the_grammar_holds_is_well_formed_whatever_the_sampling() {
         free.max_tokens = Some(120);
         let mut held = free.clone();
         held.call_tools = tools.clone();
+        let (unheld, free_rate) = generate(&engine, free);
+        let (text, held_rate) = generate(&engine, held);
+        // Figures for the eye, not checked: the grammar's cost per token.
         eprintln!(
-            "unconstrained (seed {}): {}",
-            sampling.seed,
-            generate(&engine, free)
+            "unconstrained (seed {}, {free_rate:.1} tok/s): {unheld}",
+            sampling.seed
         );
-        let text = generate(&engine, held);
-        eprintln!("held: {text}");
+        eprintln!("held ({held_rate:.1} tok/s): {text}");
         let body = text.split("</tool_call>").next().unwrap();
         assert!(text.contains("</tool_call>"), "the call is closed: {text}");
         let call: serde_json::Value = serde_json::from_str(body.trim()).unwrap();
