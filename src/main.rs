@@ -102,7 +102,9 @@ async fn run_command(command: CliCommand, config: Config) -> anyhow::Result<Exit
                     local.temperature = Some(t);
                 }
             }
-            // Eval sessions are not the user's: none is saved, plans go to a scratch dir.
+            // Eval sessions are not the user's: none is saved, plans go to a scratch dir. The
+            // projects go to fixed paths, which keeps the prompts the same from run to run.
+            let projects = data_root(&env)?.join("eval");
             let scratch = tempfile::tempdir()?;
             let catalog = build_catalog(&config)?;
             let core = Arc::new(AgentCore::new(
@@ -110,7 +112,7 @@ async fn run_command(command: CliCommand, config: Config) -> anyhow::Result<Exit
                 catalog,
                 scratch.path().to_path_buf(),
             ));
-            hearth::eval::run(core, args).await?;
+            hearth::eval::run(core, args, projects).await?;
             Ok(ExitCode::SUCCESS)
         }
         CliCommand::Sessions { action } => {

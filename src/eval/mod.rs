@@ -11,6 +11,7 @@ mod report;
 mod runner;
 mod suite;
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -37,8 +38,13 @@ pub enum EvalError {
     NoModel,
 }
 
-/// Runs `hearth eval`: prints each task as it finishes (text) or the whole run (JSON).
-pub async fn run(core: Arc<AgentCore>, args: EvalArgs) -> Result<RunReport, EvalError> {
+/// Runs `hearth eval`: prints each task as it finishes (text) or the whole run (JSON). Each
+/// task's project is made under `projects`.
+pub async fn run(
+    core: Arc<AgentCore>,
+    args: EvalArgs,
+    projects: PathBuf,
+) -> Result<RunReport, EvalError> {
     let tasks = select(builtin_suite()?, &args.tasks)?;
     if args.list {
         for t in &tasks {
@@ -67,6 +73,7 @@ pub async fn run(core: Arc<AgentCore>, args: EvalArgs) -> Result<RunReport, Eval
         model: Some(model),
         timeout: Duration::from_secs(args.timeout),
         keep: args.keep,
+        projects,
     };
     let order: Vec<String> = tasks.iter().map(|t| t.task.id.clone()).collect();
     let started = Instant::now();

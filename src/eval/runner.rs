@@ -23,6 +23,8 @@ pub struct TaskOptions {
     pub timeout: Duration,
     /// Keep each project directory (its path is in the result) instead of deleting it.
     pub keep: bool,
+    /// Where projects are made: a private directory at a fixed path (see [`set_up`]).
+    pub projects: PathBuf,
 }
 
 /// One task's result.
@@ -43,7 +45,7 @@ pub struct TaskResult {
 /// whose verdict says why.
 pub async fn run_task(core: Arc<AgentCore>, task: SuiteTask, options: TaskOptions) -> TaskResult {
     let started = Instant::now();
-    let project = match set_up(&core.data_dir.join("eval"), &task) {
+    let project = match set_up(&options.projects, &task) {
         Ok(dir) => dir,
         Err(err) => {
             let outcome = Outcome {
@@ -88,8 +90,8 @@ const PROJECT_SLOTS: usize = 64;
 /// The task's files in a new project directory under `parent`: `project-1`, or the next free
 /// `project-N` while other tasks hold the first. The path is in the system prompt, so a
 /// random name alone changes what the model samples; a fixed one makes the same model on the
-/// same machine score the same, run after run. `parent` is private to the user (under the data
-/// directory), so no one else can take a predictable name first.
+/// same machine score the same, run after run. `parent` is made private to the user (it is under
+/// the data directory), so no one else can take a predictable name first.
 fn set_up(parent: &Path, task: &SuiteTask) -> std::io::Result<tempfile::TempDir> {
     crate::store::private_dir_all(parent)?;
     let fixed = (1..=PROJECT_SLOTS).find_map(|n| {

@@ -56,6 +56,7 @@ async fn play(task: &SuiteTask, rounds: &[String]) -> TaskResult {
         model: None,
         timeout: Duration::from_secs(60),
         keep: false,
+        projects: data.path().join("eval"),
     };
     run_task(core(&backend, data.path()), task.clone(), options).await
 }
