@@ -176,7 +176,11 @@ fn next_token(
         None => {
             tracing::warn!("no token fits the call grammar; the call is left unconstrained");
             calls.abandon();
-            sampler.sample(values, history)?
+            // `values` already carry the repeat penalty: draw again with everything allowed and
+            // no history, so it is not applied twice.
+            sampler
+                .sample_constrained(values, &[], &|_| true)?
+                .unwrap_or_else(|| crate::sampler::argmax(values))
         }
     };
     calls.accept(token, overruled);

@@ -1,8 +1,8 @@
 //! A byte-level recogniser for JSON held to [`Shapes`]: fed a token's bytes, it says whether
 //! some valid document still starts with everything fed so far.
 //!
-//! It is a pushdown automaton run as a set of states, so alternatives (`anyOf`, the envelope of
-//! each tool) are followed side by side until the bytes rule all but one out. Every state it
+//! It is a pushdown automaton run as a set of states, so alternatives (`anyOf`, type lists) are
+//! followed side by side until the bytes rule all but one out. Every state it
 //! keeps can still be completed: a key must be a prefix of a key the object may still take, a
 //! comma needs a key left to write, a closing brace needs every required key. The sampler
 //! therefore never walks into a call it cannot finish.

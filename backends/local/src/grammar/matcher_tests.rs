@@ -4,12 +4,15 @@ use serde_json::{Value, json};
 use super::*;
 use crate::grammar::CLOSE_TAG;
 
-fn tools() -> Vec<ToolSpec> {
-    let tool = |name: &str, parameters: Value| ToolSpec {
+fn tool(name: &str, parameters: Value) -> ToolSpec {
+    ToolSpec {
         name: name.into(),
         description: String::new(),
         parameters,
-    };
+    }
+}
+
+fn tools() -> Vec<ToolSpec> {
     vec![
         tool(
             "read_file",
@@ -231,11 +234,11 @@ fn schemas_the_reader_does_not_know_allow_any_value() {
 #[test]
 fn many_tools_each_get_their_own_arguments() {
     let tools: Vec<ToolSpec> = (0..150)
-        .map(|i| ToolSpec {
-            name: format!("tool_{i}"),
-            description: String::new(),
-            parameters: json!({"type": "object", "properties": {format!("arg_{i}"): {"type": "integer"}},
-                "required": [format!("arg_{i}")]}),
+        .map(|i| {
+            let arg = format!("arg_{i}");
+            let schema = json!({"type": "object", "properties": {&arg: {"type": "integer"}},
+                "required": [&arg]});
+            tool(&format!("tool_{i}"), schema)
         })
         .collect();
     let shapes = Shapes::for_calls(&tools);
@@ -255,11 +258,10 @@ fn many_tools_each_get_their_own_arguments() {
 
 #[test]
 fn a_tool_without_arguments_takes_only_an_empty_object() {
-    let tools = [ToolSpec {
-        name: "list_dir".into(),
-        description: String::new(),
-        parameters: json!({"type": "object", "properties": {}}),
-    }];
+    let tools = [tool(
+        "list_dir",
+        json!({"type": "object", "properties": {}}),
+    )];
     let shapes = Shapes::for_calls(&tools);
     let m = Matcher::new(&shapes, CLOSE_TAG);
     let head = "{\"name\": \"list_dir\", \"arguments\": ";
