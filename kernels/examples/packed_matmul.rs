@@ -1,7 +1,8 @@
-//! Prints the packed Q8_0, Q4_0 and Q5_0 matmuls' speed on the shapes of Qwen2.5-0.5B's layers, and
-//! the Q4_K and Q6_K ones on the shapes of Q4_K_M files whose rows are multiples of 256 (the
-//! 0.5B's MLP down projection and the 1.5B's layers), for one token (decode) and for a
-//! prefill chunk of 256, so kernel changes can be compared in isolation:
+//! Prints every packed kernel's speed, on each instruction set this CPU runs, against the
+//! CPU's measured int8 multiply-accumulate peak: Q8_0, Q4_0 and Q5_0 on the shapes of
+//! Qwen2.5-0.5B's layers, Q4_K and Q6_K on the shapes of Q4_K_M files whose rows are
+//! multiples of 256 (the 0.5B's MLP down projection and the 1.5B's layers), for one token
+//! (decode) and for a prefill chunk of 256, so kernel changes can be compared in isolation:
 //!   cargo run --release -p hearth-kernels --example packed_matmul [threads]
 //! Threads default to the rayon pool's (`RAYON_NUM_THREADS`).
 
@@ -26,114 +27,252 @@ const K_SHAPES: [(&str, usize, usize); 4] = [
     ("down 1536x8960", 1536, 8960),
 ];
 
+/// A packed matrix of any format, behind the one call the table times.
+type Matmul = Box<dyn Fn(&[f32], usize, &mut [f32], usize)>;
+
+/// A format's name, its GGUF block (values, bytes), and how to pack it for a kernel.
+struct Format {
+    name: &'static str,
+    block: (usize, usize),
+    pack: fn(Isa, &[u8], usize, usize) -> Option<Matmul>,
+}
+
+fn boxed<T: 'static>(packed: T, call: fn(&T, &[f32], usize, &mut [f32], usize)) -> Matmul {
+    Box::new(move |lhs, m, out, threads| call(&packed, lhs, m, out, threads))
+}
+
+const FORMATS: [Format; 5] = [
+    Format {
+        name: "Q8_0",
+        block: (32, 34),
+        pack: |isa, data, rows, cols| {
+            let packed = PackedQ8_0::pack_for(isa, data, rows, cols).ok()?;
+            Some(boxed(packed, PackedQ8_0::matmul))
+        },
+    },
+    Format {
+        name: "Q4_0",
+        block: (32, 18),
+        pack: |isa, data, rows, cols| {
+            let packed = PackedQ4_0::pack_for(isa, data, rows, cols).ok()?;
+            Some(boxed(packed, PackedQ4_0::matmul))
+        },
+    },
+    Format {
+        name: "Q5_0",
+        block: (32, 22),
+        pack: |isa, data, rows, cols| {
+            let packed = PackedQ5_0::pack_for(isa, data, rows, cols).ok()?;
+            Some(boxed(packed, PackedQ5_0::matmul))
+        },
+    },
+    Format {
+        name: "Q4_K",
+        block: (256, 144),
+        pack: |isa, data, rows, cols| {
+            let packed = PackedQ4_K::pack_for(isa, data, rows, cols).ok()?;
+            Some(boxed(packed, PackedQ4_K::matmul))
+        },
+    },
+    Format {
+        name: "Q6_K",
+        block: (256, 210),
+        pack: |isa, data, rows, cols| {
+            let packed = PackedQ6_K::pack_for(isa, data, rows, cols).ok()?;
+            Some(boxed(packed, PackedQ6_K::matmul))
+        },
+    },
+];
+
 fn main() {
     let threads = std::env::args()
         .nth(1)
         .and_then(|t| t.parse().ok())
         .unwrap_or_else(rayon::current_num_threads);
-    let Some(isa) = Isa::detect() else {
+    let isas: Vec<Isa> = Isa::ALL.into_iter().filter(|i| i.available()).collect();
+    if isas.is_empty() {
         eprintln!("this CPU has neither AVX-512 VNNI nor AVX2");
         std::process::exit(1);
-    };
-    println!("Q8_0 kernel {isa:?}, Q4_0 and Q5_0 kernels Avx2, {threads} threads");
-    println!(
-        "{:<18} {:>5} {:>10} {:>9} {:>10} {:>9} {:>10} {:>9}",
-        "shape", "m", "Q8_0 ms", "GMAC/s", "Q4_0 ms", "GMAC/s", "Q5_0 ms", "GMAC/s"
-    );
-    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-    let mut next = move || {
+    }
+    println!("{threads} threads; int8 multiply-accumulate peak, measured:");
+    for &isa in &isas {
+        println!("  {isa:?}: {:.0} GMAC/s", int8_peak(isa, threads) / 1e9);
+    }
+    print!("\n{:<5} {:<18} {:>4}", "fmt", "shape", "m");
+    for isa in &isas {
+        print!(" {:>12} {:>7}", format!("{isa:?} ms"), "GMAC/s");
+    }
+    println!();
+    let mut next = xorshift(0x2545_f491_4f6c_dd1d);
+    for format in &FORMATS {
+        let shapes = if format.block.0 == 256 {
+            K_SHAPES
+        } else {
+            SHAPES
+        };
+        for (name, rows, cols) in shapes {
+            let blocks = rows * cols / format.block.0;
+            let data = random_blocks(format, blocks, &mut next);
+            let packed: Vec<Matmul> = isas
+                .iter()
+                .filter_map(|&isa| (format.pack)(isa, &data, rows, cols))
+                .collect();
+            for m in [1, 256] {
+                let lhs: Vec<f32> = (0..m * cols)
+                    .map(|_| (next() % 2000) as f32 / 1000.0 - 1.0)
+                    .collect();
+                let mut out = vec![0f32; m * rows];
+                let macs = (m * rows * cols) as f64;
+                print!("{:<5} {name:<18} {m:>4}", format.name);
+                for matmul in &packed {
+                    let time = best_time(|| matmul(&lhs, m, &mut out, threads));
+                    print!(" {:>12.3} {:>7.1}", time * 1e3, macs / time / 1e9);
+                }
+                println!();
+            }
+        }
+    }
+}
+
+/// Random GGUF blocks of `format` whose scales are small and finite.
+fn random_blocks(format: &Format, blocks: usize, next: &mut impl FnMut() -> u64) -> Vec<u8> {
+    let (_, bytes) = format.block;
+    let scale = half::f16::from_f32(0.001).to_le_bytes();
+    let mut data = Vec::with_capacity(blocks * bytes);
+    for _ in 0..blocks {
+        let start = data.len();
+        data.extend((0..bytes).map(|_| next() as u8));
+        // Where each format keeps its f16 scales: first (Q8_0, Q4_0, Q5_0, and Q4_K's `d`
+        // and `dmin`), or last (Q6_K's `d`).
+        match format.name {
+            "Q6_K" => data[start + bytes - 2..start + bytes].copy_from_slice(&scale),
+            "Q4_K" => {
+                data[start..start + 2].copy_from_slice(&scale);
+                data[start + 2..start + 4].copy_from_slice(&scale);
+            }
+            _ => data[start..start + 2].copy_from_slice(&scale),
+        }
+    }
+    data
+}
+
+fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+    move || {
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
         seed
-    };
-    for (name, rows, cols) in SHAPES {
-        let blocks = rows * cols / 32;
-        let mut q8 = Vec::with_capacity(blocks * 34);
-        let mut q4 = Vec::with_capacity(blocks * 18);
-        let mut q5 = Vec::with_capacity(blocks * 22);
-        for _ in 0..blocks {
-            let scale = half::f16::from_f32(0.01).to_le_bytes();
-            q8.extend_from_slice(&scale);
-            q8.extend((0..32).map(|_| next() as u8));
-            q4.extend_from_slice(&scale);
-            q4.extend((0..16).map(|_| next() as u8));
-            q5.extend_from_slice(&scale);
-            q5.extend((0..20).map(|_| next() as u8));
-        }
-        let (Ok(q8), Ok(q4), Ok(q5)) = (
-            PackedQ8_0::pack_for(isa, &q8, rows, cols),
-            PackedQ4_0::pack(&q4, rows, cols),
-            PackedQ5_0::pack(&q5, rows, cols),
-        ) else {
-            eprintln!("{name}: cannot pack");
-            continue;
-        };
-        for m in [1, 256] {
-            let lhs: Vec<f32> = (0..m * cols)
-                .map(|_| (next() % 2000) as f32 / 1000.0 - 1.0)
-                .collect();
-            let mut out = vec![0f32; m * rows];
-            let q8_time = best_time(|| q8.matmul(&lhs, m, &mut out, threads));
-            let q4_time = best_time(|| q4.matmul(&lhs, m, &mut out, threads));
-            let q5_time = best_time(|| q5.matmul(&lhs, m, &mut out, threads));
-            let macs = (m * rows * cols) as f64;
-            println!(
-                "{name:<18} {m:>5} {:>10.3} {:>9.1} {:>10.3} {:>9.1} {:>10.3} {:>9.1}",
-                q8_time * 1e3,
-                macs / q8_time / 1e9,
-                q4_time * 1e3,
-                macs / q4_time / 1e9,
-                q5_time * 1e3,
-                macs / q5_time / 1e9
-            );
-        }
     }
-    k_quants(threads, &mut next);
 }
 
-/// The Q4_K and Q6_K table, on random super-blocks.
-fn k_quants(threads: usize, next: &mut impl FnMut() -> u64) {
-    println!(
-        "\n{:<18} {:>5} {:>10} {:>9} {:>10} {:>9}",
-        "shape", "m", "Q4_K ms", "GMAC/s", "Q6_K ms", "GMAC/s"
-    );
-    for (name, rows, cols) in K_SHAPES {
-        let supers = rows * cols / 256;
-        let mut q4 = Vec::with_capacity(supers * 144);
-        let mut q6 = Vec::with_capacity(supers * 210);
-        let scale = half::f16::from_f32(0.001).to_le_bytes();
-        for _ in 0..supers {
-            q4.extend_from_slice(&scale);
-            q4.extend_from_slice(&scale);
-            q4.extend((0..140).map(|_| next() as u8));
-            q6.extend((0..208).map(|_| next() as u8));
-            q6.extend_from_slice(&scale);
+/// Multiply-accumulates per second that `threads` threads reach in a loop of independent
+/// int8 dot-product instructions and nothing else: the roof a kernel of `isa` works under.
+fn int8_peak(isa: Isa, threads: usize) -> f64 {
+    const ITERATIONS: u64 = 20_000_000;
+    let start = Instant::now();
+    rayon::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|_| {
+                std::hint::black_box(peak_loop(isa, ITERATIONS));
+            });
         }
-        let (Ok(q4), Ok(q6)) = (
-            PackedQ4_K::pack(&q4, rows, cols),
-            PackedQ6_K::pack(&q6, rows, cols),
-        ) else {
-            eprintln!("{name}: cannot pack");
-            continue;
-        };
-        for m in [1, 256] {
-            let lhs: Vec<f32> = (0..m * cols)
-                .map(|_| (next() % 2000) as f32 / 1000.0 - 1.0)
-                .collect();
-            let mut out = vec![0f32; m * rows];
-            let q4_time = best_time(|| q4.matmul(&lhs, m, &mut out, threads));
-            let q6_time = best_time(|| q6.matmul(&lhs, m, &mut out, threads));
-            let macs = (m * rows * cols) as f64;
-            println!(
-                "{name:<18} {m:>5} {:>10.3} {:>9.1} {:>10.3} {:>9.1}",
-                q4_time * 1e3,
-                macs / q4_time / 1e9,
-                q6_time * 1e3,
-                macs / q6_time / 1e9
-            );
+    });
+    let seconds = start.elapsed().as_secs_f64();
+    // Per iteration, twelve 512-bit `vpdpbusd` or six 256-bit `vpmaddubsw` pairs.
+    let macs_per_iteration = match isa {
+        Isa::Avx512Vnni => 12 * 64,
+        Isa::Avx2 => 6 * 32,
+    };
+    (threads as u64 * ITERATIONS * macs_per_iteration) as f64 / seconds
+}
+
+#[cfg(target_arch = "x86_64")]
+fn peak_loop(isa: Isa, iterations: u64) -> i32 {
+    // SAFETY: `isa` is one this CPU runs (checked by the caller's filter).
+    unsafe {
+        match isa {
+            Isa::Avx512Vnni => peak_vnni(iterations),
+            Isa::Avx2 => peak_avx2(iterations),
         }
     }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn peak_loop(_: Isa, _: u64) -> i32 {
+    0
+}
+
+/// # Safety
+/// The CPU has AVX-512 F/VNNI.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+unsafe fn peak_vnni(iterations: u64) -> i32 {
+    use std::arch::x86_64::*;
+    let (a, b) = (_mm512_set1_epi8(3), _mm512_set1_epi8(-5));
+    // Twelve chains: `vpdpbusd` takes about 5 cycles, and a core may start two a cycle.
+    let mut acc = [_mm512_setzero_si512(); 12];
+    for _ in 0..iterations {
+        for acc in &mut acc {
+            *acc = _mm512_dpbusd_epi32(*acc, a, b);
+        }
+    }
+    acc.iter()
+        .map(|&v| _mm512_reduce_add_epi32(v))
+        .fold(0, i32::wrapping_add)
+}
+
+/// # Safety
+/// The CPU has AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn peak_avx2(iterations: u64) -> i32 {
+    use std::arch::x86_64::*;
+    let (a, b, ones) = (
+        _mm256_set1_epi8(3),
+        _mm256_set1_epi8(-5),
+        _mm256_set1_epi16(1),
+    );
+    let mut acc = [_mm256_setzero_si256(); 6];
+    // The AVX2 kernels' pair (byte products summed in i16, then widened to i32) in assembly:
+    // with constant operands, a compiler hoists the products out of the loop.
+    // SAFETY: register-only arithmetic on AVX2 registers (ymm0–15), which the caller checked.
+    unsafe {
+        std::arch::asm!(
+            "2:",
+            "vpmaddubsw {t0}, {a}, {b}", "vpmaddwd {t0}, {t0}, {ones}", "vpaddd {c0}, {c0}, {t0}",
+            "vpmaddubsw {t1}, {a}, {b}", "vpmaddwd {t1}, {t1}, {ones}", "vpaddd {c1}, {c1}, {t1}",
+            "vpmaddubsw {t2}, {a}, {b}", "vpmaddwd {t2}, {t2}, {ones}", "vpaddd {c2}, {c2}, {t2}",
+            "vpmaddubsw {t3}, {a}, {b}", "vpmaddwd {t3}, {t3}, {ones}", "vpaddd {c3}, {c3}, {t3}",
+            "vpmaddubsw {t4}, {a}, {b}", "vpmaddwd {t4}, {t4}, {ones}", "vpaddd {c4}, {c4}, {t4}",
+            "vpmaddubsw {t5}, {a}, {b}", "vpmaddwd {t5}, {t5}, {ones}", "vpaddd {c5}, {c5}, {t5}",
+            "dec {n}",
+            "jnz 2b",
+            n = inout(reg) iterations => _,
+            a = in(ymm_reg) a,
+            b = in(ymm_reg) b,
+            ones = in(ymm_reg) ones,
+            t0 = out(ymm_reg) _,
+            t1 = out(ymm_reg) _,
+            t2 = out(ymm_reg) _,
+            t3 = out(ymm_reg) _,
+            t4 = out(ymm_reg) _,
+            t5 = out(ymm_reg) _,
+            c0 = inout(ymm_reg) acc[0],
+            c1 = inout(ymm_reg) acc[1],
+            c2 = inout(ymm_reg) acc[2],
+            c3 = inout(ymm_reg) acc[3],
+            c4 = inout(ymm_reg) acc[4],
+            c5 = inout(ymm_reg) acc[5],
+            options(nomem, nostack),
+        );
+    }
+    let mut lanes = [0i32; 8];
+    let sum = acc
+        .into_iter()
+        .fold(_mm256_setzero_si256(), |s, v| _mm256_add_epi32(s, v));
+    // SAFETY: 8 i32 lanes into an 8-element array.
+    unsafe { _mm256_storeu_si256(lanes.as_mut_ptr().cast(), sum) };
+    lanes.iter().fold(0, |a, &b| a.wrapping_add(b))
 }
 
 /// Seconds per call: the best of several windows, since on a shared machine the others only

@@ -1,17 +1,19 @@
 //! Compute kernels for the local engine, each a SIMD path with a scalar reference that the
 //! tests hold it to.
 //!
-//! - [`PackedQ8_0`]: Q8_0 weights repacked for int8 dot-product instructions (AVX-512 VNNI,
-//!   or AVX2 where the CPU has no AVX-512), multiplied by a batch of f32 activation rows. It
-//!   is what makes prefill fast where candle's own repacked path does not apply (rows whose
-//!   length is not a multiple of 256, such as the 896-wide projections of Qwen2.5-0.5B).
-//! - [`PackedQ4_0`]: Q4_0 weights, kept 4-bit, on an AVX2 kernel that multiplies the nibbles
-//!   unsigned and sums a whole block in i16.
-//! - [`PackedQ5_0`]: Q5_0 weights, kept 5-bit (nibbles and fifth bits packed), on the same
-//!   kind of kernel, the fifth bits shifted into place and the i16 sums let wrap.
+//! - [`PackedQ8_0`]: Q8_0 weights repacked for int8 dot-product instructions, multiplied by a
+//!   batch of f32 activation rows. It is what makes prefill fast where candle's own repacked
+//!   path does not apply (rows whose length is not a multiple of 256, such as the 896-wide
+//!   projections of Qwen2.5-0.5B).
+//! - [`PackedQ4_0`]: Q4_0 weights, kept 4-bit, the nibbles multiplied as unsigned bytes.
+//! - [`PackedQ5_0`]: Q5_0 weights, kept 5-bit (nibbles and fifth bits packed), the fifth bits
+//!   shifted into place.
 //! - [`PackedQ4_K`] and [`PackedQ6_K`]: the K-quants of Q4_K_M files, kept at their file size
-//!   (nibbles and 2-bit high parts packed, sub-block scales as small integers) on AVX2 kernels
-//!   that fold the sub-block scales in with `vpmaddwd`.
+//!   (nibbles and 2-bit high parts packed, sub-block scales as small integers).
+//!
+//! Each format has an AVX-512 VNNI kernel (`vpdpbusd`, sixteen rows per register, sums in
+//! i32) and an AVX2 one (`vpmaddubsw` and `vpmaddwd`, eight rows per register); [`Isa`]
+//! picks the faster one the CPU runs when a matrix is packed.
 //! - [`causal_attention`]: attention over a preallocated f32 KV cache read in place, with an
 //!   online softmax instead of a materialized score matrix and mask.
 
@@ -19,6 +21,7 @@
 
 mod activations;
 mod attention;
+mod isa;
 mod q4_0;
 mod q4_k;
 mod q5_0;
@@ -29,11 +32,12 @@ mod test_support;
 mod tiled;
 
 pub use attention::{AttentionShape, ShapeError, causal_attention};
+pub use isa::Isa;
 pub use q4_0::PackedQ4_0;
 pub use q4_k::PackedQ4_K;
 pub use q5_0::PackedQ5_0;
 pub use q6_k::PackedQ6_K;
-pub use q8_0::{Isa, PackedQ8_0};
+pub use q8_0::PackedQ8_0;
 pub use tiled::PackError;
 
 /// An output buffer's start, shared by the threads of one parallel kernel call. Each thread

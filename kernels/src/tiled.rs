@@ -77,16 +77,31 @@ pub(crate) fn check_blocks(
     Ok(blocks)
 }
 
-/// Whether the CPU has what every AVX2 kernel here needs (AVX2 and FMA).
-#[cfg(target_arch = "x86_64")]
-pub(crate) fn avx2_available() -> bool {
-    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+/// Calls the micro-kernel `$kernel::<R>(args…, first)` over the activation rows `$rows` in
+/// steps of `$mr` rows, then once for the rest (fewer than `$mr`, at most 7), so that every
+/// row of a slice shares the unpacked weights of its tile with others where it can.
+macro_rules! in_row_steps {
+    ($kernel:ident::<$mr:ident>($($arg:expr),*; $rows:expr)) => {{
+        const _: () = assert!($mr <= 8);
+        let rows: ::std::ops::Range<usize> = $rows;
+        let mut first = rows.start;
+        while first + $mr <= rows.end {
+            $kernel::<$mr>($($arg,)* first);
+            first += $mr;
+        }
+        match rows.end - first {
+            0 => {}
+            1 => $kernel::<1>($($arg,)* first),
+            2 => $kernel::<2>($($arg,)* first),
+            3 => $kernel::<3>($($arg,)* first),
+            4 => $kernel::<4>($($arg,)* first),
+            5 => $kernel::<5>($($arg,)* first),
+            6 => $kernel::<6>($($arg,)* first),
+            _ => $kernel::<7>($($arg,)* first),
+        }
+    }};
 }
-
-#[cfg(not(target_arch = "x86_64"))]
-pub(crate) fn avx2_available() -> bool {
-    false
-}
+pub(crate) use in_row_steps;
 
 /// Quantized activation bytes a slice of rows may take.
 const SLICE_BYTES: usize = 64 * 1024;

@@ -1,4 +1,4 @@
-//! Q4_0 weights × f32 activations, packed for AVX2 (which AVX-512 CPUs run too).
+//! Q4_0 weights × f32 activations, packed for the int8 kernels (AVX-512 VNNI or AVX2).
 //!
 //! A GGUF Q4_0 block is an f16 scale `d` and 16 bytes: byte `j` holds value `j` in its low
 //! nibble and value `j + 16` in its high nibble, each meaning `d · (nibble − 8)`. A [`Tile`]
@@ -8,12 +8,14 @@
 //! The weights stay 4-bit in memory (320 bytes per 16 × 32 tile, 1.1× the file), which is what
 //! decode, bound by memory bandwidth, wants.
 //!
-//! The kernel multiplies the nibbles as unsigned bytes (0..=15) by the signed activation bytes
-//! with `vpmaddubsw`. No sign trick is needed, and a block's sixteen products per lane sum to
-//! at most 16 · 15 · 127 = 30480, inside i16, so a block accumulates in i16 and widens once.
-//! The `− 8` comes back as `− 8 · Σa` per activation block.
+//! The AVX2 kernel multiplies the nibbles as unsigned bytes (0..=15) by the signed
+//! activation bytes with `vpmaddubsw`. No sign trick is needed, and a block's sixteen products
+//! per lane sum to at most 16 · 15 · 127 = 30480, inside i16, so a block accumulates in i16 and
+//! widens once. The AVX-512 one does the same in `vpdpbusd`, in i32. The `− 8` comes back as
+//! `− 8 · Σa` per activation block.
 
 mod avx2;
+mod avx512;
 #[cfg(test)]
 mod tests;
 
@@ -21,6 +23,7 @@ use half::f16;
 
 use crate::OutPtr;
 use crate::activations::{BLOCK, QuantizedRows};
+use crate::isa::Isa;
 use crate::tiled::{self, PackError, TILE_ROWS};
 /// Bytes per GGUF Q4_0 block: an f16 scale and 16 bytes of nibbles.
 const BLOCK_BYTES: usize = 2 + BLOCK / 2;
@@ -36,6 +39,7 @@ struct Tile {
 /// A Q4_0 matrix of `rows` × `cols` (one output per row), packed for
 /// [`PackedQ4_0::matmul`].
 pub struct PackedQ4_0 {
+    isa: Isa,
     rows: usize,
     cols: usize,
     /// `tiles[group * blocks + block]`, where `blocks = cols / 32`.
@@ -43,21 +47,37 @@ pub struct PackedQ4_0 {
 }
 
 impl PackedQ4_0 {
-    /// Whether this CPU runs the kernel (AVX2 and FMA).
+    /// Whether this CPU runs a packed kernel (AVX-512 VNNI, or AVX2 and FMA).
     pub fn supported() -> bool {
-        tiled::avx2_available()
+        Isa::detect().is_some()
     }
 
-    /// Repacks GGUF Q4_0 `data` holding a `rows` × `cols` matrix.
+    /// Repacks GGUF Q4_0 `data` holding a `rows` × `cols` matrix, for the
+    /// fastest kernel this CPU has.
     pub fn pack(data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
-        if !Self::supported() {
+        Self::pack_for(
+            Isa::detect().ok_or(PackError::Unsupported)?,
+            data,
+            rows,
+            cols,
+        )
+    }
+
+    /// [`Self::pack`] for a given kernel (tests run every kernel the CPU has).
+    pub fn pack_for(isa: Isa, data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+        if !isa.available() {
             return Err(PackError::Unsupported);
         }
-        Self::pack_portable(data, rows, cols)
+        Self::pack_portable(isa, data, rows, cols)
+    }
+
+    /// The kernel this matrix runs on.
+    pub fn isa(&self) -> Isa {
+        self.isa
     }
 
     /// The layout alone, which the tests check on any CPU.
-    fn pack_portable(data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+    fn pack_portable(isa: Isa, data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
         let blocks = tiled::check_layout(data.len(), rows, cols, BLOCK_BYTES)?;
         let empty = Tile {
             qs: [0; TILE_ROWS * BLOCK / 2],
@@ -74,7 +94,12 @@ impl PackedQ4_0 {
                 }
             }
         }
-        Ok(Self { rows, cols, tiles })
+        Ok(Self {
+            isa,
+            rows,
+            cols,
+            tiles,
+        })
     }
 
     pub fn rows(&self) -> usize {
@@ -136,8 +161,14 @@ impl PackedQ4_0 {
             &|group, rows| {
                 let tiles = &self.tiles[group * blocks..(group + 1) * blocks];
                 // SAFETY: the group's 16 output columns are its own (`tiled::run` hands each group
-                // to one thread) inside `m` rows of `self.rows`; `pack` checked for AVX2.
-                unsafe { avx2::group(tiles, &acts, rows, out.add(group * TILE_ROWS), self.rows) }
+                // to one thread) inside `m` rows of `self.rows`; `pack_for` checked that the CPU runs `isa`.
+                unsafe {
+                    let out = out.add(group * TILE_ROWS);
+                    match self.isa {
+                        Isa::Avx512Vnni => avx512::group(tiles, &acts, rows, out, self.rows),
+                        Isa::Avx2 => avx2::group(tiles, &acts, rows, out, self.rows),
+                    }
+                }
             },
         );
     }

@@ -2,6 +2,7 @@ use half::f16;
 
 use super::{BLOCK, BLOCK_BYTES, PackedQ4_0, TILE_ROWS};
 use crate::activations::QuantizedRows;
+use crate::isa::{Isa, kernels_here};
 use crate::test_support::{Lcg, dense_matmul, max_relative_error, random_rows};
 use crate::tiled::PackError;
 
@@ -57,7 +58,7 @@ fn the_reference_agrees_with_dense_math_on_the_unpacked_weights() {
     for (m, rows, cols) in [(1, 16, 32), (3, 32, 96), (5, 48, 896)] {
         let (data, dense) = random_q4_0(&mut rng, rows, cols);
         let lhs = random_rows(&mut rng, m, cols);
-        let packed = PackedQ4_0::pack_portable(&data, rows, cols).unwrap();
+        let packed = PackedQ4_0::pack_portable(Isa::Avx2, &data, rows, cols).unwrap();
         let mut got = vec![0f32; m * rows];
         packed.matmul_reference(&lhs, m, &mut got);
         let want = dense_matmul(&lhs, &dense, m, rows, cols);
@@ -68,14 +69,13 @@ fn the_reference_agrees_with_dense_math_on_the_unpacked_weights() {
 
 #[test]
 fn the_kernel_matches_the_reference_for_every_row_remainder_and_thread_count() {
-    if !PackedQ4_0::supported() {
-        eprintln!("this CPU has no AVX2: only the reference is tested");
-        return;
-    }
     let mut rng = Lcg(19);
-    for (rows, cols) in [(16, 32), (48, 96), (64, 896)] {
+    for (isa, (rows, cols)) in kernels_here()
+        .into_iter()
+        .flat_map(|isa| [(16, 32), (48, 96), (64, 896)].map(|shape| (isa, shape)))
+    {
         let (data, _) = random_q4_0(&mut rng, rows, cols);
-        let packed = PackedQ4_0::pack(&data, rows, cols).unwrap();
+        let packed = PackedQ4_0::pack_for(isa, &data, rows, cols).unwrap();
         for m in [1, 2, 3, 4, 5, 7, 13, 40] {
             let lhs = random_rows(&mut rng, m, cols);
             let mut want = vec![0f32; m * rows];
@@ -84,7 +84,10 @@ fn the_kernel_matches_the_reference_for_every_row_remainder_and_thread_count() {
                 let mut got = vec![f32::NAN; m * rows];
                 packed.matmul(&lhs, m, &mut got, threads);
                 let err = max_relative_error(&got, &want);
-                assert!(err < 1e-5, "{m}x{rows}x{cols}, {threads} threads: {err}");
+                assert!(
+                    err < 1e-5,
+                    "{isa:?} {m}x{rows}x{cols}, {threads} threads: {err}"
+                );
             }
         }
     }
@@ -92,26 +95,25 @@ fn the_kernel_matches_the_reference_for_every_row_remainder_and_thread_count() {
 
 #[test]
 fn the_extreme_values_do_not_overflow_the_i16_sums() {
-    if !PackedQ4_0::supported() {
-        return;
-    }
-    // Every nibble 15 (value 7) or 0 (value −8) against activations at ±127 after quantizing.
-    for byte in [0xffu8, 0x00] {
-        let (rows, cols) = (16, 64);
-        let mut data = Vec::new();
-        for _ in 0..rows * cols / BLOCK {
-            data.extend_from_slice(&f16::from_f32(1.0).to_le_bytes());
-            data.extend([byte; BLOCK / 2]);
-        }
-        let packed = PackedQ4_0::pack(&data, rows, cols).unwrap();
-        let lhs = vec![-1f32; cols];
-        let mut out = vec![0f32; rows];
-        packed.matmul(&lhs, 1, &mut out, 1);
-        let value = if byte == 0xff { 7.0 } else { -8.0 };
-        for got in out {
-            // Only the activation scale's f16 rounding separates the two.
-            let want = -value * cols as f32;
-            assert!((got - want).abs() < want.abs() * 1e-3, "{got} != {want}");
+    for isa in kernels_here() {
+        // Every nibble 15 (value 7) or 0 (value −8) against activations at ±127 after quantizing.
+        for byte in [0xffu8, 0x00] {
+            let (rows, cols) = (16, 64);
+            let mut data = Vec::new();
+            for _ in 0..rows * cols / BLOCK {
+                data.extend_from_slice(&f16::from_f32(1.0).to_le_bytes());
+                data.extend([byte; BLOCK / 2]);
+            }
+            let packed = PackedQ4_0::pack_for(isa, &data, rows, cols).unwrap();
+            let lhs = vec![-1f32; cols];
+            let mut out = vec![0f32; rows];
+            packed.matmul(&lhs, 1, &mut out, 1);
+            let value = if byte == 0xff { 7.0 } else { -8.0 };
+            for got in out {
+                // Only the activation scale's f16 rounding separates the two.
+                let want = -value * cols as f32;
+                assert!((got - want).abs() < want.abs() * 1e-3, "{got} != {want}");
+            }
         }
     }
 }
@@ -121,7 +123,7 @@ fn dequantized_rows_are_the_unpacked_weights() {
     let mut rng = Lcg(23);
     let (rows, cols) = (32, 96);
     let (data, dense) = random_q4_0(&mut rng, rows, cols);
-    let packed = PackedQ4_0::pack_portable(&data, rows, cols).unwrap();
+    let packed = PackedQ4_0::pack_portable(Isa::Avx2, &data, rows, cols).unwrap();
     let mut row = vec![0f32; cols];
     for r in 0..rows {
         packed.dequantize_row(r, &mut row);
@@ -132,16 +134,16 @@ fn dequantized_rows_are_the_unpacked_weights() {
 #[test]
 fn shapes_and_lengths_that_do_not_pack_are_refused() {
     assert_eq!(
-        PackedQ4_0::pack_portable(&[0; BLOCK_BYTES * 8], 8, 32).err(),
+        PackedQ4_0::pack_portable(Isa::Avx2, &[0; BLOCK_BYTES * 8], 8, 32).err(),
         Some(PackError::Shape { rows: 8, cols: 32 })
     );
     assert!(matches!(
-        PackedQ4_0::pack_portable(&[0; 10], 16, 32),
+        PackedQ4_0::pack_portable(Isa::Avx2, &[0; 10], 16, 32),
         Err(PackError::Length { want, .. }) if want == 16 * BLOCK_BYTES
     ));
     // A crafted header's dimensions: `2^63 · 2 · 18` wraps to 0 in a release build.
     assert_eq!(
-        PackedQ4_0::pack_portable(&[], 1 << 63, 64).err(),
+        PackedQ4_0::pack_portable(Isa::Avx2, &[], 1 << 63, 64).err(),
         Some(PackError::Overflow {
             rows: 1 << 63,
             cols: 64
@@ -154,6 +156,6 @@ fn shapes_and_lengths_that_do_not_pack_are_refused() {
 #[test]
 #[should_panic(expected = "lhs is not m x cols")]
 fn a_row_count_whose_sizes_wrap_is_refused() {
-    let packed = PackedQ4_0::pack_portable(&[0; 16 * BLOCK_BYTES], 16, 32).unwrap();
+    let packed = PackedQ4_0::pack_portable(Isa::Avx2, &[0; 16 * BLOCK_BYTES], 16, 32).unwrap();
     packed.matmul(&[], 1 << 60, &mut [], 1);
 }

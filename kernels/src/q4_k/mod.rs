@@ -1,4 +1,4 @@
-//! Q4_K weights × f32 activations, packed for AVX2, the weights kept 4-bit.
+//! Q4_K weights × f32 activations, packed for AVX-512 VNNI or AVX2, the weights kept 4-bit.
 //!
 //! A GGUF Q4_K super-block holds 256 values of one row: an f16 `d`, an f16 `dmin`, 12 bytes of
 //! 6-bit scales `sc` and mins `m` for its eight sub-blocks of 32 (ggml's `get_scale_min_k4`
@@ -12,11 +12,12 @@
 //! the scales and mins stay 6-bit integers (a byte each), `d` and `dmin` become f32. That is
 //! 152 bytes per row and super-block against the file's 144 (1.06×), read once per matmul.
 //!
-//! The kernel sums `q · a` over a sub-block in i16 exactly as the Q4_0 one does (at most
+//! The AVX2 kernel sums `q · a` over a sub-block in i16 exactly as the Q4_0 one does (at most
 //! 16 · 15 · 127 per lane), widens it with `vpmaddwd` against the sub-block's scales, and
 //! adds `d · a_scale` times that, less `dmin · m · a_scale · Σa`, to f32 accumulators.
 
 mod avx2;
+mod avx512;
 #[cfg(test)]
 mod reference;
 #[cfg(test)]
@@ -26,6 +27,7 @@ use half::f16;
 
 use crate::OutPtr;
 use crate::activations::{BLOCK, QuantizedRows};
+use crate::isa::Isa;
 use crate::tiled::{self, PackError, TILE_ROWS};
 
 /// Values per super-block.
@@ -73,6 +75,7 @@ fn qs_index(lane: usize, b: usize) -> usize {
     reason = "ggml's name for the format, as in `PackedQ4_0`"
 )]
 pub struct PackedQ4_K {
+    isa: Isa,
     rows: usize,
     cols: usize,
     /// `tiles[group * supers + s]`, where `supers = cols / 256`.
@@ -80,21 +83,37 @@ pub struct PackedQ4_K {
 }
 
 impl PackedQ4_K {
-    /// Whether this CPU runs the kernel (AVX2 and FMA).
+    /// Whether this CPU runs a packed kernel (AVX-512 VNNI, or AVX2 and FMA).
     pub fn supported() -> bool {
-        tiled::avx2_available()
+        Isa::detect().is_some()
     }
 
-    /// Repacks GGUF Q4_K `data` holding a `rows` × `cols` matrix.
+    /// Repacks GGUF Q4_K `data` holding a `rows` × `cols` matrix, for the
+    /// fastest kernel this CPU has.
     pub fn pack(data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
-        if !Self::supported() {
+        Self::pack_for(
+            Isa::detect().ok_or(PackError::Unsupported)?,
+            data,
+            rows,
+            cols,
+        )
+    }
+
+    /// [`Self::pack`] for a given kernel (tests run every kernel the CPU has).
+    pub fn pack_for(isa: Isa, data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+        if !isa.available() {
             return Err(PackError::Unsupported);
         }
-        Self::pack_portable(data, rows, cols)
+        Self::pack_portable(isa, data, rows, cols)
+    }
+
+    /// The kernel this matrix runs on.
+    pub fn isa(&self) -> Isa {
+        self.isa
     }
 
     /// The layout alone, which the tests check on any CPU.
-    fn pack_portable(data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+    fn pack_portable(isa: Isa, data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
         let supers = tiled::check_blocks(data.len(), rows, cols, SUPER, BLOCK_BYTES)?;
         let empty = Tile {
             qs: [[0; TILE_ROWS * BLOCK / 2]; SUBS],
@@ -122,7 +141,12 @@ impl PackedQ4_K {
                 }
             }
         }
-        Ok(Self { rows, cols, tiles })
+        Ok(Self {
+            isa,
+            rows,
+            cols,
+            tiles,
+        })
     }
 
     pub fn rows(&self) -> usize {
@@ -187,8 +211,14 @@ impl PackedQ4_K {
             &|group, rows| {
                 let tiles = &self.tiles[group * supers..(group + 1) * supers];
                 // SAFETY: the group's 16 output columns are its own (`tiled::run` hands each
-                // group to one thread) inside `m` rows of `self.rows`; `pack` checked for AVX2.
-                unsafe { avx2::group(tiles, &acts, rows, out.add(group * TILE_ROWS), self.rows) }
+                // group to one thread) inside `m` rows of `self.rows`; `pack_for` checked that the CPU runs `isa`.
+                unsafe {
+                    let out = out.add(group * TILE_ROWS);
+                    match self.isa {
+                        Isa::Avx512Vnni => avx512::group(tiles, &acts, rows, out, self.rows),
+                        Isa::Avx2 => avx2::group(tiles, &acts, rows, out, self.rows),
+                    }
+                }
             },
         );
     }

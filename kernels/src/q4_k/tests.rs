@@ -2,6 +2,7 @@ use half::f16;
 
 use super::reference::dequantize_gguf;
 use super::{BLOCK_BYTES, PackedQ4_K, SUPER};
+use crate::isa::{Isa, kernels_here};
 use crate::test_support::{Lcg, dense_matmul, max_relative_error, random_rows};
 use crate::tiled::PackError;
 
@@ -39,7 +40,7 @@ fn dequantized_rows_are_ggmls_dequantization_bit_for_bit() {
     data[..2].copy_from_slice(&f16::MAX.to_le_bytes());
     data[2..4].copy_from_slice(&f16::MAX.to_le_bytes());
     let dense = dequantize_gguf(&data);
-    let packed = PackedQ4_K::pack_portable(&data, rows, cols).unwrap();
+    let packed = PackedQ4_K::pack_portable(Isa::Avx2, &data, rows, cols).unwrap();
     let mut row = vec![0f32; cols];
     for r in 0..rows {
         packed.dequantize_row(r, &mut row);
@@ -60,7 +61,7 @@ fn the_reference_agrees_with_dense_math_on_the_unpacked_weights() {
         let data = random_q4_k(&mut rng, rows, cols);
         let dense = dequantize_gguf(&data);
         let lhs = random_rows(&mut rng, m, cols);
-        let packed = PackedQ4_K::pack_portable(&data, rows, cols).unwrap();
+        let packed = PackedQ4_K::pack_portable(Isa::Avx2, &data, rows, cols).unwrap();
         let mut got = vec![0f32; m * rows];
         packed.matmul_reference(&lhs, m, &mut got);
         let want = dense_matmul(&lhs, &dense, m, rows, cols);
@@ -71,14 +72,13 @@ fn the_reference_agrees_with_dense_math_on_the_unpacked_weights() {
 
 #[test]
 fn the_kernel_matches_the_reference_for_every_row_remainder_and_thread_count() {
-    if !PackedQ4_K::supported() {
-        eprintln!("this CPU has no AVX2: only the reference is tested");
-        return;
-    }
     let mut rng = Lcg(37);
-    for (rows, cols) in [(16, 256), (48, 512), (64, 1024)] {
+    for (isa, (rows, cols)) in kernels_here()
+        .into_iter()
+        .flat_map(|isa| [(16, 256), (48, 512), (64, 1024)].map(|shape| (isa, shape)))
+    {
         let data = random_q4_k(&mut rng, rows, cols);
-        let packed = PackedQ4_K::pack(&data, rows, cols).unwrap();
+        let packed = PackedQ4_K::pack_for(isa, &data, rows, cols).unwrap();
         for m in [1, 2, 3, 4, 5, 7, 16, 33] {
             let lhs = random_rows(&mut rng, m, cols);
             let mut want = vec![0f32; m * rows];
@@ -87,7 +87,10 @@ fn the_kernel_matches_the_reference_for_every_row_remainder_and_thread_count() {
                 let mut got = vec![f32::NAN; m * rows];
                 packed.matmul(&lhs, m, &mut got, threads);
                 let err = max_relative_error(&got, &want);
-                assert!(err < 1e-5, "{m}x{rows}x{cols}, {threads} threads: {err}");
+                assert!(
+                    err < 1e-5,
+                    "{isa:?} {m}x{rows}x{cols}, {threads} threads: {err}"
+                );
             }
         }
     }
@@ -95,22 +98,21 @@ fn the_kernel_matches_the_reference_for_every_row_remainder_and_thread_count() {
 
 #[test]
 fn the_extreme_values_do_not_overflow_the_integer_sums() {
-    if !PackedQ4_K::supported() {
-        return;
-    }
-    let (rows, cols) = (16, 512);
-    // Every nibble, scale and min at 63 or 15 against activations at −127 after quantizing:
-    // `d · 63 · 15 − dmin · 63` per weight.
-    for (d, dmin) in [(1.0, 0.0), (0.0, 1.0), (1.0, 1.0)] {
-        let data = uniform_q4_k(rows, cols, d, dmin, 0xff);
-        let packed = PackedQ4_K::pack(&data, rows, cols).unwrap();
-        let lhs = vec![-1f32; cols];
-        let mut out = vec![0f32; rows];
-        packed.matmul(&lhs, 1, &mut out, 1);
-        let want = -(d * 63.0 * 15.0 - dmin * 63.0) * cols as f32;
-        for got in out {
-            // Only the activation scale's f16 rounding separates the two.
-            assert!((got - want).abs() <= want.abs() * 1e-3, "{got} != {want}");
+    for isa in kernels_here() {
+        let (rows, cols) = (16, 512);
+        // Every nibble, scale and min at 63 or 15 against activations at −127 after quantizing:
+        // `d · 63 · 15 − dmin · 63` per weight.
+        for (d, dmin) in [(1.0, 0.0), (0.0, 1.0), (1.0, 1.0)] {
+            let data = uniform_q4_k(rows, cols, d, dmin, 0xff);
+            let packed = PackedQ4_K::pack_for(isa, &data, rows, cols).unwrap();
+            let lhs = vec![-1f32; cols];
+            let mut out = vec![0f32; rows];
+            packed.matmul(&lhs, 1, &mut out, 1);
+            let want = -(d * 63.0 * 15.0 - dmin * 63.0) * cols as f32;
+            for got in out {
+                // Only the activation scale's f16 rounding separates the two.
+                assert!((got - want).abs() <= want.abs() * 1e-3, "{got} != {want}");
+            }
         }
     }
 }
@@ -119,19 +121,19 @@ fn the_extreme_values_do_not_overflow_the_integer_sums() {
 fn shapes_and_lengths_that_do_not_pack_are_refused() {
     for (rows, cols) in [(8, 256), (16, 288), (16, 32), (0, 256)] {
         assert_eq!(
-            PackedQ4_K::pack_portable(&[], rows, cols).err(),
+            PackedQ4_K::pack_portable(Isa::Avx2, &[], rows, cols).err(),
             Some(PackError::Shape { rows, cols })
         );
     }
     for len in [0, 16 * BLOCK_BYTES - 1, 16 * BLOCK_BYTES + 1] {
         assert!(matches!(
-            PackedQ4_K::pack_portable(&vec![0; len], 16, 256),
+            PackedQ4_K::pack_portable(Isa::Avx2, &vec![0; len], 16, 256),
             Err(PackError::Length { want, .. }) if want == 16 * BLOCK_BYTES
         ));
     }
     // A crafted header's dimensions: `2^63 · 144` wraps to 0 in a release build.
     assert_eq!(
-        PackedQ4_K::pack_portable(&[], 1 << 63, 256).err(),
+        PackedQ4_K::pack_portable(Isa::Avx2, &[], 1 << 63, 256).err(),
         Some(PackError::Overflow {
             rows: 1 << 63,
             cols: 256
@@ -144,6 +146,6 @@ fn shapes_and_lengths_that_do_not_pack_are_refused() {
 #[test]
 #[should_panic(expected = "lhs is not m x cols")]
 fn a_row_count_whose_sizes_wrap_is_refused() {
-    let packed = PackedQ4_K::pack_portable(&[0; 16 * BLOCK_BYTES], 16, 256).unwrap();
+    let packed = PackedQ4_K::pack_portable(Isa::Avx2, &[0; 16 * BLOCK_BYTES], 16, 256).unwrap();
     packed.matmul(&[], 1 << 60, &mut [], 1);
 }

@@ -1,4 +1,4 @@
-//! Q5_0 weights × f32 activations, packed for AVX2, the weights kept 5-bit.
+//! Q5_0 weights × f32 activations, packed for AVX-512 VNNI or AVX2, the weights kept 5-bit.
 //!
 //! A GGUF Q5_0 block is an f16 scale `d`, a little-endian u32 `qh` and 16 bytes `qs`: byte
 //! `j` of `qs` holds the low four bits of value `j` in its low nibble and of value `j + 16` in
@@ -12,7 +12,7 @@
 //! `4q + t` and its bit `4 + q` to column `4q + 16 + t`. That is 384 bytes per 16 × 32 tile
 //! against the file's 352 (1.09×), and decode reads each of them once.
 //!
-//! The kernel multiplies the unsigned 5-bit `q` by the signed activation bytes with
+//! The AVX2 kernel multiplies the unsigned 5-bit `q` by the signed activation bytes with
 //! `vpmaddubsw` (a pair at most 2 · 31 · 127, no saturation) and sums a block's sixteen
 //! products per lane in i16 with wrapping adds, then subtracts 16 times the activations' pair
 //! sums: the unsigned sum (up to 16 · 31 · 127 = 62992) wraps, but the true sum of
@@ -20,6 +20,7 @@
 //! (the trick of [`crate::PackedQ6_K`]). `vpmaddwd` against ones widens it.
 
 mod avx2;
+mod avx512;
 #[cfg(test)]
 mod reference;
 #[cfg(test)]
@@ -29,6 +30,7 @@ use half::f16;
 
 use crate::OutPtr;
 use crate::activations::{BLOCK, QuantizedRows};
+use crate::isa::Isa;
 use crate::tiled::{self, PackError, TILE_ROWS};
 
 /// Bytes per GGUF Q5_0 block: an f16 scale, 4 bytes of fifth bits and 16 bytes of nibbles.
@@ -58,6 +60,7 @@ fn qh_place(lane: usize, v: usize) -> (usize, usize) {
 /// A Q5_0 matrix of `rows` × `cols` (one output per row), packed for
 /// [`PackedQ5_0::matmul`].
 pub struct PackedQ5_0 {
+    isa: Isa,
     rows: usize,
     cols: usize,
     /// `tiles[group * blocks + block]`, where `blocks = cols / 32`.
@@ -65,21 +68,37 @@ pub struct PackedQ5_0 {
 }
 
 impl PackedQ5_0 {
-    /// Whether this CPU runs the kernel (AVX2 and FMA).
+    /// Whether this CPU runs a packed kernel (AVX-512 VNNI, or AVX2 and FMA).
     pub fn supported() -> bool {
-        tiled::avx2_available()
+        Isa::detect().is_some()
     }
 
-    /// Repacks GGUF Q5_0 `data` holding a `rows` × `cols` matrix.
+    /// Repacks GGUF Q5_0 `data` holding a `rows` × `cols` matrix, for the
+    /// fastest kernel this CPU has.
     pub fn pack(data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
-        if !Self::supported() {
+        Self::pack_for(
+            Isa::detect().ok_or(PackError::Unsupported)?,
+            data,
+            rows,
+            cols,
+        )
+    }
+
+    /// [`Self::pack`] for a given kernel (tests run every kernel the CPU has).
+    pub fn pack_for(isa: Isa, data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+        if !isa.available() {
             return Err(PackError::Unsupported);
         }
-        Self::pack_portable(data, rows, cols)
+        Self::pack_portable(isa, data, rows, cols)
+    }
+
+    /// The kernel this matrix runs on.
+    pub fn isa(&self) -> Isa {
+        self.isa
     }
 
     /// The layout alone, which the tests check on any CPU.
-    fn pack_portable(data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+    fn pack_portable(isa: Isa, data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
         let blocks = tiled::check_layout(data.len(), rows, cols, BLOCK_BYTES)?;
         let empty = Tile {
             qs: [0; TILE_ROWS * BLOCK / 2],
@@ -102,7 +121,12 @@ impl PackedQ5_0 {
                 }
             }
         }
-        Ok(Self { rows, cols, tiles })
+        Ok(Self {
+            isa,
+            rows,
+            cols,
+            tiles,
+        })
     }
 
     pub fn rows(&self) -> usize {
@@ -174,8 +198,14 @@ impl PackedQ5_0 {
             &|group, rows| {
                 let tiles = &self.tiles[group * blocks..(group + 1) * blocks];
                 // SAFETY: the group's 16 output columns are its own (`tiled::run` hands each
-                // group to one thread) inside `m` rows of `self.rows`; `pack` checked for AVX2.
-                unsafe { avx2::group(tiles, &acts, rows, out.add(group * TILE_ROWS), self.rows) }
+                // group to one thread) inside `m` rows of `self.rows`; `pack_for` checked that the CPU runs `isa`.
+                unsafe {
+                    let out = out.add(group * TILE_ROWS);
+                    match self.isa {
+                        Isa::Avx512Vnni => avx512::group(tiles, &acts, rows, out, self.rows),
+                        Isa::Avx2 => avx2::group(tiles, &acts, rows, out, self.rows),
+                    }
+                }
             },
         );
     }

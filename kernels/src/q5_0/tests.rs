@@ -2,6 +2,7 @@ use half::f16;
 
 use super::reference::dequantize_gguf;
 use super::{BLOCK, BLOCK_BYTES, PackedQ5_0};
+use crate::isa::{Isa, kernels_here};
 use crate::test_support::{Lcg, dense_matmul, max_relative_error, random_rows};
 use crate::tiled::PackError;
 
@@ -57,7 +58,7 @@ fn the_reference_agrees_with_dense_math_on_the_unpacked_weights() {
     for (m, rows, cols) in [(1, 16, 32), (3, 32, 96), (5, 48, 896)] {
         let (data, dense) = random_q5_0(&mut rng, rows, cols);
         let lhs = random_rows(&mut rng, m, cols);
-        let packed = PackedQ5_0::pack_portable(&data, rows, cols).unwrap();
+        let packed = PackedQ5_0::pack_portable(Isa::Avx2, &data, rows, cols).unwrap();
         let mut got = vec![0f32; m * rows];
         packed.matmul_reference(&lhs, m, &mut got);
         let want = dense_matmul(&lhs, &dense, m, rows, cols);
@@ -68,14 +69,13 @@ fn the_reference_agrees_with_dense_math_on_the_unpacked_weights() {
 
 #[test]
 fn the_kernel_matches_the_reference_for_every_row_remainder_and_thread_count() {
-    if !PackedQ5_0::supported() {
-        eprintln!("this CPU has no AVX2: only the reference is tested");
-        return;
-    }
     let mut rng = Lcg(19);
-    for (rows, cols) in [(16, 32), (48, 96), (64, 896), (32, 4864)] {
+    for (isa, (rows, cols)) in kernels_here()
+        .into_iter()
+        .flat_map(|isa| [(16, 32), (48, 96), (64, 896), (32, 4864)].map(|shape| (isa, shape)))
+    {
         let (data, _) = random_q5_0(&mut rng, rows, cols);
-        let packed = PackedQ5_0::pack(&data, rows, cols).unwrap();
+        let packed = PackedQ5_0::pack_for(isa, &data, rows, cols).unwrap();
         for m in [1, 2, 3, 7, 16, 33] {
             let lhs = random_rows(&mut rng, m, cols);
             let mut want = vec![0f32; m * rows];
@@ -84,7 +84,10 @@ fn the_kernel_matches_the_reference_for_every_row_remainder_and_thread_count() {
                 let mut got = vec![f32::NAN; m * rows];
                 packed.matmul(&lhs, m, &mut got, threads);
                 let err = max_relative_error(&got, &want);
-                assert!(err < 1e-5, "{m}x{rows}x{cols}, {threads} threads: {err}");
+                assert!(
+                    err < 1e-5,
+                    "{isa:?} {m}x{rows}x{cols}, {threads} threads: {err}"
+                );
             }
         }
     }
@@ -94,23 +97,23 @@ fn the_kernel_matches_the_reference_for_every_row_remainder_and_thread_count() {
 /// maximum: the unsigned i16 sums wrap, and only the true sums must come out.
 #[test]
 fn the_extreme_values_do_not_overflow_the_i16_sums() {
-    if !PackedQ5_0::supported() {
-        return;
-    }
-    let (rows, cols) = (16, 64);
-    for q in [31u8, 0, 16] {
-        let packed = PackedQ5_0::pack(&uniform_q5_0(rows, cols, 1.0, q), rows, cols).unwrap();
-        for sign in [1f32, -1.0] {
-            let lhs = vec![sign; cols];
-            let mut out = vec![0f32; rows];
-            packed.matmul(&lhs, 1, &mut out, 1);
-            let want = sign * (f32::from(q) - 16.0) * cols as f32;
-            for got in out {
-                // Only the activation scale's f16 rounding separates the two.
-                assert!(
-                    (got - want).abs() <= want.abs() * 1e-3,
-                    "{q}: {got} != {want}"
-                );
+    for isa in kernels_here() {
+        let (rows, cols) = (16, 64);
+        for q in [31u8, 0, 16] {
+            let packed =
+                PackedQ5_0::pack_for(isa, &uniform_q5_0(rows, cols, 1.0, q), rows, cols).unwrap();
+            for sign in [1f32, -1.0] {
+                let lhs = vec![sign; cols];
+                let mut out = vec![0f32; rows];
+                packed.matmul(&lhs, 1, &mut out, 1);
+                let want = sign * (f32::from(q) - 16.0) * cols as f32;
+                for got in out {
+                    // Only the activation scale's f16 rounding separates the two.
+                    assert!(
+                        (got - want).abs() <= want.abs() * 1e-3,
+                        "{q}: {got} != {want}"
+                    );
+                }
             }
         }
     }
@@ -121,7 +124,7 @@ fn dequantized_rows_are_the_gguf_reference_bit_for_bit() {
     let mut rng = Lcg(23);
     let (rows, cols) = (32, 96);
     let (data, dense) = random_q5_0(&mut rng, rows, cols);
-    let packed = PackedQ5_0::pack_portable(&data, rows, cols).unwrap();
+    let packed = PackedQ5_0::pack_portable(Isa::Avx2, &data, rows, cols).unwrap();
     let mut row = vec![0f32; cols];
     for r in 0..rows {
         packed.dequantize_row(r, &mut row);
@@ -138,22 +141,22 @@ fn dequantized_rows_are_the_gguf_reference_bit_for_bit() {
 #[test]
 fn shapes_and_lengths_that_do_not_pack_are_refused() {
     assert_eq!(
-        PackedQ5_0::pack_portable(&[0; BLOCK_BYTES * 8], 8, 32).err(),
+        PackedQ5_0::pack_portable(Isa::Avx2, &[0; BLOCK_BYTES * 8], 8, 32).err(),
         Some(PackError::Shape { rows: 8, cols: 32 })
     );
     assert_eq!(
-        PackedQ5_0::pack_portable(&[0; BLOCK_BYTES * 16], 16, 48).err(),
+        PackedQ5_0::pack_portable(Isa::Avx2, &[0; BLOCK_BYTES * 16], 16, 48).err(),
         Some(PackError::Shape { rows: 16, cols: 48 })
     );
     for len in [0, 16 * BLOCK_BYTES - 1, 16 * BLOCK_BYTES + 1] {
         assert!(matches!(
-            PackedQ5_0::pack_portable(&vec![0; len], 16, 32),
+            PackedQ5_0::pack_portable(Isa::Avx2, &vec![0; len], 16, 32),
             Err(PackError::Length { got, want, .. }) if got == len && want == 16 * BLOCK_BYTES
         ));
     }
     // A crafted header's dimensions: `2^63 · 2 · 22` wraps to 0 in a release build.
     assert_eq!(
-        PackedQ5_0::pack_portable(&[], 1 << 63, 64).err(),
+        PackedQ5_0::pack_portable(Isa::Avx2, &[], 1 << 63, 64).err(),
         Some(PackError::Overflow {
             rows: 1 << 63,
             cols: 64
@@ -166,7 +169,7 @@ fn shapes_and_lengths_that_do_not_pack_are_refused() {
 #[test]
 #[should_panic(expected = "lhs is not m x cols")]
 fn a_row_count_whose_sizes_wrap_is_refused() {
-    let packed = PackedQ5_0::pack_portable(&[0; 16 * BLOCK_BYTES], 16, 32).unwrap();
+    let packed = PackedQ5_0::pack_portable(Isa::Avx2, &[0; 16 * BLOCK_BYTES], 16, 32).unwrap();
     packed.matmul(&[], 1 << 60, &mut [], 1);
 }
 

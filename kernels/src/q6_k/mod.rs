@@ -1,4 +1,4 @@
-//! Q6_K weights × f32 activations, packed for AVX2, the weights kept 6-bit.
+//! Q6_K weights × f32 activations, packed for AVX-512 VNNI or AVX2, the weights kept 6-bit.
 //!
 //! A GGUF Q6_K super-block holds 256 values of one row: 128 bytes `ql` of low nibbles, 64
 //! bytes `qh` of 2-bit high parts, 16 signed 8-bit scales (one per 16 values) and an f16 `d`;
@@ -13,13 +13,14 @@
 //! shifts into place for rows 0–7 and 8–15 (see [`Tile::qh`]); the scales stay i8 and `d`
 //! becomes f32. That is 212 bytes per row and super-block against the file's 210 (1.01×).
 //!
-//! The kernel multiplies the unsigned 6-bit `q` by the signed activation bytes with
+//! The AVX2 kernel multiplies the unsigned 6-bit `q` by the signed activation bytes with
 //! `vpmaddubsw` (a pair at most 2 · 63 · 127, no saturation) and sums each 16-value half in
 //! i16 with wrapping adds, then subtracts 32 times the activations' pair sums: the true sum
 //! of `(q − 32) · a` over a half is at most 8 · 32 · 127 = 32512 per lane, inside i16, so the
 //! wrapped intermediate sums come out exact. `vpmaddwd` against each half's scale widens it.
 
 mod avx2;
+mod avx512;
 #[cfg(test)]
 mod reference;
 #[cfg(test)]
@@ -29,6 +30,7 @@ use half::f16;
 
 use crate::OutPtr;
 use crate::activations::{BLOCK, QuantizedRows};
+use crate::isa::Isa;
 use crate::tiled::{self, PackError, TILE_ROWS};
 
 /// Values per super-block.
@@ -73,6 +75,7 @@ fn qh_place(lane: usize, b: usize) -> (usize, u32) {
     reason = "ggml's name for the format, as in `PackedQ4_0`"
 )]
 pub struct PackedQ6_K {
+    isa: Isa,
     rows: usize,
     cols: usize,
     /// `tiles[group * supers + s]`, where `supers = cols / 256`.
@@ -80,21 +83,37 @@ pub struct PackedQ6_K {
 }
 
 impl PackedQ6_K {
-    /// Whether this CPU runs the kernel (AVX2 and FMA).
+    /// Whether this CPU runs a packed kernel (AVX-512 VNNI, or AVX2 and FMA).
     pub fn supported() -> bool {
-        tiled::avx2_available()
+        Isa::detect().is_some()
     }
 
-    /// Repacks GGUF Q6_K `data` holding a `rows` × `cols` matrix.
+    /// Repacks GGUF Q6_K `data` holding a `rows` × `cols` matrix, for the
+    /// fastest kernel this CPU has.
     pub fn pack(data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
-        if !Self::supported() {
+        Self::pack_for(
+            Isa::detect().ok_or(PackError::Unsupported)?,
+            data,
+            rows,
+            cols,
+        )
+    }
+
+    /// [`Self::pack`] for a given kernel (tests run every kernel the CPU has).
+    pub fn pack_for(isa: Isa, data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+        if !isa.available() {
             return Err(PackError::Unsupported);
         }
-        Self::pack_portable(data, rows, cols)
+        Self::pack_portable(isa, data, rows, cols)
+    }
+
+    /// The kernel this matrix runs on.
+    pub fn isa(&self) -> Isa {
+        self.isa
     }
 
     /// The layout alone, which the tests check on any CPU.
-    fn pack_portable(data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+    fn pack_portable(isa: Isa, data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
         let supers = tiled::check_blocks(data.len(), rows, cols, SUPER, BLOCK_BYTES)?;
         let empty = Tile {
             ql: [[0; TILE_ROWS * BLOCK / 2]; SUBS],
@@ -121,7 +140,12 @@ impl PackedQ6_K {
                 }
             }
         }
-        Ok(Self { rows, cols, tiles })
+        Ok(Self {
+            isa,
+            rows,
+            cols,
+            tiles,
+        })
     }
 
     pub fn rows(&self) -> usize {
@@ -193,8 +217,14 @@ impl PackedQ6_K {
             &|group, rows| {
                 let tiles = &self.tiles[group * supers..(group + 1) * supers];
                 // SAFETY: the group's 16 output columns are its own (`tiled::run` hands each
-                // group to one thread) inside `m` rows of `self.rows`; `pack` checked for AVX2.
-                unsafe { avx2::group(tiles, &acts, rows, out.add(group * TILE_ROWS), self.rows) }
+                // group to one thread) inside `m` rows of `self.rows`; `pack_for` checked that the CPU runs `isa`.
+                unsafe {
+                    let out = out.add(group * TILE_ROWS);
+                    match self.isa {
+                        Isa::Avx512Vnni => avx512::group(tiles, &acts, rows, out, self.rows),
+                        Isa::Avx2 => avx2::group(tiles, &acts, rows, out, self.rows),
+                    }
+                }
             },
         );
     }

@@ -2,6 +2,7 @@ use half::f16;
 
 use super::reference::dequantize_gguf;
 use super::{BLOCK_BYTES, PackedQ6_K, SUPER};
+use crate::isa::{Isa, kernels_here};
 use crate::test_support::{Lcg, dense_matmul, max_relative_error, random_rows};
 use crate::tiled::PackError;
 
@@ -37,7 +38,7 @@ fn dequantized_rows_are_ggmls_dequantization_bit_for_bit() {
     // One super-block with the largest finite f16 `d`.
     data[BLOCK_BYTES - 2..BLOCK_BYTES].copy_from_slice(&f16::MAX.to_le_bytes());
     let dense = dequantize_gguf(&data);
-    let packed = PackedQ6_K::pack_portable(&data, rows, cols).unwrap();
+    let packed = PackedQ6_K::pack_portable(Isa::Avx2, &data, rows, cols).unwrap();
     let mut row = vec![0f32; cols];
     for r in 0..rows {
         packed.dequantize_row(r, &mut row);
@@ -58,7 +59,7 @@ fn the_reference_agrees_with_dense_math_on_the_unpacked_weights() {
         let data = random_q6_k(&mut rng, rows, cols);
         let dense = dequantize_gguf(&data);
         let lhs = random_rows(&mut rng, m, cols);
-        let packed = PackedQ6_K::pack_portable(&data, rows, cols).unwrap();
+        let packed = PackedQ6_K::pack_portable(Isa::Avx2, &data, rows, cols).unwrap();
         let mut got = vec![0f32; m * rows];
         packed.matmul_reference(&lhs, m, &mut got);
         let want = dense_matmul(&lhs, &dense, m, rows, cols);
@@ -69,14 +70,13 @@ fn the_reference_agrees_with_dense_math_on_the_unpacked_weights() {
 
 #[test]
 fn the_kernel_matches_the_reference_for_every_row_remainder_and_thread_count() {
-    if !PackedQ6_K::supported() {
-        eprintln!("this CPU has no AVX2: only the reference is tested");
-        return;
-    }
     let mut rng = Lcg(47);
-    for (rows, cols) in [(16, 256), (48, 512), (64, 1024)] {
+    for (isa, (rows, cols)) in kernels_here()
+        .into_iter()
+        .flat_map(|isa| [(16, 256), (48, 512), (64, 1024)].map(|shape| (isa, shape)))
+    {
         let data = random_q6_k(&mut rng, rows, cols);
-        let packed = PackedQ6_K::pack(&data, rows, cols).unwrap();
+        let packed = PackedQ6_K::pack_for(isa, &data, rows, cols).unwrap();
         for m in [1, 2, 3, 4, 5, 7, 16, 33] {
             let lhs = random_rows(&mut rng, m, cols);
             let mut want = vec![0f32; m * rows];
@@ -85,7 +85,10 @@ fn the_kernel_matches_the_reference_for_every_row_remainder_and_thread_count() {
                 let mut got = vec![f32::NAN; m * rows];
                 packed.matmul(&lhs, m, &mut got, threads);
                 let err = max_relative_error(&got, &want);
-                assert!(err < 1e-5, "{m}x{rows}x{cols}, {threads} threads: {err}");
+                assert!(
+                    err < 1e-5,
+                    "{isa:?} {m}x{rows}x{cols}, {threads} threads: {err}"
+                );
             }
         }
     }
@@ -93,24 +96,23 @@ fn the_kernel_matches_the_reference_for_every_row_remainder_and_thread_count() {
 
 #[test]
 fn the_extreme_values_do_not_overflow_the_integer_sums() {
-    if !PackedQ6_K::supported() {
-        return;
-    }
-    let (rows, cols) = (16, 512);
-    // Values 63 or 0 (31 or −32 after the offset) at scales −128 or 127, against activations
-    // at ±127 after quantizing: a sub-block's integer sum reaches 2 · 128 · 16 · 32 · 127.
-    for (q, scale) in [(63, 127), (0, 127), (63, -128), (0, -128)] {
-        let data = uniform_q6_k(rows, cols, q, scale);
-        let packed = PackedQ6_K::pack(&data, rows, cols).unwrap();
-        let value = f32::from(scale) * (f32::from(q) - 32.0);
-        for sign in [-1f32, 1.0] {
-            let lhs = vec![sign; cols];
-            let mut out = vec![0f32; rows];
-            packed.matmul(&lhs, 1, &mut out, 1);
-            let want = sign * value * cols as f32;
-            for got in out {
-                // Only the activation scale's f16 rounding separates the two.
-                assert!((got - want).abs() <= want.abs() * 1e-3, "{got} != {want}");
+    for isa in kernels_here() {
+        let (rows, cols) = (16, 512);
+        // Values 63 or 0 (31 or −32 after the offset) at scales −128 or 127, against activations
+        // at ±127 after quantizing: a sub-block's integer sum reaches 2 · 128 · 16 · 32 · 127.
+        for (q, scale) in [(63, 127), (0, 127), (63, -128), (0, -128)] {
+            let data = uniform_q6_k(rows, cols, q, scale);
+            let packed = PackedQ6_K::pack_for(isa, &data, rows, cols).unwrap();
+            let value = f32::from(scale) * (f32::from(q) - 32.0);
+            for sign in [-1f32, 1.0] {
+                let lhs = vec![sign; cols];
+                let mut out = vec![0f32; rows];
+                packed.matmul(&lhs, 1, &mut out, 1);
+                let want = sign * value * cols as f32;
+                for got in out {
+                    // Only the activation scale's f16 rounding separates the two.
+                    assert!((got - want).abs() <= want.abs() * 1e-3, "{got} != {want}");
+                }
             }
         }
     }
@@ -120,19 +122,19 @@ fn the_extreme_values_do_not_overflow_the_integer_sums() {
 fn shapes_and_lengths_that_do_not_pack_are_refused() {
     for (rows, cols) in [(8, 256), (16, 288), (16, 32), (0, 256)] {
         assert_eq!(
-            PackedQ6_K::pack_portable(&[], rows, cols).err(),
+            PackedQ6_K::pack_portable(Isa::Avx2, &[], rows, cols).err(),
             Some(PackError::Shape { rows, cols })
         );
     }
     for len in [0, 16 * BLOCK_BYTES - 1, 16 * BLOCK_BYTES + 1] {
         assert!(matches!(
-            PackedQ6_K::pack_portable(&vec![0; len], 16, 256),
+            PackedQ6_K::pack_portable(Isa::Avx2, &vec![0; len], 16, 256),
             Err(PackError::Length { want, .. }) if want == 16 * BLOCK_BYTES
         ));
     }
     // A crafted header's dimensions: `2^63 · 210` wraps in a release build.
     assert_eq!(
-        PackedQ6_K::pack_portable(&[], 1 << 63, 256).err(),
+        PackedQ6_K::pack_portable(Isa::Avx2, &[], 1 << 63, 256).err(),
         Some(PackError::Overflow {
             rows: 1 << 63,
             cols: 256
@@ -145,6 +147,6 @@ fn shapes_and_lengths_that_do_not_pack_are_refused() {
 #[test]
 #[should_panic(expected = "lhs is not m x cols")]
 fn a_row_count_whose_sizes_wrap_is_refused() {
-    let packed = PackedQ6_K::pack_portable(&[0; 16 * BLOCK_BYTES], 16, 256).unwrap();
+    let packed = PackedQ6_K::pack_portable(Isa::Avx2, &[0; 16 * BLOCK_BYTES], 16, 256).unwrap();
     packed.matmul(&[], 1 << 60, &mut [], 1);
 }

@@ -2,7 +2,7 @@
 //!
 //! AVX2 has no 4-way byte dot product, only `vpmaddubsw` (unsigned × signed bytes, adjacent
 //! pairs summed to i16) and `vpmaddwd` (i16 pairs summed to i32). The weights are packed signed
-//! (no offset; [`super::Isa::weight_bias`]) and multiplied the way ggml does it: `|w|` as the
+//! (no offset; [`super::weight_bias`]) and multiplied the way ggml does it: `|w|` as the
 //! unsigned operand and the activation with `w`'s sign as the signed one. Both factors are then
 //! at most 128 and 127 in magnitude, so a pair sum stays below `i16::MAX`.
 //!

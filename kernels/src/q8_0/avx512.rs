@@ -13,18 +13,6 @@ const MR: usize = 6;
 // One tile's 16 rows are the 16 i32 lanes of a zmm register.
 const _: () = assert!(TILE_ROWS == 16);
 
-#[cfg(target_arch = "x86_64")]
-pub(super) fn available() -> bool {
-    is_x86_feature_detected!("avx512f")
-        && is_x86_feature_detected!("avx512bw")
-        && is_x86_feature_detected!("avx512vnni")
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-pub(super) fn available() -> bool {
-    false
-}
-
 /// Writes the 16 columns of one row group for activation rows `rows`: `out` points at the
 /// group's first column of row 0, rows are `stride` apart.
 ///

@@ -11,7 +11,7 @@
 //! `vpdpbusd` multiplies unsigned by signed bytes, so for it the weights are stored offset by
 //! 128 (`w ^ 0x80`) and every activation block carries `-128 · Σa`, which starts its
 //! accumulator: `Σ a·(w + 128) − 128·Σa = Σ a·w`, exactly, in i32. The AVX2 kernel takes the
-//! weights as they are (see [`Isa::weight_bias`]).
+//! weights as they are (see [`weight_bias`]).
 
 mod avx2;
 mod avx512;
@@ -24,53 +24,24 @@ use half::f16;
 
 use crate::OutPtr;
 use crate::activations::{BLOCK, QuantizedRows};
+use crate::isa::Isa;
 use crate::tiled::PackError;
 use crate::tiled::{self, TILE_ROWS};
 
 /// Bytes per GGUF Q8_0 block: an f16 scale and 32 signed bytes.
 const BLOCK_BYTES: usize = 2 + BLOCK;
 
-/// The instruction set a packed matrix runs on, chosen once at pack time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Isa {
-    /// `vpdpbusd` on 512-bit registers: 16 rows × 4 columns per instruction.
-    Avx512Vnni,
-    /// `vpmaddubsw` + `vpmaddwd` on 256-bit registers, for CPUs without AVX-512.
-    Avx2,
-}
-
-impl Isa {
-    /// The fastest kernel this CPU runs, if any.
-    pub fn detect() -> Option<Self> {
-        if avx512::available() {
-            Some(Self::Avx512Vnni)
-        } else if tiled::avx2_available() {
-            Some(Self::Avx2)
-        } else {
-            None
-        }
-    }
-
-    /// Whether this CPU runs `self`.
-    pub fn available(self) -> bool {
-        match self {
-            Self::Avx512Vnni => avx512::available(),
-            Self::Avx2 => tiled::avx2_available(),
-        }
-    }
-
-    /// What the packed weight bytes are xored with: `vpdpbusd` wants them unsigned (offset by
-    /// 128); AVX2's kernel wants them signed, as GGUF has them.
-    fn weight_bias(self) -> u8 {
-        match self {
-            Self::Avx512Vnni => 0x80,
-            Self::Avx2 => 0,
-        }
+/// What the packed weight bytes are xored with: `vpdpbusd` wants them unsigned (offset by
+/// 128); AVX2's kernel wants them signed, as GGUF has them.
+fn weight_bias(isa: Isa) -> u8 {
+    match isa {
+        Isa::Avx512Vnni => 0x80,
+        Isa::Avx2 => 0,
     }
 }
 
 /// Sixteen rows × one 32-column block: `qs[(q * 16 + row) * 4 + t]` is column `q * 4 + t` of
-/// `row`, xored with the kernel's [`Isa::weight_bias`]; `scales[row]` is that row's block scale.
+/// `row`, xored with the kernel's [`weight_bias`]; `scales[row]` is that row's block scale.
 #[derive(Clone)]
 #[repr(C, align(64))]
 struct Tile {
@@ -125,7 +96,7 @@ impl PackedQ8_0 {
             qs: [0; TILE_ROWS * BLOCK],
             scales: [0.0; TILE_ROWS],
         };
-        let bias = isa.weight_bias();
+        let bias = weight_bias(isa);
         let mut tiles = vec![empty; rows / TILE_ROWS * blocks];
         for (row, bytes) in data.chunks_exact(blocks * BLOCK_BYTES).enumerate() {
             let (group, lane) = (row / TILE_ROWS, row % TILE_ROWS);
@@ -167,7 +138,7 @@ impl PackedQ8_0 {
         let (group, lane) = (row / TILE_ROWS, row % TILE_ROWS);
         let blocks = self.cols / BLOCK;
         let tiles = &self.tiles[group * blocks..(group + 1) * blocks];
-        let bias = self.isa.weight_bias();
+        let bias = weight_bias(self.isa);
         for (tile, out) in tiles.iter().zip(out.chunks_exact_mut(BLOCK)) {
             let scale = tile.scales[lane];
             for (col, x) in out.iter_mut().enumerate() {

@@ -8,7 +8,7 @@ impl PackedQ8_0 {
     pub(super) fn matmul_reference(&self, lhs: &[f32], m: usize, out: &mut [f32]) {
         let acts = QuantizedRows::quantize(lhs, m, self.cols, 1);
         let blocks = self.cols / BLOCK;
-        let bias = self.isa.weight_bias();
+        let bias = super::weight_bias(self.isa);
         for i in 0..m {
             for row in 0..self.rows {
                 let (group, lane) = (row / TILE_ROWS, row % TILE_ROWS);

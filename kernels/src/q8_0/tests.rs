@@ -1,17 +1,8 @@
 use half::f16;
 
 use super::{BLOCK, BLOCK_BYTES, Isa, PackError, PackedQ8_0};
+use crate::isa::kernels_here;
 use crate::test_support::{Lcg, dense_matmul, max_relative_error, random_rows};
-
-/// Every kernel this CPU runs; the tests cover each.
-fn kernels() -> Vec<Isa> {
-    let all = [Isa::Avx512Vnni, Isa::Avx2];
-    let here: Vec<Isa> = all.into_iter().filter(|isa| isa.available()).collect();
-    if here.is_empty() {
-        eprintln!("this CPU runs no packed kernel: only the reference is tested");
-    }
-    here
-}
 
 /// Random GGUF Q8_0 bytes for a `rows` × `cols` matrix, and the matrix they decode to.
 fn random_q8_0(rng: &mut Lcg, rows: usize, cols: usize) -> (Vec<u8>, Vec<f32>) {
@@ -49,7 +40,7 @@ fn the_reference_agrees_with_dense_math_on_the_unpacked_weights() {
 #[test]
 fn every_simd_kernel_matches_the_reference_for_every_row_remainder_and_thread_count() {
     let mut rng = Lcg(11);
-    for (isa, (rows, cols)) in kernels()
+    for (isa, (rows, cols)) in kernels_here()
         .into_iter()
         .flat_map(|isa| [(16, 32), (48, 96), (64, 896)].map(|shape| (isa, shape)))
     {
@@ -76,7 +67,7 @@ fn every_simd_kernel_matches_the_reference_for_every_row_remainder_and_thread_co
 fn zero_rows_of_input_write_nothing_and_zero_blocks_give_zero() {
     let mut rng = Lcg(3);
     let (data, _) = random_q8_0(&mut rng, 16, 64);
-    for isa in kernels() {
+    for isa in kernels_here() {
         let packed = PackedQ8_0::pack_for(isa, &data, 16, 64).unwrap();
         packed.matmul(&[], 0, &mut [], 2);
         let mut out = vec![f32::NAN; 16];

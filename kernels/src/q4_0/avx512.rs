@@ -1,0 +1,94 @@
+//! The Q4_0 kernel on AVX-512 VNNI. One 64-byte word of a tile holds the same four bytes of
+//! all sixteen rows, so its low nibbles meet activation word `q` and its high nibbles word
+//! `q + 4` in one `vpdpbusd` each: the nibbles are the unsigned operand as they are (0..=15),
+//! the activations the signed one, and the i32 lanes cannot overflow. The accumulator starts
+//! at `−8 · Σa`, which takes the nibbles' offset of 8 back out.
+
+use std::ops::Range;
+
+use super::{TILE_ROWS, Tile};
+use crate::activations::QuantizedRows;
+use crate::tiled::in_row_steps;
+
+/// Activation rows per micro-kernel call: 8 unpacked weight registers, the scales, and two
+/// accumulators and a sum per row fit the 32 zmm registers.
+const MR: usize = 6;
+
+const _: () = assert!(TILE_ROWS == 16);
+
+/// Writes the 16 columns of one row group for activation rows `rows`.
+///
+/// # Safety
+/// The CPU has AVX-512 F/BW/VNNI; `out` is valid for writes of `rows.end` rows × `stride`
+/// f32 from the start of the output; `tiles` holds `acts.blocks` tiles.
+#[cfg(target_arch = "x86_64")]
+pub(super) unsafe fn group(
+    tiles: &[Tile],
+    acts: &QuantizedRows,
+    rows: Range<usize>,
+    out: *mut f32,
+    stride: usize,
+) {
+    debug_assert_eq!(tiles.len(), acts.blocks);
+    // SAFETY: forwarded from the caller; each call covers rows `first..first + R` of `rows`.
+    unsafe { in_row_steps!(micro_kernel::<MR>(tiles, acts, out, stride; rows)) }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+pub(super) unsafe fn group(_: &[Tile], _: &QuantizedRows, _: Range<usize>, _: *mut f32, _: usize) {
+    unreachable!("the packed kernel is only built on x86_64, and `pack` refuses elsewhere")
+}
+
+/// # Safety
+/// As for [`group`], for rows `first..first + R`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+unsafe fn micro_kernel<const R: usize>(
+    tiles: &[Tile],
+    acts: &QuantizedRows,
+    out: *mut f32,
+    stride: usize,
+    first: usize,
+) {
+    use std::arch::x86_64::*;
+    let blocks = acts.blocks;
+    let at = first * blocks..(first + R) * blocks;
+    let (words, scales, offsets) = (
+        &acts.words[at.clone()],
+        &acts.scales[at.clone()],
+        &acts.offsets[at],
+    );
+    let nibble = _mm512_set1_epi8(0x0f);
+    let mut acc = [_mm512_setzero_ps(); R];
+    for (block, tile) in tiles.iter().enumerate() {
+        let qs = tile.qs.as_ptr().cast::<__m512i>();
+        let (mut low, mut high) = ([_mm512_setzero_si512(); 4], [_mm512_setzero_si512(); 4]);
+        for q in 0..4 {
+            // SAFETY: `qs` is 256 bytes at the 64-byte aligned start of the tile; word `q` is
+            // its 64 bytes from `q * 64`.
+            let raw = unsafe { _mm512_load_si512(qs.add(q)) };
+            low[q] = _mm512_and_si512(raw, nibble);
+            high[q] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
+        }
+        // SAFETY: the 16 scales follow the 256 bytes of `qs`, 64-byte aligned.
+        let weight_scales = unsafe { _mm512_load_ps(tile.scales.as_ptr()) };
+        for (r, acc) in acc.iter_mut().enumerate() {
+            let at = r * blocks + block;
+            let a = &words[at];
+            // `offsets` holds −128 · Σa; the nibbles' −8 needs −8 · Σa, exactly a sixteenth.
+            let mut even = _mm512_set1_epi32(offsets[at] / 16);
+            let mut odd = _mm512_setzero_si512();
+            for q in 0..4 {
+                even = _mm512_dpbusd_epi32(even, low[q], _mm512_set1_epi32(a[q]));
+                odd = _mm512_dpbusd_epi32(odd, high[q], _mm512_set1_epi32(a[q + 4]));
+            }
+            let sum = _mm512_cvtepi32_ps(_mm512_add_epi32(even, odd));
+            let scale = _mm512_mul_ps(weight_scales, _mm512_set1_ps(scales[at]));
+            *acc = _mm512_fmadd_ps(sum, scale, *acc);
+        }
+    }
+    for (r, acc) in acc.iter().enumerate() {
+        // SAFETY: row `first + r` is one of the caller's rows; 16 columns from `out`.
+        unsafe { _mm512_storeu_ps(out.add((first + r) * stride), *acc) };
+    }
+}

@@ -1,0 +1,138 @@
+//! The Q6_K kernel on AVX-512 VNNI. A 64-byte `ql` word holds all sixteen rows; its 32 bytes
+//! of high parts are widened to match (rows 0–7 from their low four bits, rows 8–15 from the
+//! high four). The 6-bit values are `vpdpbusd`'s unsigned operand, and each 16-value half of a
+//! sub-block (the low nibbles, then the high ones) sums into its own i32 accumulator started
+//! at `−32 · Σa` over that half, so that each comes out exact before its own scale applies.
+
+use std::ops::Range;
+
+use super::{SUBS, TILE_ROWS, Tile};
+use crate::activations::QuantizedRows;
+use crate::tiled::in_row_steps;
+
+/// Activation rows per micro-kernel call: 8 unpacked weight registers, the two halves'
+/// scales, and an accumulator and two sums per row fit the 32 zmm registers.
+const MR: usize = 6;
+
+const _: () = assert!(TILE_ROWS == 16);
+
+/// Writes the 16 columns of one row group for activation rows `rows`.
+///
+/// # Safety
+/// The CPU has AVX-512 F/BW/VNNI; `out` is valid for writes of `rows.end` rows × `stride`
+/// f32 from the start of the output; `tiles` holds `acts.blocks / 8` tiles.
+#[cfg(target_arch = "x86_64")]
+pub(super) unsafe fn group(
+    tiles: &[Tile],
+    acts: &QuantizedRows,
+    rows: Range<usize>,
+    out: *mut f32,
+    stride: usize,
+) {
+    debug_assert_eq!(tiles.len() * SUBS, acts.blocks);
+    // SAFETY: forwarded from the caller; each call covers rows `first..first + R` of `rows`.
+    unsafe { in_row_steps!(micro_kernel::<MR>(tiles, acts, out, stride; rows)) }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+pub(super) unsafe fn group(_: &[Tile], _: &QuantizedRows, _: Range<usize>, _: *mut f32, _: usize) {
+    unreachable!("the packed kernel is only built on x86_64, and `pack` refuses elsewhere")
+}
+
+/// `Σ a` over one half of an activation block, from the two i16 pair sums packed in `pairs`
+/// (see [`QuantizedRows::pair_sums`]).
+fn half_sum(pairs: i32) -> i32 {
+    i32::from(pairs as i16) + (pairs >> 16)
+}
+
+/// # Safety
+/// As for [`group`], for rows `first..first + R`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+unsafe fn micro_kernel<const R: usize>(
+    tiles: &[Tile],
+    acts: &QuantizedRows,
+    out: *mut f32,
+    stride: usize,
+    first: usize,
+) {
+    use std::arch::x86_64::*;
+    let blocks = acts.blocks;
+    let at = first * blocks..(first + R) * blocks;
+    let (words, scales, pair_sums) = (
+        &acts.words[at.clone()],
+        &acts.scales[at.clone()],
+        &acts.pair_sums[at],
+    );
+    let (nibble, high_bits) = (_mm512_set1_epi8(0x0f), _mm512_set1_epi8(0x30));
+    let mut acc = [_mm512_setzero_ps(); R];
+    for (s, tile) in tiles.iter().enumerate() {
+        // SAFETY: `d` is 16 f32 at a 64-byte aligned offset of the tile.
+        let d = unsafe { _mm512_load_ps(tile.d.as_ptr()) };
+        for j in 0..SUBS {
+            let block = s * SUBS + j;
+            let (ql, qh) = (
+                tile.ql[j].as_ptr().cast::<__m512i>(),
+                tile.qh[j].as_ptr().cast::<__m256i>(),
+            );
+            let (mut low, mut upper) = ([_mm512_setzero_si512(); 4], [_mm512_setzero_si512(); 4]);
+            for q in 0..4 {
+                // SAFETY: `ql[j]` is 256 bytes and `qh[j]` 128 at 64-byte aligned offsets of
+                // the tile; word `q` is 64 bytes of `ql` from `q * 64` and 32 of `qh` from
+                // `q * 32`.
+                let (raw, high) =
+                    unsafe { (_mm512_load_si512(ql.add(q)), _mm256_load_si256(qh.add(q))) };
+                // Rows 0–7 keep their high parts in bits 0–3 of `high`, rows 8–15 in bits
+                // 4–7: after this, each row's are in bits 0–3 of its own byte (the 16-bit
+                // shift's carries land in bits 4–7, which the masks below drop).
+                let high = _mm512_inserti64x4::<1>(
+                    _mm512_castsi256_si512(high),
+                    _mm256_srli_epi16(high, 4),
+                );
+                // Each nibble with its two high bits shifted to bits 4–5.
+                low[q] = _mm512_or_si512(
+                    _mm512_and_si512(raw, nibble),
+                    _mm512_and_si512(_mm512_slli_epi16(high, 4), high_bits),
+                );
+                upper[q] = _mm512_or_si512(
+                    _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble),
+                    _mm512_and_si512(_mm512_slli_epi16(high, 2), high_bits),
+                );
+            }
+            // SAFETY: `scales[j]` is 2 × 16 i8 inside the tile.
+            let (first_half, second_half) = unsafe {
+                let sc = tile.scales[j].as_ptr().cast::<i8>();
+                (
+                    _mm_loadu_si128(sc.cast()),
+                    _mm_loadu_si128(sc.add(16).cast()),
+                )
+            };
+            let sc = [
+                _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(first_half))),
+                _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(second_half))),
+            ];
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let at = r * blocks + block;
+                let a = &words[at];
+                let mut sums = [
+                    _mm512_set1_epi32(-32 * half_sum(pair_sums[at][0])),
+                    _mm512_set1_epi32(-32 * half_sum(pair_sums[at][1])),
+                ];
+                for q in 0..4 {
+                    sums[0] = _mm512_dpbusd_epi32(sums[0], low[q], _mm512_set1_epi32(a[q]));
+                    sums[1] = _mm512_dpbusd_epi32(sums[1], upper[q], _mm512_set1_epi32(a[q + 4]));
+                }
+                let dot = _mm512_fmadd_ps(
+                    _mm512_cvtepi32_ps(sums[0]),
+                    sc[0],
+                    _mm512_mul_ps(_mm512_cvtepi32_ps(sums[1]), sc[1]),
+                );
+                *acc = _mm512_fmadd_ps(dot, _mm512_set1_ps(scales[at]), *acc);
+            }
+        }
+    }
+    for (r, acc) in acc.iter().enumerate() {
+        // SAFETY: row `first + r` is one of the caller's rows; 16 columns from `out`.
+        unsafe { _mm512_storeu_ps(out.add((first + r) * stride), *acc) };
+    }
+}
