@@ -57,6 +57,8 @@ pub struct DepthRow {
 pub struct BenchReport {
     pub model: PathBuf,
     pub quantization: String,
+    /// How many matmuls each kernel serves, e.g. `("Q8_0 Avx512Vnni", 73)`.
+    pub kernels: Vec<(String, usize)>,
     pub device: String,
     pub threads: usize,
     pub load: Duration,
@@ -80,6 +82,12 @@ impl fmt::Display for BenchReport {
         writeln!(f, "model      {}", self.model.display())?;
         writeln!(f, "quant      {}", self.quantization)?;
         writeln!(f, "device     {}", self.device)?;
+        let kernels: Vec<String> = self
+            .kernels
+            .iter()
+            .map(|(kernel, n)| format!("{kernel} x{n}"))
+            .collect();
+        writeln!(f, "kernels    {}", kernels.join(", "))?;
         writeln!(f, "load       {:.2} s", self.load.as_secs_f64())?;
         writeln!(f, "depth  prefill tok/s  decode tok/s")?;
         for r in &self.rows {
@@ -128,6 +136,7 @@ pub fn run_bench(config: &BenchConfig) -> Result<BenchReport, EngineError> {
         rows.push(measure_depth(&model, &text, depth, config)?);
     }
     let quantization = model.quantization().to_string();
+    let kernels = model.kernels();
     let weight_bytes_per_token = model.weight_bytes_per_token();
     drop(model);
     let ttft = match config.ttft {
@@ -137,6 +146,7 @@ pub fn run_bench(config: &BenchConfig) -> Result<BenchReport, EngineError> {
     Ok(BenchReport {
         model: config.model_path.clone(),
         quantization,
+        kernels,
         device: crate::device::describe(&device),
         threads: candle_core::utils::get_num_threads(),
         load,
@@ -168,6 +178,9 @@ fn prefill(model: &Model, cache: &mut KvCache, tokens: &[u32]) -> Result<Vec<f32
     }
 }
 
+/// Prefill and decode speed at `depth`, measured as llama-bench measures `pp @ d` and `tg @ d`:
+/// each starts from a context of exactly `depth` tokens. (Decoding after the timed prefill
+/// instead would measure it `prefill_tokens` deeper.)
 fn measure_depth(
     model: &Model,
     text: &[u32],
@@ -177,15 +190,17 @@ fn measure_depth(
     let mut cache = model.new_cache();
     prefill(model, &mut cache, &text[..depth])?;
     let t = Instant::now();
-    let timed = &text[depth..depth + config.prefill_tokens];
-    let mut logits = prefill(model, &mut cache, timed)?;
-    let prefill_tok_s = timed.len() as f64 / t.elapsed().as_secs_f64();
-    let t = Instant::now();
+    let mut token = text[depth];
     for _ in 0..config.decode_tokens {
-        let token = argmax(&logits);
-        logits = model.forward(&[token], &mut cache)?.to_vec1::<f32>()?;
+        let logits = model.forward(&[token], &mut cache)?.to_vec1::<f32>()?;
+        token = argmax(&logits);
     }
     let decode_tok_s = config.decode_tokens as f64 / t.elapsed().as_secs_f64();
+    cache.truncate(depth)?;
+    let timed = &text[depth..depth + config.prefill_tokens];
+    let t = Instant::now();
+    prefill(model, &mut cache, timed)?;
+    let prefill_tok_s = timed.len() as f64 / t.elapsed().as_secs_f64();
     Ok(DepthRow {
         depth,
         prefill_tok_s,

@@ -12,9 +12,11 @@ use std::path::Path;
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use candle_core::Device;
 use hearth_backend::Message;
+use hearth_kernels::Isa;
 use hearth_local::{
-    Engine, EngineConfig, EngineEvent, GenerateRequest, Health, Prompt, SamplingParams,
+    Engine, EngineConfig, EngineEvent, GenerateRequest, GgufFile, Health, Prompt, SamplingParams,
 };
 
 fn model_path() -> Option<String> {
@@ -56,14 +58,16 @@ fn answer(path: &str, messages: Vec<Message>, max: usize) -> String {
     text
 }
 
+fn ask_is_even() -> Vec<Message> {
+    vec![Message::user(
+        "Write a Python function is_even(n) that returns True when n is even. Only the code.",
+    )]
+}
+
 #[test]
 fn answers_a_coding_question_deterministically() {
     let Some(path) = model_path() else { return };
-    let ask = || {
-        vec![Message::user(
-            "Write a Python function is_even(n) that returns True when n is even. Only the code.",
-        )]
-    };
+    let ask = ask_is_even;
     let first = answer(&path, ask(), 64);
     eprintln!("{first}");
     assert!(first.contains("def is_even(n)"), "{first}");
@@ -73,6 +77,40 @@ fn answers_a_coding_question_deterministically() {
         answer(&path, ask(), 64),
         "greedy output must be deterministic"
     );
+}
+
+/// The file as given, not its Q8_0 copy: for the default download, a Q4_K_M file whose
+/// weights are Q4_K, Q6_K, Q5_0 and Q8_0. There, where the CPU has a packed kernel, every
+/// matmul runs on one (none falls back to candle); and greedy decoding answers correctly.
+#[test]
+fn the_file_as_downloaded_runs_on_packed_kernels_and_answers() {
+    let original = match std::env::var("HEARTH_TEST_MODEL") {
+        Ok(p) if !p.is_empty() => p,
+        _ => return eprintln!("skipped: set HEARTH_TEST_MODEL to a Qwen2.5-Coder GGUF to run"),
+    };
+    let model = GgufFile::open(original.as_ref())
+        .unwrap()
+        .load_model(&Device::Cpu, &mut |_| Ok(()))
+        .unwrap();
+    let kernels = model.kernels();
+    eprintln!("{} on {kernels:?}", model.quantization());
+    if let (Some(isa), "Q4_K_M") = (Isa::detect(), model.quantization()) {
+        assert!(
+            kernels
+                .iter()
+                .all(|(kernel, _)| kernel.ends_with(&format!(" {isa:?}"))),
+            "every matmul packed for {isa:?}: {kernels:?}"
+        );
+        for format in ["Q4_K", "Q6_K"] {
+            let kernel = format!("{format} {isa:?}");
+            assert!(kernels.iter().any(|(k, _)| *k == kernel), "{kernel}");
+        }
+    }
+    drop(model);
+    let text = answer(&original, ask_is_even(), 64);
+    eprintln!("{text}");
+    assert!(text.contains("def is_even(n)"), "{text}");
+    assert!(text.contains("% 2"), "{text}");
 }
 
 #[test]

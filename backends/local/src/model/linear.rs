@@ -84,6 +84,22 @@ impl Linear {
         Ok(Some(Tensor::from_vec(out, (ids.len(), cols), device)?))
     }
 
+    /// Which matmul serves this weight, for `hearth bench`: the format and the packed kernel's
+    /// instruction set, or candle's path and the weight's type there.
+    pub fn kernel(&self) -> String {
+        match self {
+            Self::Candle(QMatMul::QTensor(t)) => format!("candle {:?}", t.dtype()),
+            Self::Candle(QMatMul::Tensor(t) | QMatMul::TensorF16(t)) => {
+                format!("candle {:?}", t.dtype())
+            }
+            Self::Q8_0(w) => format!("Q8_0 {:?}", w.isa()),
+            Self::Q4_0(w) => format!("Q4_0 {:?}", w.isa()),
+            Self::Q5_0(w) => format!("Q5_0 {:?}", w.isa()),
+            Self::Q4K(w) => format!("Q4_K {:?}", w.isa()),
+            Self::Q6K(w) => format!("Q6_K {:?}", w.isa()),
+        }
+    }
+
     pub fn is_packed(&self) -> bool {
         self.packed_shape().is_some()
     }

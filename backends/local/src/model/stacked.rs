@@ -95,6 +95,14 @@ impl SharedInput {
         })
     }
 
+    /// The weights behind the parts: one when stacked.
+    pub fn linears(&self) -> Vec<&Linear> {
+        match &self.kind {
+            Kind::Stacked { w, .. } => vec![w],
+            Kind::Separate(parts) => parts.iter().map(|(w, _)| w).collect(),
+        }
+    }
+
     /// Each part's output, `(.., out_i)`; stacked outputs are views into one tensor.
     pub fn forward(&self, x: &Tensor) -> Result<Vec<Tensor>, EngineError> {
         match &self.kind {

@@ -72,6 +72,25 @@ impl Model {
         &self.quantization
     }
 
+    /// How many of the model's matmuls each kernel serves (see [`Linear::kernel`]), most
+    /// used first.
+    pub fn kernels(&self) -> Vec<(String, usize)> {
+        let mut counts = std::collections::BTreeMap::<String, usize>::new();
+        let linears = self.blocks.iter().flat_map(|b| {
+            let mut all = b.attn.qkv.linears();
+            all.push(&b.attn.wo);
+            all.extend(b.mlp.gate_up.linears());
+            all.push(&b.mlp.down);
+            all
+        });
+        for linear in linears.chain([&self.lm_head]) {
+            *counts.entry(linear.kernel()).or_default() += 1;
+        }
+        let mut counts: Vec<(String, usize)> = counts.into_iter().collect();
+        counts.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+        counts
+    }
+
     /// Bytes of weights read per decoded token (every block plus the output head; the
     /// embedding is a row lookup unless tied to the head). For the bandwidth bound.
     pub fn weight_bytes_per_token(&self) -> usize {
