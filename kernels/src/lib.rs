@@ -6,10 +6,11 @@
 //!   path does not apply (rows whose length is not a multiple of 256, such as the 896-wide
 //!   projections of Qwen2.5-0.5B).
 //! - [`PackedQ4_0`]: Q4_0 weights, kept 4-bit, the nibbles multiplied as unsigned bytes.
-//! - [`PackedQ5_0`]: Q5_0 weights, kept 5-bit (nibbles and fifth bits packed), the fifth bits
-//!   shifted into place.
-//! - [`PackedQ4_K`] and [`PackedQ6_K`]: the K-quants of Q4_K_M files, kept at their file size
-//!   (nibbles and 2-bit high parts packed, sub-block scales as small integers).
+//! - [`PackedQ5_0`] and [`PackedQ5_1`]: Q5_0 and Q5_1 weights, kept 5-bit (nibbles and fifth
+//!   bits packed), the fifth bits shifted into place.
+//! - [`PackedQ4_K`], [`PackedQ5_K`] and [`PackedQ6_K`]: the K-quants of Q4_K_M and Q5_K_M
+//!   files, kept at their file size (nibbles, fifth bits and 2-bit high parts packed,
+//!   sub-block scales as small integers).
 //!
 //! Each format has an AVX-512 VNNI kernel (`vpdpbusd`, sixteen rows per register, sums in
 //! i32) and an AVX2 one (`vpmaddubsw` and `vpmaddwd`, eight rows per register); [`Isa`]
@@ -25,6 +26,8 @@ mod isa;
 mod q4_0;
 mod q4_k;
 mod q5_0;
+mod q5_1;
+mod q5_k;
 mod q6_k;
 mod q8_0;
 #[cfg(test)]
@@ -36,6 +39,8 @@ pub use isa::Isa;
 pub use q4_0::PackedQ4_0;
 pub use q4_k::PackedQ4_K;
 pub use q5_0::PackedQ5_0;
+pub use q5_1::PackedQ5_1;
+pub use q5_k::PackedQ5_K;
 pub use q6_k::PackedQ6_K;
 pub use q8_0::PackedQ8_0;
 pub use tiled::PackError;

@@ -1,0 +1,167 @@
+//! The Q5_1 kernel on AVX2: Q5_0's sums of `(q − 16) · a` (see `q5_0::avx2`), then
+//! `(m + 16 · d) · a_scale · Σa` added back (see the module above).
+
+use std::ops::Range;
+
+use super::{TILE_ROWS, Tile};
+use crate::activations::QuantizedRows;
+
+/// Activation rows per micro-kernel call, as for Q5_0.
+const MR: usize = 4;
+
+const _: () = assert!(TILE_ROWS == 16);
+
+/// Writes the 16 columns of one row group for activation rows `rows`.
+///
+/// # Safety
+/// The CPU has AVX2 and FMA; `out` is valid for writes of `rows.end` rows × `stride` f32 from
+/// the start of the output; `tiles` holds `acts.blocks` tiles.
+#[cfg(target_arch = "x86_64")]
+pub(super) unsafe fn group(
+    tiles: &[Tile],
+    acts: &QuantizedRows,
+    rows: Range<usize>,
+    out: *mut f32,
+    stride: usize,
+) {
+    debug_assert_eq!(tiles.len(), acts.blocks);
+    let mut first = rows.start;
+    // SAFETY (both calls): forwarded from the caller; each call covers rows `first..first + R`.
+    while first + MR <= rows.end {
+        unsafe { self::rows::<MR>(tiles, acts, first, out, stride) };
+        first += MR;
+    }
+    while first < rows.end {
+        unsafe { self::rows::<1>(tiles, acts, first, out, stride) };
+        first += 1;
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+pub(super) unsafe fn group(_: &[Tile], _: &QuantizedRows, _: Range<usize>, _: *mut f32, _: usize) {
+    unreachable!("the packed kernel is only built on x86_64, and `pack` refuses elsewhere")
+}
+
+/// # Safety
+/// As for [`group`], for rows `first..first + R`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn rows<const R: usize>(
+    tiles: &[Tile],
+    acts: &QuantizedRows,
+    first: usize,
+    out: *mut f32,
+    stride: usize,
+) {
+    use std::arch::x86_64::*;
+    let blocks = acts.blocks;
+    let at = first * blocks..(first + R) * blocks;
+    let (words, scales, offsets, pair_sums) = (
+        &acts.words[at.clone()],
+        &acts.scales[at.clone()],
+        &acts.offsets[at.clone()],
+        &acts.pair_sums[at],
+    );
+    let (nibble, fifth) = (_mm256_set1_epi8(0x0f), _mm256_set1_epi8(0x10));
+    let ones = _mm256_set1_epi16(1);
+    let mut acc = [[_mm256_setzero_ps(); 2]; R];
+    for (block, tile) in tiles.iter().enumerate() {
+        let qs = tile.qs.as_ptr().cast::<__m256i>();
+        // SAFETY: `qh` is 64 bytes at offset 256 of the 64-byte aligned tile: rows 0–7, then
+        // rows 8–15.
+        let qh = unsafe {
+            let qh = tile.qh.as_ptr().cast::<__m256i>();
+            [_mm256_load_si256(qh), _mm256_load_si256(qh.add(1))]
+        };
+        // Word `q`'s fifth bits at bit 4 of each byte: bit `q` for the low nibbles (moved up
+        // by 4 − q), bit `4 + q` for the high ones (down by q). The 16-bit shifts carry bits
+        // across bytes only below bit 4 (up) or above it (down), which the mask drops.
+        let mut low_bits = [_mm256_slli_epi16(qh[0], 4), _mm256_slli_epi16(qh[1], 4)];
+        let mut high_bits = qh;
+        let mut sums = [[_mm256_setzero_si256(); 2]; R];
+        for q in 0..4 {
+            // SAFETY: `qs` is 256 bytes at the 64-byte aligned start of the tile; byte group
+            // `q` is its 64 bytes from `q * 64`, rows 0–7 then rows 8–15.
+            let raw = unsafe {
+                [
+                    _mm256_load_si256(qs.add(2 * q)),
+                    _mm256_load_si256(qs.add(2 * q + 1)),
+                ]
+            };
+            let mut low = [_mm256_setzero_si256(); 2];
+            let mut high = [_mm256_setzero_si256(); 2];
+            for h in 0..2 {
+                low[h] = _mm256_or_si256(
+                    _mm256_and_si256(raw[h], nibble),
+                    _mm256_and_si256(low_bits[h], fifth),
+                );
+                high[h] = _mm256_or_si256(
+                    _mm256_and_si256(_mm256_srli_epi16(raw[h], 4), nibble),
+                    _mm256_and_si256(high_bits[h], fifth),
+                );
+                low_bits[h] = _mm256_srli_epi16(low_bits[h], 1);
+                high_bits[h] = _mm256_srli_epi16(high_bits[h], 1);
+            }
+            for (r, sums) in sums.iter_mut().enumerate() {
+                let row = &words[r * blocks + block];
+                let (a_low, a_high) = (_mm256_set1_epi32(row[q]), _mm256_set1_epi32(row[q + 4]));
+                for h in 0..2 {
+                    let products = _mm256_add_epi16(
+                        _mm256_maddubs_epi16(low[h], a_low),
+                        _mm256_maddubs_epi16(high[h], a_high),
+                    );
+                    sums[h] = _mm256_add_epi16(sums[h], products);
+                }
+            }
+        }
+        // SAFETY: the 16 scales and 16 offsets follow the 320 bytes of `qs` and `qh`, 64-byte
+        // aligned.
+        let (weight_scales, mins) = unsafe {
+            (
+                [
+                    _mm256_load_ps(tile.scales.as_ptr()),
+                    _mm256_load_ps(tile.scales.as_ptr().add(8)),
+                ],
+                [
+                    _mm256_load_ps(tile.mins.as_ptr()),
+                    _mm256_load_ps(tile.mins.as_ptr().add(8)),
+                ],
+            )
+        };
+        // What each unit of `a_scale · Σa` adds: `m`, and the `16 · d` that the sums of
+        // `q − 16` left out.
+        let sixteen = _mm256_set1_ps(16.0);
+        let mins = [
+            _mm256_fmadd_ps(weight_scales[0], sixteen, mins[0]),
+            _mm256_fmadd_ps(weight_scales[1], sixteen, mins[1]),
+        ];
+        for (r, acc) in acc.iter_mut().enumerate() {
+            let at = r * blocks + block;
+            // 16 · the pair sums of both halves (a lane holds products from either).
+            let offset = _mm256_slli_epi16(
+                _mm256_add_epi16(
+                    _mm256_set1_epi32(pair_sums[at][0]),
+                    _mm256_set1_epi32(pair_sums[at][1]),
+                ),
+                4,
+            );
+            let scale = _mm256_set1_ps(scales[at]);
+            // `offsets` holds −128 · Σa.
+            let a_sum = _mm256_set1_ps((-(offsets[at] / 128)) as f32 * scales[at]);
+            for h in 0..2 {
+                let dot = _mm256_madd_epi16(_mm256_sub_epi16(sums[r][h], offset), ones);
+                let scale = _mm256_mul_ps(weight_scales[h], scale);
+                acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc[h]);
+                acc[h] = _mm256_fmadd_ps(mins[h], a_sum, acc[h]);
+            }
+        }
+    }
+    for (r, acc) in acc.iter().enumerate() {
+        // SAFETY: row `first + r` is one of the caller's rows; 16 columns from `out`.
+        unsafe {
+            let row = out.add((first + r) * stride);
+            _mm256_storeu_ps(row, acc[0]);
+            _mm256_storeu_ps(row.add(8), acc[1]);
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! The Q5_1 kernel on AVX-512 VNNI: the 5-bit values unpacked as in `q5_0::avx512` and summed
+//! against the activations in `vpdpbusd` (exact, in i32), then `d · a_scale` times that plus
+//! `m · a_scale · Σa` into f32 accumulators.
+
+use std::ops::Range;
+
+use super::{TILE_ROWS, Tile};
+use crate::activations::QuantizedRows;
+use crate::tiled::in_row_steps;
+
+/// Activation rows per micro-kernel call, as for Q5_0.
+const MR: usize = 6;
+
+const _: () = assert!(TILE_ROWS == 16);
+
+/// Writes the 16 columns of one row group for activation rows `rows`.
+///
+/// # Safety
+/// The CPU has AVX-512 F/BW/VNNI; `out` is valid for writes of `rows.end` rows × `stride`
+/// f32 from the start of the output; `tiles` holds `acts.blocks` tiles.
+#[cfg(target_arch = "x86_64")]
+pub(super) unsafe fn group(
+    tiles: &[Tile],
+    acts: &QuantizedRows,
+    rows: Range<usize>,
+    out: *mut f32,
+    stride: usize,
+) {
+    debug_assert_eq!(tiles.len(), acts.blocks);
+    // SAFETY: forwarded from the caller; each call covers rows `first..first + R` of `rows`.
+    unsafe { in_row_steps!(micro_kernel::<MR>(tiles, acts, out, stride; rows)) }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+pub(super) unsafe fn group(_: &[Tile], _: &QuantizedRows, _: Range<usize>, _: *mut f32, _: usize) {
+    unreachable!("the packed kernel is only built on x86_64, and `pack` refuses elsewhere")
+}
+
+/// # Safety
+/// As for [`group`], for rows `first..first + R`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+unsafe fn micro_kernel<const R: usize>(
+    tiles: &[Tile],
+    acts: &QuantizedRows,
+    out: *mut f32,
+    stride: usize,
+    first: usize,
+) {
+    use std::arch::x86_64::*;
+    let blocks = acts.blocks;
+    let at = first * blocks..(first + R) * blocks;
+    let (words, scales, offsets) = (
+        &acts.words[at.clone()],
+        &acts.scales[at.clone()],
+        &acts.offsets[at],
+    );
+    let (nibble, fifth) = (_mm512_set1_epi8(0x0f), _mm512_set1_epi8(0x10));
+    let mut acc = [_mm512_setzero_ps(); R];
+    for (block, tile) in tiles.iter().enumerate() {
+        let qs = tile.qs.as_ptr().cast::<__m512i>();
+        // SAFETY: `qh` is 64 bytes at offset 256 of the 64-byte aligned tile, in the byte
+        // order of a `qs` word.
+        let qh = unsafe { _mm512_load_si512(tile.qh.as_ptr().cast()) };
+        // Word `q`'s fifth bits at bit 4 of each byte: bit `q` for the low nibbles (moved up
+        // by 4 − q), bit `4 + q` for the high ones (down by q). The 16-bit shifts carry bits
+        // across bytes only below bit 4 (up) or above it (down), which the mask drops.
+        let (mut low_bits, mut high_bits) = (_mm512_slli_epi16(qh, 4), qh);
+        let (mut low, mut high) = ([_mm512_setzero_si512(); 4], [_mm512_setzero_si512(); 4]);
+        for q in 0..4 {
+            // SAFETY: `qs` is 256 bytes at the 64-byte aligned start of the tile; word `q` is
+            // its 64 bytes from `q * 64`.
+            let raw = unsafe { _mm512_load_si512(qs.add(q)) };
+            low[q] = _mm512_or_si512(
+                _mm512_and_si512(raw, nibble),
+                _mm512_and_si512(low_bits, fifth),
+            );
+            high[q] = _mm512_or_si512(
+                _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble),
+                _mm512_and_si512(high_bits, fifth),
+            );
+            low_bits = _mm512_srli_epi16(low_bits, 1);
+            high_bits = _mm512_srli_epi16(high_bits, 1);
+        }
+        // SAFETY: the 16 scales and 16 offsets follow the 320 bytes of `qs` and `qh`, 64-byte
+        // aligned.
+        let (weight_scales, mins) = unsafe {
+            (
+                _mm512_load_ps(tile.scales.as_ptr()),
+                _mm512_load_ps(tile.mins.as_ptr()),
+            )
+        };
+        for (r, acc) in acc.iter_mut().enumerate() {
+            let at = r * blocks + block;
+            let a = &words[at];
+            let (mut even, mut odd) = (_mm512_setzero_si512(), _mm512_setzero_si512());
+            for q in 0..4 {
+                even = _mm512_dpbusd_epi32(even, low[q], _mm512_set1_epi32(a[q]));
+                odd = _mm512_dpbusd_epi32(odd, high[q], _mm512_set1_epi32(a[q + 4]));
+            }
+            let sum = _mm512_cvtepi32_ps(_mm512_add_epi32(even, odd));
+            let scale = _mm512_mul_ps(weight_scales, _mm512_set1_ps(scales[at]));
+            *acc = _mm512_fmadd_ps(sum, scale, *acc);
+            // `offsets` holds −128 · Σa.
+            let a_sum = (-(offsets[at] / 128)) as f32 * scales[at];
+            *acc = _mm512_fmadd_ps(mins, _mm512_set1_ps(a_sum), *acc);
+        }
+    }
+    for (r, acc) in acc.iter().enumerate() {
+        // SAFETY: row `first + r` is one of the caller's rows; 16 columns from `out`.
+        unsafe { _mm512_storeu_ps(out.add((first + r) * stride), *acc) };
+    }
+}

@@ -1,0 +1,212 @@
+//! Q5_1 weights × f32 activations, packed for AVX-512 VNNI or AVX2, the weights kept 5-bit.
+//! Q5_K_M files hold their 896-wide tensors (whose rows no 256-value K-quant block divides,
+//! as in Qwen2.5-0.5B) in this format.
+//!
+//! A GGUF Q5_1 block is an f16 scale `d`, an f16 offset `m`, a little-endian u32 `qh` and 16
+//! bytes `qs`, its values packed as Q5_0's (see [`crate::PackedQ5_0`]); value `j` is `q`
+//! (0..=31) and means `d · q + m`.
+//!
+//! A [`Tile`] takes 16 rows of one block in Q5_0's tile order, with each row's `m` as f32 next
+//! to its `d`: 448 bytes per 16 × 32 tile against the file's 384 (1.17×).
+//!
+//! The kernels compute `Σ (d · q + m) · a = d · Σ q · a + m · Σ a`. On AVX-512 `vpdpbusd` sums
+//! `q · a` exactly in i32. On AVX2 the i16 sums of sixteen 5-bit products per lane would
+//! overflow, so the kernel sums `(q − 16) · a` as the Q5_0 one does, and the `16 · d · Σa` it
+//! leaves out joins `m · Σa`.
+
+mod avx2;
+mod avx512;
+#[cfg(test)]
+mod reference;
+#[cfg(test)]
+mod tests;
+
+use half::f16;
+
+use crate::OutPtr;
+use crate::activations::{BLOCK, QuantizedRows};
+use crate::isa::Isa;
+use crate::tiled::{self, PackError, TILE_ROWS};
+
+/// Bytes per GGUF Q5_1 block: an f16 scale and offset, 4 bytes of fifth bits and 16 bytes of
+/// nibbles.
+const BLOCK_BYTES: usize = 2 + 2 + 4 + BLOCK / 2;
+
+/// Sixteen rows × one 32-column block (see the module documentation for the byte order).
+#[derive(Clone)]
+#[repr(C, align(64))]
+struct Tile {
+    qs: [u8; TILE_ROWS * BLOCK / 2],
+    qh: [u8; TILE_ROWS * BLOCK / 8],
+    scales: [f32; TILE_ROWS],
+    /// Each row's offset `m`.
+    mins: [f32; TILE_ROWS],
+}
+
+/// Where byte `b` (0..16) of `lane`'s block lies in a tile's `qs`.
+fn qs_index(lane: usize, b: usize) -> usize {
+    (b / 4 * TILE_ROWS + lane) * 4 + b % 4
+}
+
+/// Where the fifth bit of `lane`'s value `v` (0..32) lies in a tile's `qh`: the byte and the
+/// bit.
+fn qh_place(lane: usize, v: usize) -> (usize, usize) {
+    let b = v % (BLOCK / 2);
+    (lane * 4 + b % 4, b / 4 + if v < BLOCK / 2 { 0 } else { 4 })
+}
+
+/// A Q5_1 matrix of `rows` × `cols` (one output per row), packed for
+/// [`PackedQ5_1::matmul`].
+pub struct PackedQ5_1 {
+    isa: Isa,
+    rows: usize,
+    cols: usize,
+    /// `tiles[group * blocks + block]`, where `blocks = cols / 32`.
+    tiles: Vec<Tile>,
+}
+
+impl PackedQ5_1 {
+    /// Whether this CPU runs a packed kernel (AVX-512 VNNI, or AVX2 and FMA).
+    pub fn supported() -> bool {
+        Isa::detect().is_some()
+    }
+
+    /// Repacks GGUF Q5_1 `data` holding a `rows` × `cols` matrix, for the
+    /// fastest kernel this CPU has.
+    pub fn pack(data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+        Self::pack_for(
+            Isa::detect().ok_or(PackError::Unsupported)?,
+            data,
+            rows,
+            cols,
+        )
+    }
+
+    /// [`Self::pack`] for a given kernel (tests run every kernel the CPU has).
+    pub fn pack_for(isa: Isa, data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+        if !isa.available() {
+            return Err(PackError::Unsupported);
+        }
+        Self::pack_portable(isa, data, rows, cols)
+    }
+
+    /// The kernel this matrix runs on.
+    pub fn isa(&self) -> Isa {
+        self.isa
+    }
+
+    /// The layout alone, which the tests check on any CPU.
+    fn pack_portable(isa: Isa, data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+        let blocks = tiled::check_layout(data.len(), rows, cols, BLOCK_BYTES)?;
+        let empty = Tile {
+            qs: [0; TILE_ROWS * BLOCK / 2],
+            qh: [0; TILE_ROWS * BLOCK / 8],
+            scales: [0.0; TILE_ROWS],
+            mins: [0.0; TILE_ROWS],
+        };
+        let mut tiles = vec![empty; rows / TILE_ROWS * blocks];
+        for (row, bytes) in data.chunks_exact(blocks * BLOCK_BYTES).enumerate() {
+            let (group, lane) = (row / TILE_ROWS, row % TILE_ROWS);
+            for (block, raw) in bytes.chunks_exact(BLOCK_BYTES).enumerate() {
+                let tile = &mut tiles[group * blocks + block];
+                tile.scales[lane] = f16::from_le_bytes([raw[0], raw[1]]).to_f32();
+                tile.mins[lane] = f16::from_le_bytes([raw[2], raw[3]]).to_f32();
+                let qh = u32::from_le_bytes([raw[4], raw[5], raw[6], raw[7]]);
+                for (b, &byte) in raw[8..].iter().enumerate() {
+                    tile.qs[qs_index(lane, b)] = byte;
+                }
+                for v in 0..BLOCK {
+                    let (at, bit) = qh_place(lane, v);
+                    tile.qh[at] |= (((qh >> v) & 1) as u8) << bit;
+                }
+            }
+        }
+        Ok(Self {
+            isa,
+            rows,
+            cols,
+            tiles,
+        })
+    }
+
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// The unsigned 5-bit value `v` (0..32) of `lane`'s block in `tile`.
+    fn value(tile: &Tile, lane: usize, v: usize) -> u8 {
+        let byte = tile.qs[qs_index(lane, v % (BLOCK / 2))];
+        let low = if v < BLOCK / 2 {
+            byte & 0x0f
+        } else {
+            byte >> 4
+        };
+        let (at, bit) = qh_place(lane, v);
+        low | (((tile.qh[at] >> bit) & 1) << 4)
+    }
+
+    /// Row `row` of the weight, dequantized into `out` (`cols` long) exactly as ggml and
+    /// candle do: an embedding lookup in a table tied to this matrix.
+    ///
+    /// # Panics
+    /// If `row` is out of range or `out` is not `cols` long.
+    pub fn dequantize_row(&self, row: usize, out: &mut [f32]) {
+        assert!(row < self.rows, "row {row} of {}", self.rows);
+        assert_eq!(out.len(), self.cols, "out is not cols long");
+        let (group, lane) = (row / TILE_ROWS, row % TILE_ROWS);
+        let blocks = self.cols / BLOCK;
+        let tiles = &self.tiles[group * blocks..(group + 1) * blocks];
+        for (tile, out) in tiles.iter().zip(out.chunks_exact_mut(BLOCK)) {
+            let (scale, min) = (tile.scales[lane], tile.mins[lane]);
+            for (v, out) in out.iter_mut().enumerate() {
+                *out = f32::from(Self::value(tile, lane, v)) * scale + min;
+            }
+        }
+    }
+
+    /// `out = lhs · Wᵀ` for `m` rows of `lhs` (`m × cols`, row-major) into `out` (`m × rows`),
+    /// on `threads` threads of rayon's pool. The activations are quantized to Q8_0 first, as
+    /// ggml does.
+    ///
+    /// # Panics
+    /// If `lhs` or `out` do not have the sizes above.
+    pub fn matmul(&self, lhs: &[f32], m: usize, out: &mut [f32], threads: usize) {
+        // Checked: a product that wrapped could match a short buffer, and the kernels below
+        // write through raw pointers sized by `m` and `rows`.
+        assert_eq!(
+            Some(lhs.len()),
+            m.checked_mul(self.cols),
+            "lhs is not m x cols"
+        );
+        assert_eq!(
+            Some(out.len()),
+            m.checked_mul(self.rows),
+            "out is not m x rows"
+        );
+        let acts = QuantizedRows::quantize(lhs, m, self.cols, threads);
+        let blocks = self.cols / BLOCK;
+        let out = OutPtr(out.as_mut_ptr());
+        tiled::run(
+            self.rows / TILE_ROWS,
+            m,
+            self.cols,
+            threads,
+            &|group, rows| {
+                let tiles = &self.tiles[group * blocks..(group + 1) * blocks];
+                // SAFETY: the group's 16 output columns are its own (`tiled::run` hands each
+                // group to one thread) inside `m` rows of `self.rows`; `pack_for` checked that the CPU runs `isa`.
+                unsafe {
+                    let out = out.add(group * TILE_ROWS);
+                    match self.isa {
+                        Isa::Avx512Vnni => avx512::group(tiles, &acts, rows, out, self.rows),
+                        Isa::Avx2 => avx2::group(tiles, &acts, rows, out, self.rows),
+                    }
+                }
+            },
+        );
+    }
+}

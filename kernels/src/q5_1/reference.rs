@@ -1,0 +1,61 @@
+//! The scalar references: ggml's dequantization of the GGUF bytes (as candle's `to_float`
+//! writes it, operation for operation), and what the packed kernel computes, one value at a
+//! time from the packed tiles. The tests hold the packing to the first and the SIMD kernel to
+//! the second.
+
+use half::f16;
+
+use super::{BLOCK, BLOCK_BYTES, PackedQ5_1, TILE_ROWS};
+use crate::activations::QuantizedRows;
+
+/// ggml's `dequantize_row_q5_1` over whole blocks of GGUF bytes.
+pub(super) fn dequantize_gguf(data: &[u8]) -> Vec<f32> {
+    let mut out = vec![0f32; data.len() / BLOCK_BYTES * BLOCK];
+    for (x, ys) in data
+        .chunks_exact(BLOCK_BYTES)
+        .zip(out.chunks_exact_mut(BLOCK))
+    {
+        let d = f16::from_le_bytes([x[0], x[1]]).to_f32();
+        let m = f16::from_le_bytes([x[2], x[3]]).to_f32();
+        let qh = u32::from_le_bytes([x[4], x[5], x[6], x[7]]);
+        let qs = &x[8..];
+        for j in 0..BLOCK / 2 {
+            let xh_0 = (((qh >> j) << 4) & 0x10) as u8;
+            let xh_1 = ((qh >> (j + 12)) & 0x10) as u8;
+            let x0 = (qs[j] & 0x0f) | xh_0;
+            let x1 = (qs[j] >> 4) | xh_1;
+            ys[j] = f32::from(x0) * d + m;
+            ys[j + BLOCK / 2] = f32::from(x1) * d + m;
+        }
+    }
+    out
+}
+
+impl PackedQ5_1 {
+    /// What [`PackedQ5_1::matmul`] computes, one value at a time, from the packed tiles.
+    pub(super) fn matmul_reference(&self, lhs: &[f32], m: usize, out: &mut [f32]) {
+        let acts = QuantizedRows::quantize(lhs, m, self.cols, 1);
+        let blocks = self.cols / BLOCK;
+        for i in 0..m {
+            for row in 0..self.rows {
+                let (group, lane) = (row / TILE_ROWS, row % TILE_ROWS);
+                let mut acc = 0f32;
+                for block in 0..blocks {
+                    let tile = &self.tiles[group * blocks + block];
+                    let at = i * blocks + block;
+                    let a: Vec<i32> = acts.words[at]
+                        .iter()
+                        .flat_map(|w| w.to_le_bytes().map(|b| i32::from(b as i8)))
+                        .collect();
+                    let sum: i32 = (0..BLOCK)
+                        .map(|v| i32::from(Self::value(tile, lane, v)) * a[v])
+                        .sum();
+                    let a_sum = a.iter().sum::<i32>() as f32 * acts.scales[at];
+                    acc += sum as f32 * (tile.scales[lane] * acts.scales[at]);
+                    acc += tile.mins[lane] * a_sum;
+                }
+                out[i * self.rows + row] = acc;
+            }
+        }
+    }
+}

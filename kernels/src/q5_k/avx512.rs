@@ -1,0 +1,124 @@
+//! The Q5_K kernel on AVX-512 VNNI: per sub-block, the 5-bit values (nibbles with their fifth
+//! bits moved to bit 4, as in `q5_0::avx512`) times one activation block in `vpdpbusd`, whose
+//! i32 sums are exact, then as for Q4_K: `d · sc · a_scale` times that less
+//! `dmin · m · a_scale · Σa` into f32 accumulators.
+
+use std::ops::Range;
+
+use super::{SUBS, TILE_ROWS, Tile};
+use crate::activations::QuantizedRows;
+use crate::tiled::in_row_steps;
+
+/// Activation rows per micro-kernel call: 8 unpacked weight registers, the sub-block's scales
+/// and mins, and an accumulator and two sums per row fit the 32 zmm registers.
+const MR: usize = 6;
+
+const _: () = assert!(TILE_ROWS == 16);
+
+/// Writes the 16 columns of one row group for activation rows `rows`.
+///
+/// # Safety
+/// The CPU has AVX-512 F/BW/VNNI; `out` is valid for writes of `rows.end` rows × `stride`
+/// f32 from the start of the output; `tiles` holds `acts.blocks / 8` tiles.
+#[cfg(target_arch = "x86_64")]
+pub(super) unsafe fn group(
+    tiles: &[Tile],
+    acts: &QuantizedRows,
+    rows: Range<usize>,
+    out: *mut f32,
+    stride: usize,
+) {
+    debug_assert_eq!(tiles.len() * SUBS, acts.blocks);
+    // SAFETY: forwarded from the caller; each call covers rows `first..first + R` of `rows`.
+    unsafe { in_row_steps!(micro_kernel::<MR>(tiles, acts, out, stride; rows)) }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+pub(super) unsafe fn group(_: &[Tile], _: &QuantizedRows, _: Range<usize>, _: *mut f32, _: usize) {
+    unreachable!("the packed kernel is only built on x86_64, and `pack` refuses elsewhere")
+}
+
+/// # Safety
+/// As for [`group`], for rows `first..first + R`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+unsafe fn micro_kernel<const R: usize>(
+    tiles: &[Tile],
+    acts: &QuantizedRows,
+    out: *mut f32,
+    stride: usize,
+    first: usize,
+) {
+    use std::arch::x86_64::*;
+    let blocks = acts.blocks;
+    let at = first * blocks..(first + R) * blocks;
+    let (words, scales, offsets) = (
+        &acts.words[at.clone()],
+        &acts.scales[at.clone()],
+        &acts.offsets[at],
+    );
+    let (nibble, fifth) = (_mm512_set1_epi8(0x0f), _mm512_set1_epi8(0x10));
+    let mut acc = [_mm512_setzero_ps(); R];
+    for (s, tile) in tiles.iter().enumerate() {
+        // SAFETY: `d` and `dmin` are 16 f32 each at 64-byte aligned offsets of the tile.
+        let (d, dmin) = unsafe {
+            (
+                _mm512_load_ps(tile.d.as_ptr()),
+                _mm512_load_ps(tile.dmin.as_ptr()),
+            )
+        };
+        for j in 0..SUBS {
+            let block = s * SUBS + j;
+            let qs = tile.qs[j].as_ptr().cast::<__m512i>();
+            // SAFETY: `qh[j]` is 64 bytes at a 64-byte aligned offset of the tile, in the byte
+            // order of a `qs` word.
+            let qh = unsafe { _mm512_load_si512(tile.qh[j].as_ptr().cast()) };
+            // Word `q`'s fifth bits at bit 4 of each byte, as in `q5_0::avx512`.
+            let (mut low_bits, mut high_bits) = (_mm512_slli_epi16(qh, 4), qh);
+            let (mut low, mut high) = ([_mm512_setzero_si512(); 4], [_mm512_setzero_si512(); 4]);
+            for q in 0..4 {
+                // SAFETY: `qs[j]` is 256 bytes at a 64-byte aligned offset of the tile; word
+                // `q` is its 64 bytes from `q * 64`.
+                let raw = unsafe { _mm512_load_si512(qs.add(q)) };
+                low[q] = _mm512_or_si512(
+                    _mm512_and_si512(raw, nibble),
+                    _mm512_and_si512(low_bits, fifth),
+                );
+                high[q] = _mm512_or_si512(
+                    _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble),
+                    _mm512_and_si512(high_bits, fifth),
+                );
+                low_bits = _mm512_srli_epi16(low_bits, 1);
+                high_bits = _mm512_srli_epi16(high_bits, 1);
+            }
+            // SAFETY: `scales[j]` and `mins[j]` are 16 bytes each inside the tile.
+            let (sc, mins) = unsafe {
+                (
+                    _mm_loadu_si128(tile.scales[j].as_ptr().cast()),
+                    _mm_loadu_si128(tile.mins[j].as_ptr().cast()),
+                )
+            };
+            let sc = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(sc)));
+            let mins = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(mins)));
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let at = r * blocks + block;
+                let a = &words[at];
+                let (mut even, mut odd) = (_mm512_setzero_si512(), _mm512_setzero_si512());
+                for q in 0..4 {
+                    even = _mm512_dpbusd_epi32(even, low[q], _mm512_set1_epi32(a[q]));
+                    odd = _mm512_dpbusd_epi32(odd, high[q], _mm512_set1_epi32(a[q + 4]));
+                }
+                let dot = _mm512_cvtepi32_ps(_mm512_add_epi32(even, odd));
+                // `offsets` holds −128 · Σa.
+                let a_sum = (-(offsets[at] / 128)) as f32 * scales[at];
+                let a_scale = _mm512_set1_ps(scales[at]);
+                *acc = _mm512_fmadd_ps(dot, _mm512_mul_ps(sc, a_scale), *acc);
+                *acc = _mm512_fnmadd_ps(mins, _mm512_set1_ps(a_sum), *acc);
+            }
+        }
+    }
+    for (r, acc) in acc.iter().enumerate() {
+        // SAFETY: row `first + r` is one of the caller's rows; 16 columns from `out`.
+        unsafe { _mm512_storeu_ps(out.add((first + r) * stride), *acc) };
+    }
+}

@@ -1,0 +1,251 @@
+//! Q5_K weights × f32 activations, packed for AVX-512 VNNI or AVX2, the weights kept 5-bit.
+//!
+//! A GGUF Q5_K super-block holds 256 values of one row: an f16 `d`, an f16 `dmin`, 12 bytes of
+//! 6-bit scales `sc` and mins `m` for its eight sub-blocks of 32 (packed as in Q5_K), 32 bytes
+//! `qh` of fifth bits, then 128 bytes of nibbles laid out as Q5_K's: sub-block `j` is the low
+//! (even `j`) or high nibbles of chunk `j / 2`, and bit `j` of `qh[l]` is the fifth bit of its
+//! value `l`. Value `q` (0..=31) of sub-block `j` means `d · sc[j] · q − dmin · m[j]`.
+//!
+//! A [`Tile`] takes 16 rows of one super-block: each sub-block's nibbles in
+//! [`crate::PackedQ4_0`]'s order (a byte holds values `b` and `b + 16`) and its fifth bits in
+//! [`crate::PackedQ5_0`]'s (`qh[j][row * 4 + t]` bit `q` for value `4q + t`, bit `4 + q` for
+//! value `4q + 16 + t`); scales and mins stay 6-bit integers, `d` and `dmin` become f32. That
+//! is 184 bytes per row and super-block against the file's 176 (1.05×).
+//!
+//! The AVX-512 kernel sums `q · a` over a sub-block in `vpdpbusd`, in i32, as the Q5_K one
+//! does. The AVX2 kernel cannot sum sixteen 5-bit products per i16 lane (up to 62992), so it
+//! sums `(q − 16) · a` instead, as the Q5_0 one does (at most 32512: the wrapped unsigned sums
+//! come out exact once 16 times the activations' pair sums are taken off), and adds the
+//! `16 · d · sc · a_scale · Σa` back with the mins, in f32.
+
+mod avx2;
+mod avx512;
+#[cfg(test)]
+mod reference;
+#[cfg(test)]
+mod tests;
+
+use half::f16;
+
+use crate::OutPtr;
+use crate::activations::{BLOCK, QuantizedRows};
+use crate::isa::Isa;
+use crate::tiled::{self, PackError, TILE_ROWS};
+
+/// Values per super-block.
+const SUPER: usize = 256;
+/// Sub-blocks (of one activation block each) per super-block.
+const SUBS: usize = SUPER / BLOCK;
+/// Bytes per GGUF Q5_K super-block: `d`, `dmin`, 12 bytes of scales, 32 of fifth bits, 128
+/// of nibbles.
+const BLOCK_BYTES: usize = 4 + 12 + SUPER / 8 + SUPER / 2;
+
+/// Sixteen rows × one super-block (see the module documentation).
+#[derive(Clone)]
+#[repr(C, align(64))]
+struct Tile {
+    /// Per sub-block, the Q4_0 tile order: `qs[j][(b / 4 * 16 + row) * 4 + b % 4]` is byte `b`
+    /// of `row`'s sub-block, value `b` in its low nibble and `b + 16` in its high one.
+    qs: [[u8; TILE_ROWS * BLOCK / 2]; SUBS],
+    /// Per sub-block, the fifth bits in the Q5_0 tile order: `qh[j][row * 4 + t]` holds the
+    /// fifth bit of value `4q + t` in bit `q` and of value `4q + 16 + t` in bit `4 + q`.
+    qh: [[u8; TILE_ROWS * BLOCK / 8]; SUBS],
+    /// `scales[j][row]` and `mins[j][row]`: sub-block `j`'s 6-bit scale and min.
+    scales: [[u8; TILE_ROWS]; SUBS],
+    mins: [[u8; TILE_ROWS]; SUBS],
+    d: [f32; TILE_ROWS],
+    dmin: [f32; TILE_ROWS],
+}
+
+/// ggml's `get_scale_min_k4`: sub-block `j`'s 6-bit scale and min from the 12 packed bytes.
+fn scale_min(j: usize, packed: &[u8]) -> (u8, u8) {
+    if j < 4 {
+        (packed[j] & 63, packed[j + 4] & 63)
+    } else {
+        (
+            (packed[j + 4] & 0x0f) | ((packed[j - 4] >> 6) << 4),
+            (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4),
+        )
+    }
+}
+
+/// Where byte `b` (0..16) of `lane`'s sub-block lies in a tile's `qs[j]`.
+fn qs_index(lane: usize, b: usize) -> usize {
+    (b / 4 * TILE_ROWS + lane) * 4 + b % 4
+}
+
+/// Where the fifth bit of `lane`'s value `v` (0..32) of a sub-block lies in a tile's `qh[j]`:
+/// the byte and the bit.
+fn qh_place(lane: usize, v: usize) -> (usize, usize) {
+    let b = v % (BLOCK / 2);
+    (lane * 4 + b % 4, b / 4 + if v < BLOCK / 2 { 0 } else { 4 })
+}
+
+/// A Q5_K matrix of `rows` × `cols` (one output per row), packed for
+/// [`PackedQ5_K::matmul`].
+#[expect(
+    non_camel_case_types,
+    reason = "ggml's name for the format, as in `PackedQ4_0`"
+)]
+pub struct PackedQ5_K {
+    isa: Isa,
+    rows: usize,
+    cols: usize,
+    /// `tiles[group * supers + s]`, where `supers = cols / 256`.
+    tiles: Vec<Tile>,
+}
+
+impl PackedQ5_K {
+    /// Whether this CPU runs a packed kernel (AVX-512 VNNI, or AVX2 and FMA).
+    pub fn supported() -> bool {
+        Isa::detect().is_some()
+    }
+
+    /// Repacks GGUF Q5_K `data` holding a `rows` × `cols` matrix, for the
+    /// fastest kernel this CPU has.
+    pub fn pack(data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+        Self::pack_for(
+            Isa::detect().ok_or(PackError::Unsupported)?,
+            data,
+            rows,
+            cols,
+        )
+    }
+
+    /// [`Self::pack`] for a given kernel (tests run every kernel the CPU has).
+    pub fn pack_for(isa: Isa, data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+        if !isa.available() {
+            return Err(PackError::Unsupported);
+        }
+        Self::pack_portable(isa, data, rows, cols)
+    }
+
+    /// The kernel this matrix runs on.
+    pub fn isa(&self) -> Isa {
+        self.isa
+    }
+
+    /// The layout alone, which the tests check on any CPU.
+    fn pack_portable(isa: Isa, data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+        let supers = tiled::check_blocks(data.len(), rows, cols, SUPER, BLOCK_BYTES)?;
+        let empty = Tile {
+            qs: [[0; TILE_ROWS * BLOCK / 2]; SUBS],
+            qh: [[0; TILE_ROWS * BLOCK / 8]; SUBS],
+            scales: [[0; TILE_ROWS]; SUBS],
+            mins: [[0; TILE_ROWS]; SUBS],
+            d: [0.0; TILE_ROWS],
+            dmin: [0.0; TILE_ROWS],
+        };
+        let mut tiles = vec![empty; rows / TILE_ROWS * supers];
+        for (row, bytes) in data.chunks_exact(supers * BLOCK_BYTES).enumerate() {
+            let (group, lane) = (row / TILE_ROWS, row % TILE_ROWS);
+            for (s, raw) in bytes.chunks_exact(BLOCK_BYTES).enumerate() {
+                let tile = &mut tiles[group * supers + s];
+                tile.d[lane] = f16::from_le_bytes([raw[0], raw[1]]).to_f32();
+                tile.dmin[lane] = f16::from_le_bytes([raw[2], raw[3]]).to_f32();
+                let (packed, fifths, nibbles) = (&raw[4..16], &raw[16..48], &raw[48..]);
+                for j in 0..SUBS {
+                    (tile.scales[j][lane], tile.mins[j][lane]) = scale_min(j, packed);
+                    // Sub-block `j` is the low (even `j`) or high nibbles of chunk `j / 2`.
+                    let chunk = &nibbles[j / 2 * 32..j / 2 * 32 + 32];
+                    let nibble = |v: usize| (chunk[v] >> (4 * (j % 2))) & 0x0f;
+                    for b in 0..BLOCK / 2 {
+                        tile.qs[j][qs_index(lane, b)] = nibble(b) | (nibble(b + BLOCK / 2) << 4);
+                    }
+                    for (v, fifth) in fifths.iter().enumerate() {
+                        let (byte, bit) = qh_place(lane, v);
+                        tile.qh[j][byte] |= ((fifth >> j) & 1) << bit;
+                    }
+                }
+            }
+        }
+        Ok(Self {
+            isa,
+            rows,
+            cols,
+            tiles,
+        })
+    }
+
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// Row `row` of the weight, dequantized into `out` (`cols` long) exactly as ggml and
+    /// candle do: an embedding lookup in a table tied to this matrix.
+    ///
+    /// # Panics
+    /// If `row` is out of range or `out` is not `cols` long.
+    pub fn dequantize_row(&self, row: usize, out: &mut [f32]) {
+        assert!(row < self.rows, "row {row} of {}", self.rows);
+        assert_eq!(out.len(), self.cols, "out is not cols long");
+        let (group, lane) = (row / TILE_ROWS, row % TILE_ROWS);
+        let supers = self.cols / SUPER;
+        let tiles = &self.tiles[group * supers..(group + 1) * supers];
+        for (tile, out) in tiles.iter().zip(out.chunks_exact_mut(SUPER)) {
+            for (j, out) in out.chunks_exact_mut(BLOCK).enumerate() {
+                let scale = tile.d[lane] * f32::from(tile.scales[j][lane]);
+                let min = tile.dmin[lane] * f32::from(tile.mins[j][lane]);
+                for b in 0..BLOCK / 2 {
+                    let byte = tile.qs[j][qs_index(lane, b)];
+                    out[b] = scale * f32::from((byte & 0x0f) | Self::fifth(tile, j, lane, b)) - min;
+                    out[b + BLOCK / 2] = scale
+                        * f32::from((byte >> 4) | Self::fifth(tile, j, lane, b + BLOCK / 2))
+                        - min;
+                }
+            }
+        }
+    }
+
+    /// The fifth bit of `lane`'s value `v` in sub-block `j`, as 0 or 16.
+    fn fifth(tile: &Tile, j: usize, lane: usize, v: usize) -> u8 {
+        let (byte, bit) = qh_place(lane, v);
+        ((tile.qh[j][byte] >> bit) & 1) << 4
+    }
+
+    /// `out = lhs · Wᵀ` for `m` rows of `lhs` (`m × cols`, row-major) into `out` (`m × rows`),
+    /// on `threads` threads of rayon's pool. The activations are quantized to Q8_0 blocks
+    /// first, one per sub-block.
+    ///
+    /// # Panics
+    /// If `lhs` or `out` do not have the sizes above.
+    pub fn matmul(&self, lhs: &[f32], m: usize, out: &mut [f32], threads: usize) {
+        // Checked: a product that wrapped could match a short buffer, and the kernels below
+        // write through raw pointers sized by `m` and `rows`.
+        assert_eq!(
+            Some(lhs.len()),
+            m.checked_mul(self.cols),
+            "lhs is not m x cols"
+        );
+        assert_eq!(
+            Some(out.len()),
+            m.checked_mul(self.rows),
+            "out is not m x rows"
+        );
+        let acts = QuantizedRows::quantize(lhs, m, self.cols, threads);
+        let supers = self.cols / SUPER;
+        let out = OutPtr(out.as_mut_ptr());
+        tiled::run(
+            self.rows / TILE_ROWS,
+            m,
+            self.cols,
+            threads,
+            &|group, rows| {
+                let tiles = &self.tiles[group * supers..(group + 1) * supers];
+                // SAFETY: the group's 16 output columns are its own (`tiled::run` hands each
+                // group to one thread) inside `m` rows of `self.rows`; `pack_for` checked that the CPU runs `isa`.
+                unsafe {
+                    let out = out.add(group * TILE_ROWS);
+                    match self.isa {
+                        Isa::Avx512Vnni => avx512::group(tiles, &acts, rows, out, self.rows),
+                        Isa::Avx2 => avx2::group(tiles, &acts, rows, out, self.rows),
+                    }
+                }
+            },
+        );
+    }
+}
