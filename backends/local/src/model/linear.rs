@@ -1,13 +1,15 @@
-//! A linear layer's weight on the fastest matmul this CPU has for it: Q8_0, Q4_0 and Q5_0
-//! weights are repacked for hearth-kernels' AVX-512 VNNI or AVX2 kernels where the CPU has one
+//! A linear layer's weight on the fastest matmul this CPU has for it: Q8_0, Q4_0, Q5_0 and
+//! Q5_1 weights are repacked for hearth-kernels' AVX-512 VNNI or AVX2 kernels where the CPU has one
 //! (candle's own fast path needs rows that are multiples of 256, which Qwen2.5-0.5B's 896-wide
-//! projections are not: prefill there ran at about a sixth of the speed), and so are Q4_K and
-//! Q6_K weights (the K-quants of Q4_K_M files) whose rows are multiples of 256; everything
-//! else stays on candle's `QMatMul`.
+//! projections are not: prefill there ran at about a sixth of the speed), and so are Q4_K, Q5_K
+//! and Q6_K weights (the K-quants of Q4_K_M and Q5_K_M files) whose rows are multiples of 256;
+//! everything else stays on candle's `QMatMul`.
 
 use candle_core::quantized::{GgmlDType, QMatMul};
 use candle_core::{DType, Device, Module, Tensor};
-use hearth_kernels::{PackedQ4_0, PackedQ4_K, PackedQ5_0, PackedQ6_K, PackedQ8_0};
+use hearth_kernels::{
+    PackedQ4_0, PackedQ4_K, PackedQ5_0, PackedQ5_1, PackedQ5_K, PackedQ6_K, PackedQ8_0,
+};
 
 use crate::error::{EngineBug, EngineError};
 
@@ -19,15 +21,20 @@ pub(crate) enum Linear {
     Q4_0(PackedQ4_0),
     /// Replaces the candle weight (the same 5-bit values, plus 9% for f32 scales).
     Q5_0(PackedQ5_0),
+    /// Replaces the candle weight (the same 5-bit values, plus 17% for f32 scales and offsets).
+    Q5_1(PackedQ5_1),
     /// Replaces the candle weight (the same nibbles, plus 6% for byte-wide scales and mins).
     Q4K(PackedQ4_K),
+    /// Replaces the candle weight (the same 5-bit values, plus 5% for byte-wide scales and
+    /// mins).
+    Q5K(PackedQ5_K),
     /// Replaces the candle weight (the same 6-bit values, plus 1% for f32 `d`).
     Q6K(PackedQ6_K),
 }
 
 impl Linear {
-    /// Packs `weight` when it is a Q8_0, Q4_0, Q5_0, Q4_K or Q6_K matrix on the CPU and this CPU
-    /// runs the kernel.
+    /// Packs `weight` when it is a Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K or Q6_K matrix on the
+    /// CPU and this CPU runs the kernel.
     pub fn new(weight: QMatMul) -> Result<Self, EngineError> {
         if let QMatMul::QTensor(t) = &weight
             && t.device().is_cpu()
@@ -43,8 +50,14 @@ impl Linear {
                 GgmlDType::Q5_0 if PackedQ5_0::supported() => {
                     Some(PackedQ5_0::pack(&t.data()?, rows, cols).map(Self::Q5_0))
                 }
+                GgmlDType::Q5_1 if PackedQ5_1::supported() => {
+                    Some(PackedQ5_1::pack(&t.data()?, rows, cols).map(Self::Q5_1))
+                }
                 GgmlDType::Q4K if PackedQ4_K::supported() => {
                     Some(PackedQ4_K::pack(&t.data()?, rows, cols).map(Self::Q4K))
+                }
+                GgmlDType::Q5K if PackedQ5_K::supported() => {
+                    Some(PackedQ5_K::pack(&t.data()?, rows, cols).map(Self::Q5K))
                 }
                 GgmlDType::Q6K if PackedQ6_K::supported() => {
                     Some(PackedQ6_K::pack(&t.data()?, rows, cols).map(Self::Q6K))
@@ -76,7 +89,9 @@ impl Linear {
                 Self::Q8_0(w) => w.dequantize_row(id as usize, row),
                 Self::Q4_0(w) => w.dequantize_row(id as usize, row),
                 Self::Q5_0(w) => w.dequantize_row(id as usize, row),
+                Self::Q5_1(w) => w.dequantize_row(id as usize, row),
                 Self::Q4K(w) => w.dequantize_row(id as usize, row),
+                Self::Q5K(w) => w.dequantize_row(id as usize, row),
                 Self::Q6K(w) => w.dequantize_row(id as usize, row),
                 Self::Candle(_) => {}
             }
@@ -95,7 +110,9 @@ impl Linear {
             Self::Q8_0(w) => format!("Q8_0 {:?}", w.isa()),
             Self::Q4_0(w) => format!("Q4_0 {:?}", w.isa()),
             Self::Q5_0(w) => format!("Q5_0 {:?}", w.isa()),
+            Self::Q5_1(w) => format!("Q5_1 {:?}", w.isa()),
             Self::Q4K(w) => format!("Q4_K {:?}", w.isa()),
+            Self::Q5K(w) => format!("Q5_K {:?}", w.isa()),
             Self::Q6K(w) => format!("Q6_K {:?}", w.isa()),
         }
     }
@@ -111,7 +128,9 @@ impl Linear {
             Self::Q8_0(w) => Some((w.rows(), w.cols())),
             Self::Q4_0(w) => Some((w.rows(), w.cols())),
             Self::Q5_0(w) => Some((w.rows(), w.cols())),
+            Self::Q5_1(w) => Some((w.rows(), w.cols())),
             Self::Q4K(w) => Some((w.rows(), w.cols())),
+            Self::Q5K(w) => Some((w.rows(), w.cols())),
             Self::Q6K(w) => Some((w.rows(), w.cols())),
         }
     }
@@ -123,7 +142,9 @@ impl Linear {
             Self::Q8_0(w) => (w.rows(), w.cols()),
             Self::Q4_0(w) => (w.rows(), w.cols()),
             Self::Q5_0(w) => (w.rows(), w.cols()),
+            Self::Q5_1(w) => (w.rows(), w.cols()),
             Self::Q4K(w) => (w.rows(), w.cols()),
+            Self::Q5K(w) => (w.rows(), w.cols()),
             Self::Q6K(w) => (w.rows(), w.cols()),
         };
         let mut dims = x.dims().to_vec();
@@ -142,7 +163,9 @@ impl Linear {
             Self::Q8_0(w) => w.matmul(&lhs, m, &mut out, threads),
             Self::Q4_0(w) => w.matmul(&lhs, m, &mut out, threads),
             Self::Q5_0(w) => w.matmul(&lhs, m, &mut out, threads),
+            Self::Q5_1(w) => w.matmul(&lhs, m, &mut out, threads),
             Self::Q4K(w) => w.matmul(&lhs, m, &mut out, threads),
+            Self::Q5K(w) => w.matmul(&lhs, m, &mut out, threads),
             Self::Q6K(w) => w.matmul(&lhs, m, &mut out, threads),
             Self::Candle(_) => {}
         }
@@ -165,7 +188,8 @@ mod tests {
         QTensor::quantize(&w, dtype).unwrap()
     }
 
-    /// Where the CPU packs Q8_0, Q4_0, Q5_0, Q4_K and Q6_K, the packed layer answers as candle's
+    /// Where the CPU packs Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K, the packed layer
+    /// answers as candle's
     /// does: the same embedding rows for a tied table (bit for bit: the same dequantization),
     /// and the same products up to rounding.
     #[test]
@@ -174,7 +198,9 @@ mod tests {
             (GgmlDType::Q8_0, 64),
             (GgmlDType::Q4_0, 64),
             (GgmlDType::Q5_0, 64),
+            (GgmlDType::Q5_1, 64),
             (GgmlDType::Q4K, 512),
+            (GgmlDType::Q5K, 512),
             (GgmlDType::Q6K, 512),
         ] {
             packed_agrees_with_candle(dtype, cols);
@@ -184,7 +210,7 @@ mod tests {
     /// A K-quant matrix whose rows are not a multiple of 256 stays on candle's path.
     #[test]
     fn a_k_quant_weight_that_does_not_tile_stays_on_candle() {
-        for dtype in [GgmlDType::Q4K, GgmlDType::Q6K] {
+        for dtype in [GgmlDType::Q4K, GgmlDType::Q5K, GgmlDType::Q6K] {
             // 20 rows: a multiple of candle's block count but not of the 16-row tile.
             let weight = QMatMul::from_qtensor(quantized(dtype, 20, 256)).unwrap();
             assert!(!Linear::new(weight).unwrap().is_packed(), "{dtype:?}");
@@ -223,10 +249,12 @@ mod tests {
         let want = candle.forward(&x).unwrap();
         match dtype {
             // Candle quantizes the activations of K-quant products per 256 values (Q8_K), the
-            // packed kernels per 32 as for Q8_0: held to the exact product with the same
-            // weights, the packed layer's largest error must stay within twice candle's (over
-            // 100 random runs it was 0.5–0.6 of candle's as a rule, 1.2 at most).
-            GgmlDType::Q4K | GgmlDType::Q6K => {
+            // packed kernels per 32 as for Q8_0; and for Q5_1 it rounds each activation block's
+            // sum to f16 (Q8_1's `s`), where the packed kernels keep it exact. So these are held
+            // to the exact product with the same weights: the packed layer's largest error must
+            // stay within twice candle's (over 100 random runs of the K-quants it was 0.5–0.6 of
+            // candle's as a rule, 1.2 at most).
+            GgmlDType::Q5_1 | GgmlDType::Q4K | GgmlDType::Q5K | GgmlDType::Q6K => {
                 let weight = t.dequantize(&dev).unwrap();
                 let exact = x.broadcast_matmul(&weight.t().unwrap()).unwrap();
                 let (ours, theirs) = (max_diff(&got, &exact), max_diff(&want, &exact));
