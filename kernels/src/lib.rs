@@ -50,7 +50,7 @@ pub use tiled::PackError;
 #[derive(Clone, Copy)]
 struct OutPtr(*mut f32);
 // SAFETY: every user splits the output into disjoint parts per thread and joins the threads
-// before the buffer's borrow ends (see `PackedQ8_0::matmul` and `causal_attention`).
+// before the buffer's borrow ends (see `tiled::matmul` and `causal_attention`).
 unsafe impl Send for OutPtr {}
 // SAFETY: as for `Send`; the closures that share it only read the pointer itself.
 unsafe impl Sync for OutPtr {}

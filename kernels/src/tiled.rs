@@ -5,7 +5,9 @@
 
 use std::ops::Range;
 
-use crate::activations::BLOCK;
+use crate::OutPtr;
+use crate::activations::{BLOCK, QuantizedRows};
+use crate::isa::Isa;
 
 /// Weight rows per tile: one 512-bit register of i32 lanes, or two 256-bit ones.
 pub(crate) const TILE_ROWS: usize = 16;
@@ -75,6 +77,72 @@ pub(crate) fn check_blocks(
         });
     }
     Ok(blocks)
+}
+
+/// A format's kernel on one instruction set: writes the 16 output columns of one row group
+/// (`out`, rows `stride` apart) for a range of activation rows, from the group's tiles.
+pub(crate) type GroupKernel<T> = unsafe fn(&[T], &QuantizedRows, Range<usize>, *mut f32, usize);
+
+/// A format's kernels, one per instruction set.
+pub(crate) struct Kernels<T> {
+    pub avx512: GroupKernel<T>,
+    pub avx2: GroupKernel<T>,
+}
+
+/// The frame of every packed matmul: `out = lhs · Wᵀ` for the `m` rows of `lhs` (`m × cols`,
+/// row-major) into `out` (`m × rows`), where `W` (`rows × cols`) is packed as `tiles`, an equal
+/// share of them per 16-row group. The activations are quantized to Q8_0 blocks, then `isa`'s
+/// kernel runs over the row groups on `threads` threads of rayon's pool.
+///
+/// # Panics
+/// If `lhs` or `out` do not have the sizes above.
+///
+/// # Safety
+/// The CPU runs `isa`, and `kernels` write only the group they are given, reading as many tiles
+/// as a group holds.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the one frame behind seven formats' matmul"
+)]
+pub(crate) unsafe fn matmul<T: Sync>(
+    isa: Isa,
+    kernels: &Kernels<T>,
+    tiles: &[T],
+    (rows, cols): (usize, usize),
+    lhs: &[f32],
+    m: usize,
+    out: &mut [f32],
+    threads: usize,
+) {
+    // Checked: a product that wrapped could match a short buffer, and the kernels write
+    // through raw pointers sized by `m` and `rows`.
+    assert_eq!(Some(lhs.len()), m.checked_mul(cols), "lhs is not m x cols");
+    assert_eq!(Some(out.len()), m.checked_mul(rows), "out is not m x rows");
+    let groups = rows / TILE_ROWS;
+    if groups == 0 || m == 0 {
+        return;
+    }
+    let per_group = tiles.len() / groups;
+    let acts = QuantizedRows::quantize(lhs, m, cols, threads);
+    let kernel = match isa {
+        Isa::Avx512Vnni => kernels.avx512,
+        Isa::Avx2 => kernels.avx2,
+    };
+    let out = OutPtr(out.as_mut_ptr());
+    run(groups, m, cols, threads, &|group, activation_rows| {
+        let tiles = &tiles[group * per_group..(group + 1) * per_group];
+        // SAFETY: the group's 16 output columns are its own (`run` hands each group to one
+        // thread) inside `m` rows of `rows`; the caller vouches for `isa` and the kernels.
+        unsafe {
+            kernel(
+                tiles,
+                &acts,
+                activation_rows,
+                out.add(group * TILE_ROWS),
+                rows,
+            )
+        }
+    });
 }
 
 /// Calls the micro-kernel `$kernel::<R>(args…, first)` over the activation rows `$rows` in

@@ -12,7 +12,8 @@
 
 use std::ops::Range;
 
-use super::{QuantizedRows, TILE_ROWS, Tile};
+use super::{TILE_ROWS, Tile};
+use crate::activations::QuantizedRows;
 
 /// Activation rows per micro-kernel call. Four rows' i32 sums for both halves plus the
 /// weights and their magnitudes fill the sixteen registers; the f32 accumulators, touched

@@ -4,7 +4,8 @@
 
 use std::ops::Range;
 
-use super::{QuantizedRows, TILE_ROWS, Tile};
+use super::{TILE_ROWS, Tile};
+use crate::activations::QuantizedRows;
 
 /// Activation rows per call of the micro-kernel: 8 weight + 1 scale + 6 accumulator registers
 /// and the temporaries fit the 32 zmm registers with room to spare.

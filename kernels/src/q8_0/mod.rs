@@ -22,8 +22,7 @@ mod tests;
 
 use half::f16;
 
-use crate::OutPtr;
-use crate::activations::{BLOCK, QuantizedRows};
+use crate::activations::BLOCK;
 use crate::isa::Isa;
 use crate::tiled::PackError;
 use crate::tiled::{self, TILE_ROWS};
@@ -154,39 +153,15 @@ impl PackedQ8_0 {
     /// # Panics
     /// If `lhs` or `out` do not have the sizes above.
     pub fn matmul(&self, lhs: &[f32], m: usize, out: &mut [f32], threads: usize) {
-        // Checked: a product that wrapped could match a short buffer, and the kernels below
-        // write through raw pointers sized by `m` and `rows`.
-        assert_eq!(
-            Some(lhs.len()),
-            m.checked_mul(self.cols),
-            "lhs is not m x cols"
-        );
-        assert_eq!(
-            Some(out.len()),
-            m.checked_mul(self.rows),
-            "out is not m x rows"
-        );
-        let acts = QuantizedRows::quantize(lhs, m, self.cols, threads);
-        let blocks = self.cols / BLOCK;
-        let out = OutPtr(out.as_mut_ptr());
-        tiled::run(
-            self.rows / TILE_ROWS,
-            m,
-            self.cols,
-            threads,
-            &|group, rows| {
-                let tiles = &self.tiles[group * blocks..(group + 1) * blocks];
-                // SAFETY: the group's 16 output columns are its own (`tiled::run` hands each group
-                // to one thread) inside `m` rows of `self.rows`; `pack_for` checked that the CPU
-                // runs `isa`.
-                unsafe {
-                    let out = out.add(group * TILE_ROWS);
-                    match self.isa {
-                        Isa::Avx512Vnni => avx512::group(tiles, &acts, rows, out, self.rows),
-                        Isa::Avx2 => avx2::group(tiles, &acts, rows, out, self.rows),
-                    }
-                }
-            },
-        );
+        let kernels = tiled::Kernels {
+            avx512: avx512::group,
+            avx2: avx2::group,
+        };
+        let shape = (self.rows, self.cols);
+        // SAFETY: `pack_for` checked that the CPU runs `isa`; each group's tiles are its own
+        // and as many as the kernels read.
+        unsafe {
+            tiled::matmul(self.isa, &kernels, &self.tiles, shape, lhs, m, out, threads);
+        }
     }
 }

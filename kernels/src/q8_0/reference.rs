@@ -1,7 +1,8 @@
 //! The scalar reference for the packed kernel: the same quantized values, the same per-block
 //! order of summation, plain Rust. The SIMD kernel is tested against it.
 
-use super::{BLOCK, PackedQ8_0, QuantizedRows, TILE_ROWS};
+use super::{BLOCK, PackedQ8_0, TILE_ROWS};
+use crate::activations::QuantizedRows;
 
 impl PackedQ8_0 {
     /// What [`PackedQ8_0::matmul`] computes, one value at a time.
