@@ -22,7 +22,9 @@
 
 mod activations;
 mod attention;
+mod fifth_bits;
 mod isa;
+mod packed;
 mod q4_0;
 mod q4_k;
 mod q5_0;
@@ -36,6 +38,7 @@ mod tiled;
 
 pub use attention::{AttentionShape, ShapeError, causal_attention};
 pub use isa::Isa;
+pub use packed::PackedMatrix;
 pub use q4_0::PackedQ4_0;
 pub use q4_k::PackedQ4_K;
 pub use q5_0::PackedQ5_0;

@@ -1,73 +1,57 @@
-//! A linear layer's weight on the fastest matmul this CPU has for it: Q8_0, Q4_0, Q5_0 and
-//! Q5_1 weights are repacked for hearth-kernels' AVX-512 VNNI or AVX2 kernels where the CPU has one
-//! (candle's own fast path needs rows that are multiples of 256, which Qwen2.5-0.5B's 896-wide
-//! projections are not: prefill there ran at about a sixth of the speed), and so are Q4_K, Q5_K
-//! and Q6_K weights (the K-quants of Q4_K_M and Q5_K_M files) whose rows are multiples of 256;
-//! everything else stays on candle's `QMatMul`.
+//! A linear layer's weight on the fastest matmul this CPU has for it: Q8_0, Q4_0, Q5_0, Q5_1,
+//! Q4_K, Q5_K and Q6_K weights are repacked for hearth-kernels' AVX-512 VNNI or AVX2 kernels
+//! where the CPU has one and the shape tiles (rows a multiple of 16, columns of the format's
+//! block: 32 values, or 256 for the K-quants). Candle's own fast path needs rows that are
+//! multiples of 256, which Qwen2.5-0.5B's 896-wide projections are not: prefill there ran at
+//! about a sixth of the speed. Everything else stays on candle's `QMatMul`.
 
 use candle_core::quantized::{GgmlDType, QMatMul};
 use candle_core::{DType, Device, Module, Tensor};
 use hearth_kernels::{
-    PackedQ4_0, PackedQ4_K, PackedQ5_0, PackedQ5_1, PackedQ5_K, PackedQ6_K, PackedQ8_0,
+    Isa, PackError, PackedMatrix, PackedQ4_0, PackedQ4_K, PackedQ5_0, PackedQ5_1, PackedQ5_K,
+    PackedQ6_K, PackedQ8_0,
 };
 
 use crate::error::{EngineBug, EngineError};
 
 pub(crate) enum Linear {
     Candle(QMatMul),
-    /// Replaces the candle weight (same bytes, plus 6%), for prefill and decode alike.
-    Q8_0(PackedQ8_0),
-    /// Replaces the candle weight (the same nibbles, plus 11% for f32 scales).
-    Q4_0(PackedQ4_0),
-    /// Replaces the candle weight (the same 5-bit values, plus 9% for f32 scales).
-    Q5_0(PackedQ5_0),
-    /// Replaces the candle weight (the same 5-bit values, plus 17% for f32 scales and offsets).
-    Q5_1(PackedQ5_1),
-    /// Replaces the candle weight (the same nibbles, plus 6% for byte-wide scales and mins).
-    Q4K(PackedQ4_K),
-    /// Replaces the candle weight (the same 5-bit values, plus 5% for byte-wide scales and
-    /// mins).
-    Q5K(PackedQ5_K),
-    /// Replaces the candle weight (the same 6-bit values, plus 1% for f32 `d`).
-    Q6K(PackedQ6_K),
+    /// Replaces the candle weight, for prefill and decode alike: the same quantized values,
+    /// repacked at about the file's size (each format's module in hearth-kernels says how
+    /// much more).
+    Packed(Box<dyn PackedMatrix>),
+}
+
+/// Packs GGUF bytes of one format holding a `rows` × `cols` matrix.
+type Packer = fn(&[u8], usize, usize) -> Result<Box<dyn PackedMatrix>, PackError>;
+
+/// The packer for weights of `dtype`, if hearth-kernels has a kernel for them.
+fn packer(dtype: GgmlDType) -> Option<Packer> {
+    Some(match dtype {
+        GgmlDType::Q8_0 => |data, rows, cols| Ok(Box::new(PackedQ8_0::pack(data, rows, cols)?)),
+        GgmlDType::Q4_0 => |data, rows, cols| Ok(Box::new(PackedQ4_0::pack(data, rows, cols)?)),
+        GgmlDType::Q5_0 => |data, rows, cols| Ok(Box::new(PackedQ5_0::pack(data, rows, cols)?)),
+        GgmlDType::Q5_1 => |data, rows, cols| Ok(Box::new(PackedQ5_1::pack(data, rows, cols)?)),
+        GgmlDType::Q4K => |data, rows, cols| Ok(Box::new(PackedQ4_K::pack(data, rows, cols)?)),
+        GgmlDType::Q5K => |data, rows, cols| Ok(Box::new(PackedQ5_K::pack(data, rows, cols)?)),
+        GgmlDType::Q6K => |data, rows, cols| Ok(Box::new(PackedQ6_K::pack(data, rows, cols)?)),
+        _ => return None,
+    })
 }
 
 impl Linear {
     /// Packs `weight` when it is a Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K or Q6_K matrix on the
-    /// CPU and this CPU runs the kernel.
+    /// CPU and this CPU runs the kernels.
     pub fn new(weight: QMatMul) -> Result<Self, EngineError> {
         if let QMatMul::QTensor(t) = &weight
             && t.device().is_cpu()
+            && let Some(pack) = packer(t.dtype())
+            && Isa::detect().is_some()
         {
             let (rows, cols) = t.shape().dims2()?;
-            let packed = match t.dtype() {
-                GgmlDType::Q8_0 if PackedQ8_0::supported() => {
-                    Some(PackedQ8_0::pack(&t.data()?, rows, cols).map(Self::Q8_0))
-                }
-                GgmlDType::Q4_0 if PackedQ4_0::supported() => {
-                    Some(PackedQ4_0::pack(&t.data()?, rows, cols).map(Self::Q4_0))
-                }
-                GgmlDType::Q5_0 if PackedQ5_0::supported() => {
-                    Some(PackedQ5_0::pack(&t.data()?, rows, cols).map(Self::Q5_0))
-                }
-                GgmlDType::Q5_1 if PackedQ5_1::supported() => {
-                    Some(PackedQ5_1::pack(&t.data()?, rows, cols).map(Self::Q5_1))
-                }
-                GgmlDType::Q4K if PackedQ4_K::supported() => {
-                    Some(PackedQ4_K::pack(&t.data()?, rows, cols).map(Self::Q4K))
-                }
-                GgmlDType::Q5K if PackedQ5_K::supported() => {
-                    Some(PackedQ5_K::pack(&t.data()?, rows, cols).map(Self::Q5K))
-                }
-                GgmlDType::Q6K if PackedQ6_K::supported() => {
-                    Some(PackedQ6_K::pack(&t.data()?, rows, cols).map(Self::Q6K))
-                }
-                _ => None,
-            };
-            match packed {
-                Some(Ok(packed)) => return Ok(packed),
-                Some(Err(err)) => tracing::debug!("{rows}x{cols} weight stays on candle: {err}"),
-                None => {}
+            match pack(&t.data()?, rows, cols) {
+                Ok(packed) => return Ok(Self::Packed(packed)),
+                Err(err) => tracing::debug!("{rows}x{cols} weight stays on candle: {err}"),
             }
         }
         Ok(Self::Candle(weight))
@@ -77,24 +61,16 @@ impl Linear {
     /// table tied to this (packed) output head. `None` on candle's path, which keeps its own
     /// table.
     pub fn rows(&self, ids: &[u32], device: &Device) -> Result<Option<Tensor>, EngineError> {
-        let Some((rows, cols)) = self.packed_shape() else {
+        let Self::Packed(w) = self else {
             return Ok(None);
         };
+        let (rows, cols) = (w.rows(), w.cols());
         let mut out = vec![0f32; ids.len() * cols];
         for (&id, row) in ids.iter().zip(out.chunks_exact_mut(cols)) {
             if id as usize >= rows {
                 return Err(EngineError::TokenOutOfRange { id, vocab: rows });
             }
-            match self {
-                Self::Q8_0(w) => w.dequantize_row(id as usize, row),
-                Self::Q4_0(w) => w.dequantize_row(id as usize, row),
-                Self::Q5_0(w) => w.dequantize_row(id as usize, row),
-                Self::Q5_1(w) => w.dequantize_row(id as usize, row),
-                Self::Q4K(w) => w.dequantize_row(id as usize, row),
-                Self::Q5K(w) => w.dequantize_row(id as usize, row),
-                Self::Q6K(w) => w.dequantize_row(id as usize, row),
-                Self::Candle(_) => {}
-            }
+            w.dequantize_row(id as usize, row);
         }
         Ok(Some(Tensor::from_vec(out, (ids.len(), cols), device)?))
     }
@@ -107,46 +83,21 @@ impl Linear {
             Self::Candle(QMatMul::Tensor(t) | QMatMul::TensorF16(t)) => {
                 format!("candle {:?}", t.dtype())
             }
-            Self::Q8_0(w) => format!("Q8_0 {:?}", w.isa()),
-            Self::Q4_0(w) => format!("Q4_0 {:?}", w.isa()),
-            Self::Q5_0(w) => format!("Q5_0 {:?}", w.isa()),
-            Self::Q5_1(w) => format!("Q5_1 {:?}", w.isa()),
-            Self::Q4K(w) => format!("Q4_K {:?}", w.isa()),
-            Self::Q5K(w) => format!("Q5_K {:?}", w.isa()),
-            Self::Q6K(w) => format!("Q6_K {:?}", w.isa()),
+            Self::Packed(w) => format!("{} {:?}", w.format(), w.isa()),
         }
     }
 
     pub fn is_packed(&self) -> bool {
-        self.packed_shape().is_some()
-    }
-
-    /// `(rows, cols)` of a packed weight; `None` on candle's path.
-    fn packed_shape(&self) -> Option<(usize, usize)> {
-        match self {
-            Self::Candle(_) => None,
-            Self::Q8_0(w) => Some((w.rows(), w.cols())),
-            Self::Q4_0(w) => Some((w.rows(), w.cols())),
-            Self::Q5_0(w) => Some((w.rows(), w.cols())),
-            Self::Q5_1(w) => Some((w.rows(), w.cols())),
-            Self::Q4K(w) => Some((w.rows(), w.cols())),
-            Self::Q5K(w) => Some((w.rows(), w.cols())),
-            Self::Q6K(w) => Some((w.rows(), w.cols())),
-        }
+        matches!(self, Self::Packed(_))
     }
 
     /// `x @ wᵀ` over the last dimension of `x`.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor, EngineError> {
-        let (rows, cols) = match self {
+        let w = match self {
             Self::Candle(w) => return Ok(w.forward(x)?),
-            Self::Q8_0(w) => (w.rows(), w.cols()),
-            Self::Q4_0(w) => (w.rows(), w.cols()),
-            Self::Q5_0(w) => (w.rows(), w.cols()),
-            Self::Q5_1(w) => (w.rows(), w.cols()),
-            Self::Q4K(w) => (w.rows(), w.cols()),
-            Self::Q5K(w) => (w.rows(), w.cols()),
-            Self::Q6K(w) => (w.rows(), w.cols()),
+            Self::Packed(w) => w,
         };
+        let (rows, cols) = (w.rows(), w.cols());
         let mut dims = x.dims().to_vec();
         if dims.pop() != Some(cols) {
             return Err(EngineBug::MatmulShape {
@@ -158,17 +109,7 @@ impl Linear {
         let lhs = x.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
         let m = lhs.len() / cols;
         let mut out = vec![0f32; m * rows];
-        let threads = candle_core::utils::get_num_threads();
-        match self {
-            Self::Q8_0(w) => w.matmul(&lhs, m, &mut out, threads),
-            Self::Q4_0(w) => w.matmul(&lhs, m, &mut out, threads),
-            Self::Q5_0(w) => w.matmul(&lhs, m, &mut out, threads),
-            Self::Q5_1(w) => w.matmul(&lhs, m, &mut out, threads),
-            Self::Q4K(w) => w.matmul(&lhs, m, &mut out, threads),
-            Self::Q5K(w) => w.matmul(&lhs, m, &mut out, threads),
-            Self::Q6K(w) => w.matmul(&lhs, m, &mut out, threads),
-            Self::Candle(_) => {}
-        }
+        w.matmul(&lhs, m, &mut out, candle_core::utils::get_num_threads());
         dims.push(rows);
         Ok(Tensor::from_vec(out, dims, x.device())?.to_dtype(x.dtype())?)
     }
