@@ -4,6 +4,8 @@ use std::ops::Range;
 
 use super::{TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
+#[cfg(target_arch = "x86_64")]
+use crate::fifth_bits::FifthBits256;
 
 /// Activation rows per micro-kernel call. Measured on a loaded 2-core AVX2 VM (2 threads,
 /// m = 256): four rows ran 896x896 at about 41 GMAC/s against 26–31 for two or three, and the
@@ -62,7 +64,6 @@ unsafe fn rows<const R: usize>(
         &acts.scales[at.clone()],
         &acts.pair_sums[at],
     );
-    let (nibble, fifth) = (_mm256_set1_epi8(0x0f), _mm256_set1_epi8(0x10));
     let ones = _mm256_set1_epi16(1);
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
     for (block, tile) in tiles.iter().enumerate() {
@@ -73,11 +74,7 @@ unsafe fn rows<const R: usize>(
             let qh = tile.qh.as_ptr().cast::<__m256i>();
             [_mm256_load_si256(qh), _mm256_load_si256(qh.add(1))]
         };
-        // Word `q`'s fifth bits at bit 4 of each byte: bit `q` for the low nibbles (moved up
-        // by 4 − q), bit `4 + q` for the high ones (down by q). The 16-bit shifts carry bits
-        // across bytes only below bit 4 (up) or above it (down), which the mask drops.
-        let mut low_bits = [_mm256_slli_epi16(qh[0], 4), _mm256_slli_epi16(qh[1], 4)];
-        let mut high_bits = qh;
+        let mut fifths = FifthBits256::new(qh);
         let mut sums = [[_mm256_setzero_si256(); 2]; R];
         for q in 0..4 {
             // SAFETY: `qs` is 256 bytes at the 64-byte aligned start of the tile; byte group
@@ -88,20 +85,7 @@ unsafe fn rows<const R: usize>(
                     _mm256_load_si256(qs.add(2 * q + 1)),
                 ]
             };
-            let mut low = [_mm256_setzero_si256(); 2];
-            let mut high = [_mm256_setzero_si256(); 2];
-            for h in 0..2 {
-                low[h] = _mm256_or_si256(
-                    _mm256_and_si256(raw[h], nibble),
-                    _mm256_and_si256(low_bits[h], fifth),
-                );
-                high[h] = _mm256_or_si256(
-                    _mm256_and_si256(_mm256_srli_epi16(raw[h], 4), nibble),
-                    _mm256_and_si256(high_bits[h], fifth),
-                );
-                low_bits[h] = _mm256_srli_epi16(low_bits[h], 1);
-                high_bits[h] = _mm256_srli_epi16(high_bits[h], 1);
-            }
+            let (low, high) = fifths.next_word(raw);
             for (r, sums) in sums.iter_mut().enumerate() {
                 let row = &words[r * blocks + block];
                 let (a_low, a_high) = (_mm256_set1_epi32(row[q]), _mm256_set1_epi32(row[q + 4]));

@@ -6,6 +6,8 @@ use std::ops::Range;
 
 use super::{TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
+#[cfg(target_arch = "x86_64")]
+use crate::fifth_bits::FifthBits512;
 use crate::tiled::in_row_steps;
 
 /// Activation rows per micro-kernel call, as for Q4_0.
@@ -55,32 +57,19 @@ unsafe fn micro_kernel<const R: usize>(
         &acts.scales[at.clone()],
         &acts.offsets[at],
     );
-    let (nibble, fifth) = (_mm512_set1_epi8(0x0f), _mm512_set1_epi8(0x10));
     let mut acc = [_mm512_setzero_ps(); R];
     for (block, tile) in tiles.iter().enumerate() {
         let qs = tile.qs.as_ptr().cast::<__m512i>();
         // SAFETY: `qh` is 64 bytes at offset 256 of the 64-byte aligned tile, in the byte
         // order of a `qs` word.
         let qh = unsafe { _mm512_load_si512(tile.qh.as_ptr().cast()) };
-        // Word `q`'s fifth bits at bit 4 of each byte: bit `q` for the low nibbles (moved up
-        // by 4 − q), bit `4 + q` for the high ones (down by q). The 16-bit shifts carry bits
-        // across bytes only below bit 4 (up) or above it (down), which the mask drops.
-        let (mut low_bits, mut high_bits) = (_mm512_slli_epi16(qh, 4), qh);
+        let mut fifths = FifthBits512::new(qh);
         let (mut low, mut high) = ([_mm512_setzero_si512(); 4], [_mm512_setzero_si512(); 4]);
         for q in 0..4 {
             // SAFETY: `qs` is 256 bytes at the 64-byte aligned start of the tile; word `q` is
             // its 64 bytes from `q * 64`.
             let raw = unsafe { _mm512_load_si512(qs.add(q)) };
-            low[q] = _mm512_or_si512(
-                _mm512_and_si512(raw, nibble),
-                _mm512_and_si512(low_bits, fifth),
-            );
-            high[q] = _mm512_or_si512(
-                _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble),
-                _mm512_and_si512(high_bits, fifth),
-            );
-            low_bits = _mm512_srli_epi16(low_bits, 1);
-            high_bits = _mm512_srli_epi16(high_bits, 1);
+            (low[q], high[q]) = fifths.next_word(raw);
         }
         // SAFETY: the 16 scales follow the 320 bytes of `qs` and `qh`, 64-byte aligned.
         let weight_scales = unsafe { _mm512_load_ps(tile.scales.as_ptr()) };

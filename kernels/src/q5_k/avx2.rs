@@ -5,6 +5,8 @@ use std::ops::Range;
 
 use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
+#[cfg(target_arch = "x86_64")]
+use crate::fifth_bits::FifthBits256;
 
 /// Activation rows per micro-kernel call, as for Q4_K.
 const MR: usize = 3;
@@ -62,7 +64,6 @@ unsafe fn rows<const R: usize>(
         &acts.offsets[at.clone()],
         &acts.pair_sums[at],
     );
-    let (nibble, fifth) = (_mm256_set1_epi8(0x0f), _mm256_set1_epi8(0x10));
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
     for (s, tile) in tiles.iter().enumerate() {
         // SAFETY: `d` and `dmin` are 16 f32 each at 64-byte aligned offsets of the tile.
@@ -87,9 +88,7 @@ unsafe fn rows<const R: usize>(
                 let qh = tile.qh[j].as_ptr().cast::<__m256i>();
                 [_mm256_load_si256(qh), _mm256_load_si256(qh.add(1))]
             };
-            // Word `q`'s fifth bits at bit 4 of each byte, as in `q5_0::avx2`.
-            let mut low_bits = [_mm256_slli_epi16(qh[0], 4), _mm256_slli_epi16(qh[1], 4)];
-            let mut high_bits = qh;
+            let mut fifths = FifthBits256::new(qh);
             let mut sums = [[_mm256_setzero_si256(); 2]; R];
             for q in 0..4 {
                 // SAFETY: `qs[j]` is 256 bytes at a 64-byte aligned offset of the tile; byte
@@ -100,20 +99,7 @@ unsafe fn rows<const R: usize>(
                         _mm256_load_si256(qs.add(2 * q + 1)),
                     ]
                 };
-                let mut low = [_mm256_setzero_si256(); 2];
-                let mut high = [_mm256_setzero_si256(); 2];
-                for h in 0..2 {
-                    low[h] = _mm256_or_si256(
-                        _mm256_and_si256(raw[h], nibble),
-                        _mm256_and_si256(low_bits[h], fifth),
-                    );
-                    high[h] = _mm256_or_si256(
-                        _mm256_and_si256(_mm256_srli_epi16(raw[h], 4), nibble),
-                        _mm256_and_si256(high_bits[h], fifth),
-                    );
-                    low_bits[h] = _mm256_srli_epi16(low_bits[h], 1);
-                    high_bits[h] = _mm256_srli_epi16(high_bits[h], 1);
-                }
+                let (low, high) = fifths.next_word(raw);
                 for (r, sums) in sums.iter_mut().enumerate() {
                     let row = &words[r * blocks + block];
                     let (a_low, a_high) =

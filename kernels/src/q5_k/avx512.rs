@@ -7,6 +7,8 @@ use std::ops::Range;
 
 use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
+#[cfg(target_arch = "x86_64")]
+use crate::fifth_bits::FifthBits512;
 use crate::tiled::in_row_steps;
 
 /// Activation rows per micro-kernel call: 8 unpacked weight registers, the sub-block's scales
@@ -57,7 +59,6 @@ unsafe fn micro_kernel<const R: usize>(
         &acts.scales[at.clone()],
         &acts.offsets[at],
     );
-    let (nibble, fifth) = (_mm512_set1_epi8(0x0f), _mm512_set1_epi8(0x10));
     let mut acc = [_mm512_setzero_ps(); R];
     for (s, tile) in tiles.iter().enumerate() {
         // SAFETY: `d` and `dmin` are 16 f32 each at 64-byte aligned offsets of the tile.
@@ -73,23 +74,13 @@ unsafe fn micro_kernel<const R: usize>(
             // SAFETY: `qh[j]` is 64 bytes at a 64-byte aligned offset of the tile, in the byte
             // order of a `qs` word.
             let qh = unsafe { _mm512_load_si512(tile.qh[j].as_ptr().cast()) };
-            // Word `q`'s fifth bits at bit 4 of each byte, as in `q5_0::avx512`.
-            let (mut low_bits, mut high_bits) = (_mm512_slli_epi16(qh, 4), qh);
+            let mut fifths = FifthBits512::new(qh);
             let (mut low, mut high) = ([_mm512_setzero_si512(); 4], [_mm512_setzero_si512(); 4]);
             for q in 0..4 {
                 // SAFETY: `qs[j]` is 256 bytes at a 64-byte aligned offset of the tile; word
                 // `q` is its 64 bytes from `q * 64`.
                 let raw = unsafe { _mm512_load_si512(qs.add(q)) };
-                low[q] = _mm512_or_si512(
-                    _mm512_and_si512(raw, nibble),
-                    _mm512_and_si512(low_bits, fifth),
-                );
-                high[q] = _mm512_or_si512(
-                    _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble),
-                    _mm512_and_si512(high_bits, fifth),
-                );
-                low_bits = _mm512_srli_epi16(low_bits, 1);
-                high_bits = _mm512_srli_epi16(high_bits, 1);
+                (low[q], high[q]) = fifths.next_word(raw);
             }
             // SAFETY: `scales[j]` and `mins[j]` are 16 bytes each inside the tile.
             let (sc, mins) = unsafe {
