@@ -123,6 +123,16 @@ pub struct CompletionRequest {
     /// arguments (the local engine does). Servers never see it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hermes_tools: Vec<ToolSpec>,
+    /// With `hermes_tools`: also hold a call the model writes without the tags (a line that
+    /// opens `{"name"`), and end the answer when it closes.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hold_bare_calls: bool,
+    /// The model must answer in text this time: no tool call, no empty answer. An OpenAI
+    /// server is sent `tool_choice: "none"` (when there are native tools); the local engine
+    /// holds its sampling to it. The caller adds the in-band format's call tag as a stop
+    /// string for servers that can do neither.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub answer_only: bool,
 }
 
 impl CompletionRequest {
@@ -136,6 +146,8 @@ impl CompletionRequest {
             stop: Vec::new(),
             context_window: None,
             hermes_tools: Vec::new(),
+            hold_bare_calls: false,
+            answer_only: false,
         }
     }
 }

@@ -72,6 +72,8 @@ impl LocalBackend {
             max_tokens: request.max_tokens.map(|n| n as usize),
             stop: request.stop,
             call_tools: request.hermes_tools,
+            bare_calls: request.hold_bare_calls,
+            answer_only: request.answer_only,
             cancel,
         }
     }

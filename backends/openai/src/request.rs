@@ -18,6 +18,7 @@ pub(crate) fn chat_body(request: &CompletionRequest) -> ChatRequest<'_> {
             include_usage: true,
         },
         tools: tools(request),
+        tool_choice: (request.answer_only && !request.tools.is_empty()).then_some("none"),
         max_tokens: request.max_tokens,
         temperature: request.temperature,
         stop: &request.stop,
@@ -169,5 +170,15 @@ mod tests {
             ])
         );
         assert!(!body.to_string().contains("secret thoughts"));
+        assert!(body.get("tool_choice").is_none(), "the model chooses");
+
+        request.answer_only = true;
+        assert_eq!(to_json(&request)["tool_choice"], "none");
+        request.tools.clear();
+        let body = to_json(&request);
+        assert!(
+            body.get("tool_choice").is_none(),
+            "no tools, nothing to refuse"
+        );
     }
 }

@@ -8,7 +8,7 @@ use crate::engine::EngineEvent;
 use crate::engine::pool::Sequence;
 use crate::engine::sink::Sink;
 use crate::error::EngineError;
-use crate::grammar::{CallConstraint, CallGrammar};
+use crate::grammar::{CallConstraint, CallGrammar, TextOnly, Vocab};
 use crate::inject::{FaultPlan, Seam};
 use crate::model::Model;
 use crate::sampler::{Sampler, SamplingParams};
@@ -44,6 +44,8 @@ pub(crate) struct Plan<'a> {
     pub stop: &'a [String],
     /// Holds the model's Hermes calls to the request's tools, when it declares any.
     pub calls: Option<&'a CallGrammar>,
+    /// The answer must be text (no call, not blank): the vocabulary to judge tokens by.
+    pub answer_only: Option<&'a std::sync::Arc<Vocab>>,
 }
 
 impl GenerateCtx<'_> {
@@ -67,12 +69,14 @@ impl GenerateCtx<'_> {
         let mut calls = plan
             .calls
             .map(|grammar| CallConstraint::new(grammar, &self.prompt_tail(plan.prompt)));
+        let mut text_only = plan.answer_only.map(|vocab| TextOnly::new(vocab.clone()));
         let mut step = 0usize;
         let result = loop {
             let mut values = logits.to_vec1::<f32>()?;
-            let token = match calls.as_mut() {
-                Some(calls) => next_token(&mut sampler, calls, &mut values, &seq.tokens)?,
-                None => sampler.sample(&mut values, &seq.tokens)?,
+            let token = match (text_only.as_mut(), calls.as_mut()) {
+                (Some(text), _) => text_token(&mut sampler, text, &mut values, &seq.tokens)?,
+                (None, Some(calls)) => next_token(&mut sampler, calls, &mut values, &seq.tokens)?,
+                (None, None) => sampler.sample(&mut values, &seq.tokens)?,
             };
             self.faults.check(Seam::DecodeStep(step))?;
             step += 1;
@@ -88,6 +92,10 @@ impl GenerateCtx<'_> {
                     break FinishReason::Stop;
                 }
             }
+            if calls.as_ref().is_some_and(CallConstraint::bare_call_closed) {
+                self.emit(state, stop.finish());
+                break FinishReason::Stop;
+            }
             if state.completion_tokens >= plan.max_tokens || seq.tokens.len() >= seq.cache.max_len()
             {
                 self.emit(state, stop.finish());
@@ -99,6 +107,7 @@ impl GenerateCtx<'_> {
             logits = self.model.forward(&[token], &mut seq.cache)?;
             seq.tokens.push(token);
         };
+        tracing::trace!(output = %state.emitted, "generated");
         if let Some(calls) = calls.filter(|c| c.constrained > 0) {
             debug!(
                 constrained = calls.constrained,
@@ -157,6 +166,27 @@ impl GenerateCtx<'_> {
     }
 }
 
+/// Samples an answer that must be text. Should nothing fit (a vocabulary without a single
+/// non-blank token), the answer is left free.
+fn text_token(
+    sampler: &mut Sampler,
+    text: &mut TextOnly,
+    values: &mut [f32],
+    history: &[u32],
+) -> Result<u32, EngineError> {
+    let token = match sampler.sample_constrained(values, history, &|id| text.allows(id))? {
+        Some(token) => token,
+        None => {
+            tracing::warn!("no token fits a text answer; the answer is left free");
+            sampler
+                .sample_constrained(values, &[], &|_| true)?
+                .unwrap_or_else(|| crate::sampler::argmax(values))
+        }
+    };
+    text.accept(token);
+    Ok(token)
+}
+
 /// Samples under the call grammar while a call is open. Should the grammar allow nothing (a
 /// vocabulary without the bytes it needs), it steps aside and the parser's repairs take over.
 fn next_token(
@@ -171,6 +201,14 @@ fn next_token(
         return Ok(token);
     }
     let overruled = !calls.allows(crate::sampler::argmax(values));
+    if overruled && calls.is_tentative() {
+        // The model names no declared tool on a line that looked like a call: a JSON record,
+        // not a call, so it is left as the model writes it.
+        calls.abandon();
+        let token = sampler.sample(values, history)?;
+        calls.accept(token, false);
+        return Ok(token);
+    }
     let token = match sampler.sample_constrained(values, history, &|id| calls.allows(id))? {
         Some(token) => token,
         None => {
@@ -186,3 +224,7 @@ fn next_token(
     calls.accept(token, overruled);
     Ok(token)
 }
+
+#[cfg(test)]
+#[path = "generate_tests.rs"]
+mod tests;

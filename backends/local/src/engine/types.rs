@@ -35,6 +35,11 @@ pub struct GenerateRequest {
     /// call to one of them, with arguments that fit its schema, can be sampled. Empty: no
     /// constraint.
     pub call_tools: Vec<ToolSpec>,
+    /// Also holds a call the model writes without the tags (a line that opens `{"name"`), and
+    /// ends the generation when it closes.
+    pub bare_calls: bool,
+    /// The answer must be text: no call (tagged or bare) may open, and it may not end blank.
+    pub answer_only: bool,
     pub cancel: CancellationToken,
 }
 
@@ -46,6 +51,8 @@ impl GenerateRequest {
             max_tokens: None,
             stop: Vec::new(),
             call_tools: Vec::new(),
+            bare_calls: false,
+            answer_only: false,
             cancel: CancellationToken::new(),
         }
     }

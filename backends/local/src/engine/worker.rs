@@ -172,7 +172,9 @@ impl Worker {
         let tokenizer = &self.tokenizer;
         let run = || match prompt {
             Prompt::Messages(messages) => {
-                tokenizer.encode(&render_chatml(messages, tokenizer.default_system()))
+                let text = render_chatml(messages, tokenizer.default_system());
+                tracing::trace!(prompt = %text, "rendered prompt");
+                tokenizer.encode(&text)
             }
             Prompt::Text(text) => tokenizer.encode(text),
             Prompt::Tokens(tokens) => Ok(tokens.clone()),
@@ -225,15 +227,16 @@ impl Worker {
             }));
         }
         let mut seq = taken.seq;
-        let calls = if req.call_tools.is_empty() {
-            None
-        } else {
+        let vocab = (!req.call_tools.is_empty() || req.answer_only).then(|| {
             let tokenizer = &self.tokenizer;
-            let vocab = self
-                .vocab
-                .get_or_insert_with(|| Arc::new(Vocab::new(tokenizer)));
+            self.vocab
+                .get_or_insert_with(|| Arc::new(Vocab::new(tokenizer)))
+                .clone()
+        });
+        let calls = vocab.as_ref().and_then(|vocab| {
             CallGrammar::new(&req.call_tools, vocab.clone())
-        };
+                .map(|g| g.holding_bare_calls(req.bare_calls))
+        });
         let plan = Plan {
             prompt: &prompt,
             reused: taken.reused,
@@ -244,6 +247,7 @@ impl Worker {
             sampling: &req.sampling,
             stop: &req.stop,
             calls: calls.as_ref(),
+            answer_only: vocab.as_ref().filter(|_| req.answer_only),
         };
         let ctx = GenerateCtx {
             model,

@@ -57,6 +57,10 @@ pub struct WireRequest {
     pub stop: Vec<String>,
     #[serde(default)]
     pub call_tools: Vec<hearth_backend::ToolSpec>,
+    #[serde(default)]
+    pub bare_calls: bool,
+    #[serde(default)]
+    pub answer_only: bool,
 }
 
 impl WireRequest {
@@ -67,6 +71,8 @@ impl WireRequest {
             max_tokens: req.max_tokens,
             stop: req.stop.clone(),
             call_tools: req.call_tools.clone(),
+            bare_calls: req.bare_calls,
+            answer_only: req.answer_only,
         }
     }
 
@@ -77,6 +83,8 @@ impl WireRequest {
             max_tokens: self.max_tokens,
             stop: self.stop,
             call_tools: self.call_tools,
+            bare_calls: self.bare_calls,
+            answer_only: self.answer_only,
             cancel,
         }
     }
