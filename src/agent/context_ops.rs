@@ -5,7 +5,7 @@ use hearth_conversation::AgentEvent;
 
 use super::compact::{CompactError, summarise};
 use super::core::AgentCore;
-use super::request_fit::{RequestShape, offered_tools};
+use super::request_fit::{CallHolding, RequestShape, offered_tools};
 use super::session::{Session, TurnTicket};
 use super::turn::TurnError;
 use crate::context::{ContextReport, TokenCounter, on_demand_span};
@@ -62,7 +62,7 @@ impl AgentCore {
             system_prompt: &system_prompt,
             tools: &specs,
             context: &context,
-            constrain_calls: false,
+            constrain_calls: CallHolding::Off,
         };
         let state = lock(session.context()).clone();
         let visible = history.get(state.start..).unwrap_or_default();
@@ -143,7 +143,7 @@ impl AgentCore {
             system_prompt: &system_prompt,
             tools: &specs,
             context: &context,
-            constrain_calls: false,
+            constrain_calls: CallHolding::Off,
         };
         let state = lock(session.context()).clone();
         Ok(shape.fit(&history, &state, shape.budget()).report)

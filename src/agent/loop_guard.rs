@@ -26,6 +26,8 @@ pub struct LoopGuard {
     /// Rounds in a row whose every call was a repeat.
     repeat_rounds: u32,
     blank_nudged: bool,
+    /// A nudge was just given: the next request may insist on a text answer.
+    answer_due: bool,
 }
 
 /// What to do with a round that called no tool.
@@ -74,6 +76,7 @@ impl LoopGuard {
         } else {
             0
         };
+        self.answer_due |= self.enabled && self.repeat_rounds == 1;
         self.enabled && self.repeat_rounds >= 2
     }
 
@@ -86,11 +89,60 @@ impl LoopGuard {
             return Silence::GiveUp("The model gave no answer, even when asked again.");
         }
         self.blank_nudged = true;
+        self.answer_due = true;
         Silence::Nudge
     }
 }
 
 /// The nudge for a blank answer, as the next user message.
+impl LoopGuard {
+    /// True once after a nudge (a round of repeated calls, a blank answer): the model has what
+    /// it needs and should now answer in text.
+    pub fn take_answer_due(&mut self) -> bool {
+        std::mem::take(&mut self.answer_due)
+    }
+}
+
+/// Longest part of an earlier result a repeat's answer quotes, in characters.
+const QUOTED_RESULT_CHARS: usize = 2000;
+
+/// What a repeated call is answered: that it was not run, and (where the history still holds
+/// it) the result it had, quoted right where the model looks. Small models that repeat a call
+/// have usually lost sight of the result a few messages up.
+pub fn repeat_answer(history: &[HistoryEntry], call: &ToolCallRecord) -> String {
+    let Some(output) = earlier_result(history, call) else {
+        return REPEAT_NUDGE.to_string();
+    };
+    let mut quoted: String = output.chars().take(QUOTED_RESULT_CHARS).collect();
+    if quoted.len() < output.len() {
+        quoted.push('…');
+    }
+    format!(
+        "Not run again: you already made this exact call, and nothing has changed since. Its \
+         result was:\n{}\nUse that result to answer the user now, or make a different call.",
+        quoted.trim_end()
+    )
+}
+
+/// The output of the last time `call` ran, if the history holds it.
+fn earlier_result<'h>(history: &'h [HistoryEntry], call: &ToolCallRecord) -> Option<&'h str> {
+    let key = LoopGuard::key(call);
+    history.iter().rev().find_map(|entry| match entry {
+        HistoryEntry::ToolResult {
+            call_id, output, ..
+        } => {
+            let ran = history.iter().any(|e| match e {
+                HistoryEntry::Assistant { tool_calls, .. } => tool_calls
+                    .iter()
+                    .any(|c| &c.id == call_id && LoopGuard::key(c) == key),
+                _ => false,
+            });
+            (ran && !output.starts_with("Not run again")).then_some(output.as_str())
+        }
+        _ => None,
+    })
+}
+
 pub fn blank_nudge() -> HistoryEntry {
     HistoryEntry::User {
         content: vec![hearth_backend::ContentPart::text(BLANK_NUDGE)],
@@ -135,9 +187,52 @@ mod tests {
     fn two_rounds_of_repeats_stop_the_turn_and_one_good_round_resets_the_count() {
         let mut guard = LoopGuard::new(true);
         assert!(!guard.repeated_round(true));
+        assert!(
+            guard.take_answer_due(),
+            "an answer is due after the first repeat"
+        );
+        assert!(!guard.take_answer_due(), "once");
         assert!(!guard.repeated_round(false));
+        assert!(!guard.take_answer_due());
         assert!(!guard.repeated_round(true));
         assert!(guard.repeated_round(true));
+        let mut off = LoopGuard::new(false);
+        assert!(!off.repeated_round(true) && !off.take_answer_due());
+    }
+
+    #[test]
+    fn a_repeat_is_answered_with_the_result_of_the_call_it_repeats() {
+        let read = call("read_file", json!({"path": "a"}));
+        let other = call("read_file", json!({"path": "b"}));
+        let result = |c: &ToolCallRecord, output: &str| HistoryEntry::ToolResult {
+            call_id: c.id.clone(),
+            name: c.name.clone(),
+            output: output.into(),
+            is_error: false,
+        };
+        let asked = |calls: Vec<ToolCallRecord>| HistoryEntry::Assistant {
+            text: String::new(),
+            reasoning: None,
+            tool_calls: calls,
+        };
+        let again = call("read_file", json!({"path": "a"}));
+        let history = vec![
+            asked(vec![read.clone(), other.clone()]),
+            result(&read, "alpha"),
+            result(&other, "beta"),
+            asked(vec![again.clone()]),
+            result(&again, REPEAT_NUDGE),
+        ];
+        let answer = repeat_answer(&history, &again);
+        assert!(answer.contains("Its result was:\nalpha\n"), "{answer}");
+        assert!(!answer.contains("beta"), "{answer}");
+        assert_eq!(repeat_answer(&history[3..], &again), REPEAT_NUDGE);
+
+        let long = "x".repeat(QUOTED_RESULT_CHARS + 10);
+        let history = vec![asked(vec![read.clone()]), result(&read, &long)];
+        let answer = repeat_answer(&history, &read);
+        assert!(answer.contains(&format!("{}…", "x".repeat(QUOTED_RESULT_CHARS))));
+        assert!(!answer.contains(&long));
     }
 
     #[test]
@@ -147,6 +242,7 @@ mod tests {
         guard.ran(&[call("list_dir", json!({}))], &tools);
         assert_eq!(guard.silence("Here you go."), Silence::Answered);
         assert_eq!(guard.silence("\n \n"), Silence::Nudge);
+        assert!(guard.take_answer_due());
         assert!(matches!(guard.silence(""), Silence::GiveUp(_)));
         let mut off = LoopGuard::new(false);
         off.ran(&[call("list_dir", json!({}))], &tools);

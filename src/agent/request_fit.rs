@@ -46,9 +46,32 @@ pub struct RequestShape<'a> {
     pub system_prompt: &'a str,
     pub tools: &'a [ToolSpec],
     pub context: &'a ModelContext,
-    /// Offer the tools to a backend that can hold the model's Hermes calls to them (the
-    /// call_grammar assist).
-    pub constrain_calls: bool,
+    /// Which of the model's Hermes calls a backend that samples tokens itself may hold to the
+    /// tools.
+    pub constrain_calls: CallHolding,
+}
+
+/// Which Hermes calls the local engine holds to the declared tools with its grammar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallHolding {
+    Off,
+    /// Those the model opens with `<tool_call>` (the call_grammar assist).
+    Tagged,
+    /// Those, and a line that opens `{"name"` (call_grammar and bare_calls).
+    TaggedAndBare,
+}
+
+impl CallHolding {
+    pub fn from_assists(assists: &Assists) -> Self {
+        match (
+            assists.on(Assist::CallGrammar),
+            assists.on(Assist::BareCalls),
+        ) {
+            (false, _) => Self::Off,
+            (true, false) => Self::Tagged,
+            (true, true) => Self::TaggedAndBare,
+        }
+    }
 }
 
 /// A request that fits, and how it was fitted.
@@ -123,8 +146,9 @@ impl RequestShape<'_> {
         );
         request.max_tokens = Some(budget.max_tokens);
         request.context_window = Some(self.context.window_tokens());
-        if self.constrain_calls && self.format == ResolvedFormat::Hermes {
+        if self.constrain_calls != CallHolding::Off && self.format == ResolvedFormat::Hermes {
             request.hermes_tools = self.tools.to_vec();
+            request.hold_bare_calls = self.constrain_calls == CallHolding::TaggedAndBare;
         }
         let report = describe(&projection, &budget);
         Fitted {

@@ -6,18 +6,19 @@ use hearth_conversation::{
 };
 
 use super::dispatch::{DispatchStop, run_calls};
-use super::loop_guard::{LoopGuard, REPEAT_NUDGE, Silence, blank_nudge};
+use super::loop_guard::{LoopGuard, Silence, blank_nudge, repeat_answer};
 use super::model_context::request_profile;
 use super::narrated::{narrated_tool, narration_nudge};
 use super::reminder::{append_reminder, requested_task, task_reminder};
-use super::request_fit::{RequestShape, offered_tools};
+use super::request_fit::{CallHolding, RequestShape, offered_tools};
 use super::round::{RoundSink, stream_round};
 use super::turn_context::TurnContext;
 use super::turn_fit::Fitting;
+use super::worked_example::with_worked_example;
 use crate::config::Assist;
 use crate::context::{TextProfile, TokenCounter};
 use crate::parse::{
-    MAX_MALFORMED_ROUNDS, Malformed, ParserConfig, ResolvedFormat, StreamParser,
+    MAX_MALFORMED_ROUNDS, Malformed, ParserConfig, ResolvedFormat, StreamParser, call_stop_strings,
     corrective_message, give_up_message, resolve_format,
 };
 
@@ -97,14 +98,20 @@ pub async fn run_turn(
     // refused by the policy with its reason instead of being read as an unknown name.
     let known: Vec<ToolSpec> = ctx.tools.iter().map(|t| t.spec()).collect();
     let format = resolve_format(endpoint.config.tool_format, &model.model);
+    let system_prompt = with_worked_example(
+        ctx.system_prompt,
+        format,
+        model_context.window_tokens(),
+        &ctx.settings.assists,
+    );
     let shape = RequestShape {
         endpoint,
         model: &model.model,
         format,
-        system_prompt: ctx.system_prompt,
+        system_prompt: &system_prompt,
         tools: &specs,
         context: &model_context,
-        constrain_calls: ctx.settings.assists.on(Assist::CallGrammar),
+        constrain_calls: CallHolding::from_assists(&ctx.settings.assists),
     };
     let mut malformed_rounds = 0;
     let mut fitting = Fitting::default();
@@ -119,6 +126,9 @@ pub async fn run_turn(
             return Ok(StopReason::Cancelled);
         }
         let mut fitted = fitting.prepare(ctx, &shape, history).await;
+        if guard.take_answer_due() && ctx.settings.assists.on(Assist::AnswerRound) {
+            insist_on_an_answer(&mut fitted.request, format);
+        }
         let mut estimated = fitted.projection.tokens;
         if let Some(reminder) = task_reminder(history, &asked) {
             let counter = model_context.counter(endpoint.backend.as_ref(), &model.model);
@@ -267,7 +277,7 @@ async fn run_round_calls(
                 ),
                 None => (
                     format!("Repeated call to {}", call.name),
-                    REPEAT_NUDGE.into(),
+                    repeat_answer(history, call),
                 ),
             };
             answer_unrun(ctx, history, call, title, message);
@@ -348,4 +358,11 @@ fn report_usage(
         used: prompt + completion,
         size: u64::from(window),
     });
+}
+
+/// The request asks for a text answer: backends that can hold the model to it do, and an
+/// in-band format's server stops where a call would open.
+fn insist_on_an_answer(request: &mut hearth_backend::CompletionRequest, format: ResolvedFormat) {
+    request.answer_only = true;
+    request.stop.extend(call_stop_strings(format));
 }

@@ -34,10 +34,21 @@ pub enum Assist {
     /// The local engine holds every Hermes call the model opens to a declared tool with
     /// arguments that fit its schema (grammar-constrained sampling).
     CallGrammar,
+    /// With call_grammar, the local engine also holds a call the model writes without the
+    /// tags (a line that opens `{"name"`), and ends the answer when it closes, so the call
+    /// runs before the model writes another.
+    BareCalls,
+    /// After a loop_guard nudge (a round of calls already made, a blank answer), the next
+    /// request insists on a text answer: the local engine samples no call and no blank
+    /// answer, an OpenAI server gets `tool_choice: "none"`, an in-band format stops at a call.
+    AnswerRound,
+    /// A short worked example (a code answer, a file written, a command run, each answered
+    /// from its result) after the tool block, for the Hermes format in a small window.
+    WorkedExample,
 }
 
 impl Assist {
-    pub const ALL: [Assist; 7] = [
+    pub const ALL: [Assist; 10] = [
         Self::TextCalls,
         Self::AttachFiles,
         Self::LoopGuard,
@@ -45,6 +56,9 @@ impl Assist {
         Self::NarratedCalls,
         Self::RestateTask,
         Self::CallGrammar,
+        Self::BareCalls,
+        Self::AnswerRound,
+        Self::WorkedExample,
     ];
 
     pub fn id(self) -> &'static str {
@@ -56,6 +70,9 @@ impl Assist {
             Self::NarratedCalls => "narrated_calls",
             Self::RestateTask => "restate_task",
             Self::CallGrammar => "call_grammar",
+            Self::BareCalls => "bare_calls",
+            Self::AnswerRound => "answer_round",
+            Self::WorkedExample => "worked_example",
         }
     }
 }

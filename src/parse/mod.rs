@@ -26,6 +26,8 @@ pub use config::{
 pub use corrective::{MAX_MALFORMED_ROUNDS, corrective_message, give_up_message};
 pub use event::{Malformed, MalformedReason, ParseEvent, ParsedCall, Repair, StreamEnd};
 pub use native::repair_native_call;
-pub use render::{SESSION_PART, render_messages, render_tool_block, stop_strings};
+pub use render::{
+    SESSION_PART, call_stop_strings, render_messages, render_tool_block, stop_strings,
+};
 pub use stream::StreamParser;
 pub use tool_format::ToolFormat;

@@ -106,6 +106,19 @@ pub fn stop_strings(format: ResolvedFormat) -> Vec<String> {
     }
 }
 
+/// Where a call would open in the format's output: a request that insists on a text answer
+/// stops there on a server that cannot be held to text.
+pub fn call_stop_strings(format: ResolvedFormat) -> Vec<String> {
+    match format {
+        ResolvedFormat::Hermes => vec![super::tags::CALL_OPEN.to_string()],
+        ResolvedFormat::Xml => vec![
+            super::tags::CALL_OPEN.to_string(),
+            super::tags::FUNCTION_OPEN.to_string(),
+        ],
+        ResolvedFormat::Native => Vec::new(),
+    }
+}
+
 /// The conversation as backend messages. In-band formats: the system prompt gets the tool block,
 /// assistant calls are written inline, consecutive tool results share one user turn wrapped in
 /// `<tool_response>`, and reasoning is kept only for assistant turns after the last real user

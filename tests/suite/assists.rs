@@ -147,7 +147,19 @@ async fn a_repeated_call_is_not_run_again_and_a_second_repeat_round_ends_the_tur
     let (stop, front) = prompt(&backend, project.path(), "hermes", "read a.txt").await;
     assert_eq!(stop, StopReason::EndTurn);
     assert_eq!(backend.requests().len(), 3, "the third round is the last");
-    assert!(last_message(&backend, 2).contains("Not run again"));
+    let told = last_message(&backend, 2);
+    assert!(told.contains("Not run again"), "{told}");
+    assert!(
+        told.contains("Its result was:\n") && told.contains("alpha"),
+        "{told}"
+    );
+    let requests = backend.requests();
+    assert!(!requests[1].answer_only && requests[2].answer_only);
+    assert!(!requests[1].stop.iter().any(|s| s == "<tool_call>"));
+    assert!(
+        requests[2].stop.iter().any(|s| s == "<tool_call>"),
+        "a server that cannot be held to text stops where a call opens"
+    );
     assert_eq!(
         front
             .card_titles()
@@ -163,9 +175,8 @@ async fn a_repeated_call_is_not_run_again_and_a_second_repeat_round_ends_the_tur
     );
 }
 
-#[tokio::test]
-async fn a_blank_answer_is_asked_again_once_then_the_turn_says_why_it_ended() {
-    let project = tempfile::tempdir().unwrap();
+/// A backend that lists the directory, answers blank, then answers.
+fn lists_then_answers_blank_then_answers() -> FakeBackend {
     let backend = FakeBackend::default();
     reply(
         &backend,
@@ -173,9 +184,27 @@ async fn a_blank_answer_is_asked_again_once_then_the_turn_says_why_it_ended() {
     );
     reply(&backend, "\n\n\n");
     reply(&backend, "The directory is empty.");
+    backend
+}
+
+#[tokio::test]
+async fn a_blank_answer_is_asked_again_once_then_the_turn_says_why_it_ended() {
+    let project = tempfile::tempdir().unwrap();
+    let backend = lists_then_answers_blank_then_answers();
     let (_, front) = prompt(&backend, project.path(), "hermes", "what is here?").await;
     assert!(last_message(&backend, 2).contains("Your last reply was empty"));
     assert!(front.answer().ends_with("The directory is empty."));
+    assert!(
+        backend.requests()[2].answer_only,
+        "the answer after a blank one must be text"
+    );
+
+    // Without the assist the same nudge is given, and the answer is not insisted on.
+    let backend = lists_then_answers_blank_then_answers();
+    let off = "assists_off = [\"answer_round\"]";
+    prompt_with(&backend, project.path(), "hermes", off, "what is here?").await;
+    assert!(last_message(&backend, 2).contains("Your last reply was empty"));
+    assert!(backend.requests().iter().all(|r| !r.answer_only));
 
     let backend = FakeBackend::default();
     reply(&backend, "\n");
@@ -342,6 +371,10 @@ async fn hermes_requests_name_their_tools_for_a_backend_that_can_hold_calls_to_t
     let held = names(&request.hermes_tools);
     assert!(held.contains(&"read_file".to_string()), "{held:?}");
     assert!(
+        request.hold_bare_calls,
+        "calls written without the tags too"
+    );
+    assert!(
         request.messages[0]
             .plain_text()
             .contains("\"name\": \"read_file\""),
@@ -359,4 +392,11 @@ async fn hermes_requests_name_their_tools_for_a_backend_that_can_hold_calls_to_t
     let off = "assists_off = [\"call_grammar\"]";
     prompt_with(&backend, project.path(), "hermes", off, "what is here?").await;
     assert!(backend.requests()[0].hermes_tools.is_empty());
+
+    let backend = FakeBackend::default();
+    reply(&backend, "Nothing here.");
+    let off = "assists_off = [\"bare_calls\"]";
+    prompt_with(&backend, project.path(), "hermes", off, "what is here?").await;
+    let request = &backend.requests()[0];
+    assert!(!request.hermes_tools.is_empty() && !request.hold_bare_calls);
 }
