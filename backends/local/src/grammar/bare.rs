@@ -2,15 +2,17 @@
 //! write their calls as bare JSON far more often than inside `<tool_call>`: pretty-printed in a
 //! fence at the start of the answer, or one line of `{"name": …}` after some prose.
 //!
-//! Two openings are recognised, with different trust:
-//! - **The answer opens with the object** (after blanks and at most a fence line), one line or
-//!   pretty-printed: in an agent's answer that is a call, and it is held from the start.
-//! - **A later line opens `{"name"`** on one line: that may be a JSON record in an answer
-//!   (`{"name": "Alice", "age": 30}`), so it is held only once the model itself has written a
-//!   declared tool's name (see [`name_written`]).
+//! Two openings are recognised:
+//! - **The answer opens with the object** (after blanks and at most a fence line), on one line
+//!   or pretty-printed;
+//! - **a later line opens `{"name"`** on one line.
 //!
-//! Pretty-printed JSON after prose (`{` alone on a line, the keys below) is never taken for a
-//! call, nor is `{"name"` in the middle of a line.
+//! Either may also be a JSON record the user asked for (`{"name": "Alice", "age": 30}`), so the
+//! call is held only once the model itself has written a declared tool's name (see
+//! [`name_written`]); a name the grammar refuses lets the object go. Holding an invented name
+//! to a declared one was tried: the 0.5B's `create_gitignore` became `list_dir`, a call that
+//! runs and does nothing for the task. Pretty-printed JSON after prose (`{` alone on a line, the
+//! keys below) is never taken for a call, nor is `{"name"` in the middle of a line.
 
 /// The key that opens a call object.
 const NAME_KEY: &[u8] = b"\"name\"";

@@ -39,8 +39,8 @@ enum Held {
     Tagged,
     /// Without the tag: it ends at the closing brace, and so does the answer.
     Bare,
-    /// By a later line's `{"name"`, not yet held: these are the bytes since the brace, until
-    /// the model has written the name itself. Should it want a name the grammar refuses, the
+    /// Without the tag, not yet held: these are the bytes since the brace, until the model
+    /// has written the name itself. Should it want a name the grammar refuses, the
     /// object is not a call and is let go.
     Tentative(Vec<u8>),
 }
@@ -83,8 +83,9 @@ impl<'a> CallConstraint<'a> {
         self.active.is_some()
     }
 
-    /// A later line's bare call whose name the model has not written yet: should the model
-    /// want a token the grammar refuses, [`abandon`](Self::abandon) it rather than overrule.
+    /// A bare call whose name the model has not written yet: should the model want a token the
+    /// grammar refuses, [`abandon`](Self::abandon) it rather than overrule (it is a JSON record,
+    /// not a call).
     pub fn is_tentative(&self) -> bool {
         self.active
             .as_ref()
@@ -148,8 +149,8 @@ impl<'a> CallConstraint<'a> {
         }
     }
 
-    /// No token fits (the vocabulary lacks what the grammar needs): the rest of the call is
-    /// left to the parser's repairs.
+    /// Lets the call go: no token fits (the vocabulary lacks what the grammar needs), or a
+    /// tentative one names no declared tool. The rest is left to the parser's repairs.
     pub fn abandon(&mut self) {
         self.active = None;
     }
@@ -161,16 +162,22 @@ impl<'a> CallConstraint<'a> {
         }
     }
 
+    /// A bare call from its `{`: tentative until the model has written the name itself.
+    fn open_bare(&mut self, object: &[u8]) {
+        let held = if name_written(object) {
+            Held::Bare
+        } else {
+            Held::Tentative(object.to_vec())
+        };
+        self.open(Matcher::new(&self.grammar.shapes, b""), object, held);
+    }
+
     fn watch(&mut self, bytes: &[u8]) {
         if let Some(mut answer) = self.opening.take() {
             answer.extend_from_slice(bytes);
             if let Some(start) = opening_call(&answer) {
                 self.tail.clear();
-                return self.open(
-                    Matcher::new(&self.grammar.shapes, b""),
-                    &answer[start..],
-                    Held::Bare,
-                );
+                return self.open_bare(&answer[start..]);
             }
             if answer.len() < OPENING_BYTES {
                 self.opening = Some(answer);
@@ -196,17 +203,7 @@ impl<'a> CallConstraint<'a> {
             && let Some(start) = line_call(&self.tail)
         {
             let tail = std::mem::take(&mut self.tail);
-            let object = tail[start..].to_vec();
-            let held = if name_written(&object) {
-                Held::Bare
-            } else {
-                Held::Tentative(object)
-            };
-            return self.open(
-                Matcher::new(&self.grammar.shapes, b""),
-                &tail[start..],
-                held,
-            );
+            return self.open_bare(&tail[start..]);
         }
         if self.tail.len() > TAIL {
             self.tail.drain(..self.tail.len() - TAIL);

@@ -150,10 +150,18 @@ fn an_answer_that_opens_with_a_bare_call_is_held_and_ends_when_it_closes() {
     write(&mut c, &["\n", "{", "\n", " \"", "name"]);
     assert!(!c.is_active(), "not before the key is whole");
     write(&mut c, &["\":"]);
-    assert!(c.is_active() && !c.is_tentative(), "held from the start");
+    assert!(
+        c.is_active() && c.is_tentative(),
+        "the name is the model's to write"
+    );
     write(&mut c, &CALL[4..5]);
     assert!(!c.allows(id("file_path")), "an undeclared tool");
-    write(&mut c, &CALL[5..15]);
+    write(&mut c, &CALL[5..7]);
+    assert!(
+        !c.is_tentative(),
+        "held once the model wrote a declared name"
+    );
+    write(&mut c, &CALL[7..15]);
     assert!(
         !c.allows(id("\"}}\n")),
         "nothing may follow the closing brace"
