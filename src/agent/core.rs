@@ -4,7 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use hearth_backend::ContentPart;
-use hearth_conversation::{AgentEvent, AlwaysRules, Mode, ModelRef, SessionId, SessionSettings};
+use hearth_conversation::{
+    AgentEvent, AlwaysRules, HistoryEntry, Mode, ModelRef, SessionId, SessionSettings,
+};
 
 use super::catalog::{Catalog, Endpoint, ModelChoice};
 use super::model_context::ModelContexts;
@@ -20,6 +22,7 @@ use crate::store::{SessionSnapshot, Store, StoreError, title_from_prompt};
 use crate::sync::lock;
 use crate::tools::{
     Resolved, Roots, ToolLimits, ToolRegistry, attach_named_files, plan_dir, plan_mode_prompt,
+    project_map,
 };
 
 const SYSTEM_PROMPT: &str = include_str!("../../prompts/system.md");
@@ -185,7 +188,12 @@ impl AgentCore {
             let system_prompt = self.system_prompt(&cwd, settings.mode, roots.plan_dir().path());
             let live_mode = || session.settings().mode;
             let title = title_from_prompt(&prompt);
-            let prompt = self.with_named_files(prompt, &cwd, client).await;
+            let first = !history
+                .iter()
+                .any(|entry| matches!(entry, HistoryEntry::User { .. }));
+            // The replay shows what the user wrote; the model sees it with what the assists add.
+            let typed = prompt.clone();
+            let prompt = self.with_context(prompt, first, &cwd, client).await;
             let ctx = TurnContext {
                 catalog: &self.catalog,
                 model: settings.model.as_ref(),
@@ -220,14 +228,14 @@ impl AgentCore {
                     {
                         client.send(AgentEvent::SessionTitle { title });
                     }
-                    let outcome = run_turn(&ctx, &mut history, prompt.clone()).await;
+                    let outcome = run_turn(&ctx, &mut history, prompt).await;
                     let rules = session
                         .rules()
                         .lock()
                         .map(|r| r.clone())
                         .unwrap_or_default();
                     persist
-                        .save_round(prompt, &recorder, &history[before..], &outcome, &rules)
+                        .save_round(typed, &recorder, &history[before..], &outcome, &rules)
                         .await;
                     let context_after = lock(session.context()).clone();
                     if context_after.to_record(0) != context_before {
@@ -239,17 +247,23 @@ impl AgentCore {
         }
     }
 
-    /// The prompt with the project files it names put before it (the attach_files assist).
-    async fn with_named_files(
+    /// The prompt with what the assists put before it: on a session's `first` prompt the
+    /// project's layout (project_map), then the project files it names (attach_files).
+    async fn with_context(
         &self,
         prompt: Vec<ContentPart>,
+        first: bool,
         cwd: &Path,
         client: &dyn ClientOps,
     ) -> Vec<ContentPart> {
-        if !self.config.agent.assists.on(Assist::AttachFiles) {
-            return prompt;
+        let assists = &self.config.agent.assists;
+        let mut parts = Vec::new();
+        if first && assists.on(Assist::ProjectMap) {
+            parts.extend(project_map(cwd).await);
         }
-        let mut parts = attach_named_files(&prompt, cwd, client).await;
+        if assists.on(Assist::AttachFiles) {
+            parts.extend(attach_named_files(&prompt, cwd, client).await);
+        }
         if parts.is_empty() {
             return prompt;
         }

@@ -8,6 +8,8 @@
 use hearth_backend::{ContentPart, Message};
 use hearth_conversation::HistoryEntry;
 
+use crate::store::prompt_words;
+
 /// Longest part of the user's request the reminder repeats, in characters: it must stay well
 /// inside the budget's safety margin (256 tokens at least), which it is not counted against.
 const REMINDER_CHARS: usize = 200;
@@ -18,14 +20,7 @@ pub fn requested_task(history: &[HistoryEntry]) -> Option<String> {
     let Some(HistoryEntry::User { content }) = history.last() else {
         return None;
     };
-    let words: Vec<&str> = content
-        .iter()
-        .filter_map(|part| match part {
-            ContentPart::Text { text } if !text.starts_with("<context ") => Some(text.as_str()),
-            _ => None,
-        })
-        .flat_map(str::split_whitespace)
-        .collect();
+    let words = prompt_words(content);
     (!words.is_empty()).then(|| words.join(" "))
 }
 

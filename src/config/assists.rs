@@ -20,6 +20,9 @@ pub enum Assist {
     /// Files the prompt names that exist in the project are attached to it (bounded), as an
     /// editor's @-mention would.
     AttachFiles,
+    /// A session's first prompt carries the project's layout (two levels, bounded), so the
+    /// model knows which files exist before it answers about them.
+    ProjectMap,
     /// A call repeated with the same arguments, or a blank answer after tool results, gets a
     /// nudge; a second one ends the turn with an honest reason.
     LoopGuard,
@@ -48,9 +51,10 @@ pub enum Assist {
 }
 
 impl Assist {
-    pub const ALL: [Assist; 10] = [
+    pub const ALL: [Assist; 11] = [
         Self::TextCalls,
         Self::AttachFiles,
+        Self::ProjectMap,
         Self::LoopGuard,
         Self::CompactTools,
         Self::NarratedCalls,
@@ -65,6 +69,7 @@ impl Assist {
         match self {
             Self::TextCalls => "text_calls",
             Self::AttachFiles => "attach_files",
+            Self::ProjectMap => "project_map",
             Self::LoopGuard => "loop_guard",
             Self::CompactTools => "compact_tools",
             Self::NarratedCalls => "narrated_calls",

@@ -102,17 +102,25 @@ impl LoadedSession {
     }
 }
 
+/// The words of a prompt as its user wrote them: its text, without the `<context>` parts an
+/// assist or the editor put before it (attached files, the project's layout).
+pub fn prompt_words(parts: &[ContentPart]) -> Vec<&str> {
+    parts
+        .iter()
+        .filter_map(|p| match p {
+            ContentPart::Text { text } if !text.starts_with("<context ") => {
+                Some(text.split_whitespace())
+            }
+            ContentPart::Text { .. } | ContentPart::Image { .. } => None,
+        })
+        .flatten()
+        .collect()
+}
+
 /// A title from a prompt: its text with whitespace runs collapsed, at most
 /// [`TITLE_MAX_CHARS`] characters (ending in `…` when cut). `None` when the prompt has no text.
 pub fn title_from_prompt(parts: &[ContentPart]) -> Option<String> {
-    let words: Vec<&str> = parts
-        .iter()
-        .filter_map(|p| match p {
-            ContentPart::Text { text } => Some(text.split_whitespace()),
-            ContentPart::Image { .. } => None,
-        })
-        .flatten()
-        .collect();
+    let words = prompt_words(parts);
     let text = words.join(" ");
     if text.is_empty() {
         return None;

@@ -20,7 +20,7 @@ mod writer;
 
 pub use blob::BlobHash;
 pub use error::{IdProblem, StoreError};
-pub use fold::{SessionSnapshot, TITLE_MAX_CHARS, title_from_prompt};
+pub use fold::{SessionSnapshot, TITLE_MAX_CHARS, prompt_words, title_from_prompt};
 pub use id::{MAX_ID_LEN, validate_session_id};
 pub use list::{Page, SessionSummary};
 pub use load::LoadedSession;

@@ -16,6 +16,7 @@ mod list_dir;
 mod mentions;
 mod paths;
 mod policy;
+mod project_map;
 mod read_file;
 mod registry;
 mod roots;
@@ -44,6 +45,7 @@ pub use policy::{
     Decision, Subject, USER_REJECTED, USER_REJECTED_ALWAYS, decide, offers, plan_dir,
     plan_mode_prompt,
 };
+pub use project_map::project_map;
 pub use read_file::ReadFile;
 pub use registry::{RegistryError, ToolRegistry};
 pub use roots::Roots;

@@ -168,7 +168,15 @@ async fn prompt_streams_answer_and_thoughts_then_ends_the_turn() {
     assert_eq!(recorder.thought_text(), "Let me think. Done.");
     let request = &backend.requests()[0];
     assert_eq!(request.model, "m");
-    assert_eq!(request.messages.last().unwrap().plain_text(), "hi");
+    // The first prompt may carry the project's layout (the project_map assist) before it.
+    assert!(
+        request
+            .messages
+            .last()
+            .unwrap()
+            .plain_text()
+            .ends_with("hi")
+    );
 }
 
 #[tokio::test]
@@ -221,7 +229,7 @@ async fn model_option_moves_the_next_prompt_to_the_other_endpoint() {
         .map(|m| m.plain_text())
         .collect();
     assert!(
-        texts.contains(&"one".to_string()) && texts.contains(&"from a".to_string()),
+        texts.iter().any(|t| t.ends_with("one")) && texts.contains(&"from a".to_string()),
         "{texts:?}"
     );
 }

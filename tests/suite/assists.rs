@@ -1,7 +1,7 @@
 //! The assists that make small models finish tasks, each driven through the agent core with a
 //! scripted model: an invented tool is answered instead of shown, a repeated call and a blank
-//! answer get one nudge and then an honest stop, named files ride along with the prompt, and a
-//! native server's call left in the text still runs.
+//! answer get one nudge and then an honest stop, named files and the project's layout ride along
+//! with the prompt, and a native server's call left in the text still runs.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -261,6 +261,68 @@ async fn files_the_prompt_names_ride_along_but_never_secrets_or_files_outside() 
     for never in ["hunter2", "FAR = 1", "xxxxxxxx"] {
         assert!(!sent.contains(never), "{never} was attached");
     }
+}
+
+#[tokio::test]
+async fn a_sessions_first_prompt_carries_the_project_layout_and_the_replay_shows_only_the_words() {
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("LICENSE"), "zlib\n").unwrap();
+    std::fs::create_dir(project.path().join("src")).unwrap();
+    std::fs::write(project.path().join("src/clock.py"), "# TODO\n").unwrap();
+    let backend = FakeBackend::default();
+    reply(&backend, "zlib");
+    reply(&backend, "Yes.");
+    let data = tempfile::tempdir().unwrap();
+    let core = agent_core_with(&backend, data.path(), "hermes", "")
+        .with_store(hearth::store::Store::new(data.path()));
+    let session = core.new_session(
+        project.path().to_path_buf(),
+        core.default_settings(None, None, &[]),
+    );
+    let front = Arc::new(Front::default());
+    let client = LocalClientOps::new(front.clone());
+    for words in ["Which license?", "Sure?"] {
+        let ticket = session.begin_turn();
+        core.run_prompt(&session, &ticket, vec![ContentPart::text(words)], &client)
+            .await
+            .unwrap();
+    }
+    let asked = |n: usize| backend.requests()[n].messages.last().unwrap().plain_text();
+    assert_eq!(
+        asked(0),
+        "<context listing=\"project files\">\nLICENSE\nsrc/\n  clock.py\n</context>\n\n\
+         Which license?"
+    );
+    assert_eq!(
+        last_message(&backend, 1),
+        "Sure?",
+        "only the first prompt has it"
+    );
+    let stored = core.stored_snapshot(&session.id).unwrap();
+    assert_eq!(stored.title.as_deref(), Some("Which license?"));
+    let shown: Vec<String> = stored
+        .replay
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::UserMessage { content } => {
+                Some(content.iter().map(|p| format!("{p:?}")).collect())
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(!shown[0].contains("<context"), "{shown:?}");
+    // The model still sees it when the session is resumed.
+    assert!(format!("{:?}", stored.history[0]).contains("clock.py"));
+
+    let backend = FakeBackend::default();
+    reply(&backend, "zlib");
+    let off = "assists_off = [\"project_map\"]";
+    prompt_with(&backend, project.path(), "hermes", off, "Which license?").await;
+    let request = &backend.requests()[0];
+    assert_eq!(
+        request.messages.last().unwrap().plain_text(),
+        "Which license?"
+    );
 }
 
 #[tokio::test]
