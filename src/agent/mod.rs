@@ -20,6 +20,7 @@ mod session_context;
 mod turn;
 mod turn_context;
 mod turn_fit;
+mod unchanged;
 mod worked_example;
 
 pub use catalog::{Catalog, Endpoint, EndpointListing, ModelChoice};

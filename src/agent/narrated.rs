@@ -72,7 +72,20 @@ fn last_word(text: &str) -> (String, &str) {
 
 /// The nudge for an answer that described a call to `tool`, as the next user message.
 pub fn narration_nudge(tool: &str, format: ResolvedFormat) -> HistoryEntry {
-    let how = match format {
+    let text = format!(
+        "You described using `{tool}` instead of using it. I cannot run tools; you can. Call \
+         `{tool}` yourself now, {}\nThen answer my request from its result. If no tool is \
+         needed, answer my request directly.",
+        call_format_hint(tool, format)
+    );
+    HistoryEntry::User {
+        content: vec![ContentPart::text(text)],
+    }
+}
+
+/// How a call to `tool` is written in `format`, to end a nudge's "call it now, ...".
+pub fn call_format_hint(tool: &str, format: ResolvedFormat) -> String {
+    match format {
         ResolvedFormat::Native => "with a tool call".to_string(),
         ResolvedFormat::Hermes => format!(
             "exactly like this:\n<tool_call>\n{{\"name\": \"{tool}\", \"arguments\": {{<its arguments as one JSON object>}}}}\n</tool_call>"
@@ -80,14 +93,6 @@ pub fn narration_nudge(tool: &str, format: ResolvedFormat) -> HistoryEntry {
         ResolvedFormat::Xml => format!(
             "exactly like this:\n<tool_call>\n<function={tool}>\n<parameter=ARGUMENT_NAME>\nvalue\n</parameter>\n</function>\n</tool_call>"
         ),
-    };
-    let text = format!(
-        "You described using `{tool}` instead of using it. I cannot run tools; you can. Call \
-         `{tool}` yourself now, {how}\nThen answer my request from its result. If no tool is \
-         needed, answer my request directly."
-    );
-    HistoryEntry::User {
-        content: vec![ContentPart::text(text)],
     }
 }
 

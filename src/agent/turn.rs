@@ -2,7 +2,7 @@
 
 use hearth_backend::{BackendError, ContentPart, FinishReason, ToolSpec, Usage};
 use hearth_conversation::{
-    AgentEvent, HistoryEntry, ToolCallRecord, ToolCard, ToolContent, ToolKind, ToolStatus,
+    AgentEvent, HistoryEntry, Mode, ToolCallRecord, ToolCard, ToolContent, ToolKind, ToolStatus,
 };
 
 use super::dispatch::{DispatchStop, run_calls};
@@ -14,6 +14,7 @@ use super::request_fit::{CallHolding, RequestShape, offered_tools};
 use super::round::{RoundSink, stream_round};
 use super::turn_context::TurnContext;
 use super::turn_fit::Fitting;
+use super::unchanged::ChangeCheck;
 use super::worked_example::with_worked_example;
 use crate::config::Assist;
 use crate::context::{TextProfile, TokenCounter};
@@ -117,7 +118,22 @@ pub async fn run_turn(
     let mut fitting = Fitting::default();
     let mut guard = LoopGuard::new(ctx.settings.assists.on(Assist::LoopGuard));
     let mut may_nudge_narration = ctx.settings.assists.on(Assist::NarratedCalls);
-    let asked = requested_task(history)
+    let task = requested_task(history);
+    let writes_offered = specs
+        .iter()
+        .any(|s| s.name == "write_file" || s.name == "edit_file");
+    let mut change_check = match &task {
+        Some(task)
+            if ctx.settings.assists.on(Assist::UnchangedFiles)
+                && writes_offered
+                && ctx.mode != Mode::Plan =>
+        {
+            ChangeCheck::start(task, ctx.cwd, ctx.client).await
+        }
+        _ => None,
+    };
+    let mut call_due = false;
+    let asked = task
         .filter(|_| ctx.settings.assists.on(Assist::RestateTask))
         .unwrap_or_default();
 
@@ -129,6 +145,8 @@ pub async fn run_turn(
         if guard.take_answer_due() && ctx.settings.assists.on(Assist::AnswerRound) {
             insist_on_an_answer(&mut fitted.request, format);
         }
+        // After the unchanged_files nudge the answer is a call (where the backend can hold it).
+        fitted.request.call_first = std::mem::take(&mut call_due);
         let mut estimated = fitted.projection.tokens;
         if let Some(reminder) = task_reminder(history, &asked) {
             let counter = model_context.counter(endpoint.backend.as_ref(), &model.model);
@@ -204,6 +222,16 @@ pub async fn run_turn(
                     may_nudge_narration = false;
                     tracing::info!(tool, "the answer described a call instead of making it");
                     history.push(narration_nudge(tool, format));
+                    continue;
+                }
+                // A request to change files that left them all as they were: once per turn,
+                // ask for the change to be made.
+                if let Some(check) = change_check.take()
+                    && !check.changed(ctx.client).await
+                {
+                    tracing::info!("the answer left the files it was asked to change as they were");
+                    history.push(check.nudge(format));
+                    call_due = true;
                     continue;
                 }
             }

@@ -31,6 +31,11 @@ pub enum Assist {
     /// An answer that describes running one of the tools ("you can use the `list_dir`
     /// function") instead of calling it gets one nudge to make the call.
     NarratedCalls,
+    /// A request to change files it names ("create hello.py", "fix the typo in app.py") whose
+    /// answer left all of them as they were gets one nudge to make the change with the tools;
+    /// the answer to it must be a call (the local engine opens it, OpenAI servers are sent
+    /// `tool_choice: "required"`).
+    UnchangedFiles,
     /// A request that ends with tool results ends with a one-line reminder of what the user
     /// asked (in the request only).
     RestateTask,
@@ -51,13 +56,14 @@ pub enum Assist {
 }
 
 impl Assist {
-    pub const ALL: [Assist; 11] = [
+    pub const ALL: [Assist; 12] = [
         Self::TextCalls,
         Self::AttachFiles,
         Self::ProjectMap,
         Self::LoopGuard,
         Self::CompactTools,
         Self::NarratedCalls,
+        Self::UnchangedFiles,
         Self::RestateTask,
         Self::CallGrammar,
         Self::BareCalls,
@@ -73,6 +79,7 @@ impl Assist {
             Self::LoopGuard => "loop_guard",
             Self::CompactTools => "compact_tools",
             Self::NarratedCalls => "narrated_calls",
+            Self::UnchangedFiles => "unchanged_files",
             Self::RestateTask => "restate_task",
             Self::CallGrammar => "call_grammar",
             Self::BareCalls => "bare_calls",

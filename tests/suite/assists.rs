@@ -326,6 +326,73 @@ async fn a_sessions_first_prompt_carries_the_project_layout_and_the_replay_shows
 }
 
 #[tokio::test]
+async fn code_shown_instead_of_written_gets_one_nudge_and_files_that_changed_or_questions_none() {
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("app.py"), "print('Welcom')\n").unwrap();
+    let backend = FakeBackend::default();
+    reply(&backend, "```python\nprint('hi')\n```");
+    reply(
+        &backend,
+        "<tool_call>\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"hello.py\", \
+         \"content\": \"print('hi')\\n\"}}\n</tool_call>",
+    );
+    reply(&backend, "I created hello.py.");
+    let (stop, front) = prompt(
+        &backend,
+        project.path(),
+        "hermes",
+        "Create hello.py that prints hi, and fix the typo in app.py",
+    )
+    .await;
+    assert_eq!(stop, StopReason::EndTurn);
+    let nudge = last_message(&backend, 1);
+    assert!(
+        nudge.starts_with(
+            "You have not changed any file yet: hello.py does not exist, app.py is as it was."
+        ) && nudge.ends_with(
+            "<tool_call>\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"hello.py\", \
+             \"content\": \"<the complete content of hello.py>\"}}\n</tool_call>"
+        ),
+        "{nudge}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(project.path().join("hello.py")).unwrap(),
+        "print('hi')\n"
+    );
+    assert!(front.answer().ends_with("I created hello.py."));
+    // hello.py changed, so the answer after the call stands although app.py did not.
+    assert_eq!(backend.requests().len(), 3);
+    let call_first: Vec<bool> = backend.requests().iter().map(|r| r.call_first).collect();
+    assert_eq!(
+        call_first,
+        [false, true, false],
+        "the answer to the nudge must be a call"
+    );
+
+    // A second answer that still changes nothing ends the turn: the nudge comes once.
+    let backend = FakeBackend::default();
+    reply(&backend, "```python\nprint('Welcome')\n```");
+    reply(&backend, "Done, app.py is fixed.");
+    prompt(&backend, project.path(), "hermes", "Fix the typo in app.py").await;
+    assert_eq!(backend.requests().len(), 2);
+
+    // Questions, requests for code, and the assist turned off get no nudge.
+    for (agent, words) in [
+        ("", "How do I fix the typo in app.py?"),
+        ("", "Write a function that reads app.py"),
+        (
+            "assists_off = [\"unchanged_files\"]",
+            "Fix the typo in app.py",
+        ),
+    ] {
+        let backend = FakeBackend::default();
+        reply(&backend, "```python\nprint('Welcome')\n```");
+        prompt_with(&backend, project.path(), "hermes", agent, words).await;
+        assert_eq!(backend.requests().len(), 1, "{words} {agent}");
+    }
+}
+
+#[tokio::test]
 async fn a_native_server_that_leaves_a_call_in_the_text_still_gets_it_run() {
     let project = tempfile::tempdir().unwrap();
     std::fs::write(project.path().join("a.txt"), "alpha\n").unwrap();

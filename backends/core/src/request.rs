@@ -133,6 +133,11 @@ pub struct CompletionRequest {
     /// string for servers that can do neither.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub answer_only: bool,
+    /// The model must answer with a tool call this time: an OpenAI server is sent
+    /// `tool_choice: "required"` (when there are native tools); the local engine opens the
+    /// answer with `<tool_call>` and the call grammar (with `hermes_tools`) takes it from there.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub call_first: bool,
 }
 
 impl CompletionRequest {
@@ -148,6 +153,7 @@ impl CompletionRequest {
             hermes_tools: Vec::new(),
             hold_bare_calls: false,
             answer_only: false,
+            call_first: false,
         }
     }
 }

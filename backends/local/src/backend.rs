@@ -74,6 +74,7 @@ impl LocalBackend {
             call_tools: request.hermes_tools,
             bare_calls: request.hold_bare_calls,
             answer_only: request.answer_only,
+            call_first: request.call_first,
             cancel,
         }
     }

@@ -18,7 +18,15 @@ pub(crate) fn chat_body(request: &CompletionRequest) -> ChatRequest<'_> {
             include_usage: true,
         },
         tools: tools(request),
-        tool_choice: (request.answer_only && !request.tools.is_empty()).then_some("none"),
+        tool_choice: match (
+            request.tools.is_empty(),
+            request.answer_only,
+            request.call_first,
+        ) {
+            (false, true, _) => Some("none"),
+            (false, false, true) => Some("required"),
+            _ => None,
+        },
         max_tokens: request.max_tokens,
         temperature: request.temperature,
         stop: &request.stop,
@@ -172,6 +180,9 @@ mod tests {
         assert!(!body.to_string().contains("secret thoughts"));
         assert!(body.get("tool_choice").is_none(), "the model chooses");
 
+        request.call_first = true;
+        assert_eq!(to_json(&request)["tool_choice"], "required");
+        request.call_first = false;
         request.answer_only = true;
         assert_eq!(to_json(&request)["tool_choice"], "none");
         request.tools.clear();

@@ -12,6 +12,9 @@ use crate::grammar::{CallConstraint, CallGrammar, TextOnly, Vocab};
 use crate::inject::{FaultPlan, Seam};
 use crate::model::Model;
 use crate::sampler::{Sampler, SamplingParams};
+
+/// What an answer that must be a call opens with (Hermes).
+const CALL_OPEN: &str = "<tool_call>";
 use crate::stop::StopMatcher;
 use crate::tokenizer::TextTokenizer;
 
@@ -46,6 +49,9 @@ pub(crate) struct Plan<'a> {
     pub calls: Option<&'a CallGrammar>,
     /// The answer must be text (no call, not blank): the vocabulary to judge tokens by.
     pub answer_only: Option<&'a std::sync::Arc<Vocab>>,
+    /// The answer opens with `<tool_call>`, written for the model; with `calls`, the grammar
+    /// then holds it to a declared tool.
+    pub call_first: bool,
 }
 
 impl GenerateCtx<'_> {
@@ -70,13 +76,28 @@ impl GenerateCtx<'_> {
             .calls
             .map(|grammar| CallConstraint::new(grammar, &self.prompt_tail(plan.prompt)));
         let mut text_only = plan.answer_only.map(|vocab| TextOnly::new(vocab.clone()));
+        let mut opening = if plan.call_first {
+            self.tokenizer.encode(CALL_OPEN)?.into_iter().collect()
+        } else {
+            std::collections::VecDeque::new()
+        };
         let mut step = 0usize;
         let result = loop {
             let mut values = logits.to_vec1::<f32>()?;
-            let token = match (text_only.as_mut(), calls.as_mut()) {
-                (Some(text), _) => text_token(&mut sampler, text, &mut values, &seq.tokens)?,
-                (None, Some(calls)) => next_token(&mut sampler, calls, &mut values, &seq.tokens)?,
-                (None, None) => sampler.sample(&mut values, &seq.tokens)?,
+            let token = if let Some(token) = opening.pop_front() {
+                // Written for the model: the grammar watches it open the call.
+                if let Some(calls) = calls.as_mut() {
+                    calls.accept(token, false);
+                }
+                token
+            } else {
+                match (text_only.as_mut(), calls.as_mut()) {
+                    (Some(text), _) => text_token(&mut sampler, text, &mut values, &seq.tokens)?,
+                    (None, Some(calls)) => {
+                        next_token(&mut sampler, calls, &mut values, &seq.tokens)?
+                    }
+                    (None, None) => sampler.sample(&mut values, &seq.tokens)?,
+                }
             };
             self.faults.check(Seam::DecodeStep(step))?;
             step += 1;

@@ -106,3 +106,16 @@ fn a_text_answer_takes_the_best_token_that_opens_no_call_and_is_not_blank() {
         "it may end once it said something"
     );
 }
+
+/// What the generate loop does with `call_first`: the tag is written for the model, and from
+/// there the grammar holds the answer to a call, however much the model would rather talk.
+#[test]
+fn an_answer_opened_with_the_call_tag_for_the_model_is_held_to_a_call() {
+    let grammar = grammar();
+    let mut sampler = Sampler::new(SamplingParams::greedy());
+    let mut calls = CallConstraint::new(&grammar, b"");
+    calls.accept(id(CALL_OPEN), false);
+    assert!(calls.is_active());
+    let token = next_token(&mut sampler, &mut calls, &mut logits("Sure", "John"), &[]).unwrap();
+    assert!(token != id("Sure") && token != id("John"), "{token}");
+}

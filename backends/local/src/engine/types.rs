@@ -40,6 +40,8 @@ pub struct GenerateRequest {
     pub bare_calls: bool,
     /// The answer must be text: no call (tagged or bare) may open, and it may not end blank.
     pub answer_only: bool,
+    /// The answer opens with `<tool_call>` (with `call_tools`, the grammar holds the call).
+    pub call_first: bool,
     pub cancel: CancellationToken,
 }
 
@@ -53,6 +55,7 @@ impl GenerateRequest {
             call_tools: Vec::new(),
             bare_calls: false,
             answer_only: false,
+            call_first: false,
             cancel: CancellationToken::new(),
         }
     }

@@ -248,6 +248,7 @@ impl Worker {
             stop: &req.stop,
             calls: calls.as_ref(),
             answer_only: vocab.as_ref().filter(|_| req.answer_only),
+            call_first: req.call_first && !req.answer_only,
         };
         let ctx = GenerateCtx {
             model,

@@ -61,6 +61,8 @@ pub struct WireRequest {
     pub bare_calls: bool,
     #[serde(default)]
     pub answer_only: bool,
+    #[serde(default)]
+    pub call_first: bool,
 }
 
 impl WireRequest {
@@ -73,6 +75,7 @@ impl WireRequest {
             call_tools: req.call_tools.clone(),
             bare_calls: req.bare_calls,
             answer_only: req.answer_only,
+            call_first: req.call_first,
         }
     }
 
@@ -85,6 +88,7 @@ impl WireRequest {
             call_tools: self.call_tools,
             bare_calls: self.bare_calls,
             answer_only: self.answer_only,
+            call_first: self.call_first,
             cancel,
         }
     }

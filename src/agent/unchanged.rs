@@ -1,0 +1,261 @@
+//! Checking the work, not the words (the unchanged_files assist): asked to "create hello.py"
+//! or "make area_circle in shapes.py use math.pi", small models answer with the code in a
+//! fenced block, or say "the file has been updated", and change nothing. When a request asks
+//! for a change to files it names, hearth looks at those files (through the host, so an
+//! editor's unsaved buffer counts) when the model answers; if none of them changed, the model
+//! gets one nudge to make the change with the tools.
+
+use std::path::{Path, PathBuf};
+
+use hearth_backend::ContentPart;
+use hearth_conversation::HistoryEntry;
+
+use crate::host::ClientOps;
+use crate::parse::ResolvedFormat;
+use crate::tools::{is_within, named_paths, resolve};
+
+/// Words that ask for a change to the project's files ("create hello.py", "fix the typo in
+/// app.py"). "write" alone does not count: "write a function that parses config.json" asks
+/// for code, and a file it names only counts when it does not exist yet.
+const CHANGE_VERBS: [&str; 17] = [
+    "create", "add", "edit", "change", "fix", "rename", "update", "replace", "remove", "delete",
+    "append", "insert", "move", "make", "set", "bump", "save",
+];
+
+/// Words that open a question: "how do I add serde to Cargo.toml?" asks for advice.
+const QUESTION_WORDS: [&str; 14] = [
+    "how", "what", "why", "which", "where", "when", "who", "can", "could", "should", "would", "is",
+    "does", "do",
+];
+
+/// Files one request is checked on at most.
+const MAX_TARGETS: usize = 4;
+/// A file larger than this is not snapshotted (its change is not checked).
+const MAX_FILE_BYTES: u64 = 1024 * 1024;
+
+/// What a named file held when the turn began.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Seen {
+    Missing,
+    Text(String),
+}
+
+/// The files a request asks to change, as they were when its turn began.
+pub struct ChangeCheck {
+    targets: Vec<(String, PathBuf, Seen)>,
+}
+
+impl ChangeCheck {
+    /// The check for `asked` (the user's words), or `None` when it asks for no change to a
+    /// named project file.
+    pub async fn start(asked: &str, cwd: &Path, client: &dyn ClientOps) -> Option<Self> {
+        let write = asks_to_write(asked)?;
+        let root = resolve(".", cwd, None).ok()?;
+        let mut targets = Vec::new();
+        for name in named_paths(asked) {
+            if targets.len() == MAX_TARGETS {
+                break;
+            }
+            let Ok(resolved) = resolve(&name, cwd, None) else {
+                continue;
+            };
+            if !is_within(resolved.real(), root.real()) {
+                continue;
+            }
+            let path = resolved.path().to_path_buf();
+            let Some(seen) = look(&path, client).await else {
+                continue;
+            };
+            // "Write a script that reads data.csv": only a file still to be made is the target.
+            if write == Verb::Write && seen != Seen::Missing {
+                continue;
+            }
+            targets.push((name, path, seen));
+        }
+        (!targets.is_empty()).then_some(Self { targets })
+    }
+
+    /// Whether any of the files differs from what it was when the turn began.
+    pub async fn changed(&self, client: &dyn ClientOps) -> bool {
+        for (_, path, seen) in &self.targets {
+            if look(path, client).await.as_ref() != Some(seen) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The nudge for an answer that left every file as it was, as the next user message.
+    pub fn nudge(&self, format: ResolvedFormat) -> HistoryEntry {
+        let state: Vec<String> = self
+            .targets
+            .iter()
+            .map(|(name, _, seen)| match seen {
+                Seen::Missing => format!("{name} does not exist"),
+                Seen::Text(_) => format!("{name} is as it was"),
+            })
+            .collect();
+        // The first file still to be made, else the first to change: the call is spelled out
+        // with its real path, as small models copy a template more readily than they follow
+        // an instruction (told only to "call write_file", the 1.5B answered "I created it").
+        let call = self
+            .targets
+            .iter()
+            .find(|(_, _, seen)| *seen == Seen::Missing)
+            .or(self.targets.first())
+            .map(|(name, _, seen)| spelled_call(name, *seen == Seen::Missing, format))
+            .unwrap_or_default();
+        let text = format!(
+            "You have not changed any file yet: {}. Code in your answer does not change the \
+             project, and saying it is done does not either: only a tool call does. Reply now \
+             with only the call, nothing before it, {}",
+            state.join(", "),
+            call
+        );
+        HistoryEntry::User {
+            content: vec![ContentPart::text(text)],
+        }
+    }
+}
+
+/// The call that makes the change to `name`: a write when it does not exist, else an edit.
+fn spelled_call(name: &str, missing: bool, format: ResolvedFormat) -> String {
+    let (tool, arguments) = if missing {
+        (
+            "write_file",
+            [
+                ("path", name.to_string()),
+                ("content", format!("<the complete content of {name}>")),
+            ],
+        )
+    } else {
+        (
+            "edit_file",
+            [
+                ("path", name.to_string()),
+                (
+                    "edits",
+                    format!(
+                        "[{{\"old_text\": \"<exact text now in {name}>\", \"new_text\": \"<what replaces it>\"}}]"
+                    ),
+                ),
+            ],
+        )
+    };
+    match format {
+        ResolvedFormat::Native => format!("a call to `{tool}` with the path \"{name}\"."),
+        ResolvedFormat::Hermes => {
+            let [(k1, v1), (k2, v2)] = &arguments;
+            let second = if *k2 == "edits" {
+                v2.clone()
+            } else {
+                format!("\"{v2}\"")
+            };
+            format!(
+                "exactly like this:\n<tool_call>\n{{\"name\": \"{tool}\", \"arguments\": {{\"{k1}\": \"{v1}\", \"{k2}\": {second}}}}}\n</tool_call>"
+            )
+        }
+        ResolvedFormat::Xml => {
+            let parameters: String = arguments
+                .iter()
+                .map(|(k, v)| format!("<parameter={k}>\n{v}\n</parameter>\n"))
+                .collect();
+            format!(
+                "exactly like this:\n<tool_call>\n<function={tool}>\n{parameters}</function>\n</tool_call>"
+            )
+        }
+    }
+}
+
+/// Which kind of change a request asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verb {
+    /// create, add, fix, rename, ...: any named file.
+    Change,
+    /// write: only a named file that does not exist yet.
+    Write,
+}
+
+/// The kind of change `asked` asks for, if any: a request (not a question) with a change verb.
+fn asks_to_write(asked: &str) -> Option<Verb> {
+    let words: Vec<String> = asked
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    let question = asked.trim_end().ends_with('?')
+        || words
+            .first()
+            .is_some_and(|w| QUESTION_WORDS.contains(&w.as_str()));
+    if question {
+        return None;
+    }
+    if words.iter().any(|w| CHANGE_VERBS.contains(&w.as_str())) {
+        Some(Verb::Change)
+    } else if words.iter().any(|w| w == "write") {
+        Some(Verb::Write)
+    } else {
+        None
+    }
+}
+
+/// What `path` holds now; `None` for a file too large to compare.
+async fn look(path: &Path, client: &dyn ClientOps) -> Option<Seen> {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_file() && meta.len() <= MAX_FILE_BYTES => {}
+        Ok(meta) if meta.is_file() => return None,
+        // A directory, a FIFO, a device: not something this check reads.
+        Ok(_) => return None,
+        Err(_) => return Some(Seen::Missing),
+    }
+    Some(match client.read_text_file(path, None, None).await {
+        Ok(text) => Seen::Text(text),
+        Err(_) => Seen::Missing,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_to_change_files_are_told_from_questions_and_requests_for_code() {
+        for asked in [
+            "Create hello.py that prints hello",
+            "Add a function multiply(a, b) to mathutils.py",
+            "Make area_circle in shapes.py use math.pi instead of 3.14",
+            "Rename helpers.py to tools.py and update the import in main.py.",
+        ] {
+            assert_eq!(asks_to_write(asked), Some(Verb::Change), "{asked}");
+        }
+        assert_eq!(
+            asks_to_write("Write a script count.sh that prints 3"),
+            Some(Verb::Write)
+        );
+        for asked in [
+            "How do I add serde to Cargo.toml?",
+            "What does greet.py do",
+            "Should I rename utils.py?",
+            "Explain main.py",
+        ] {
+            assert_eq!(asks_to_write(asked), None, "{asked}");
+        }
+    }
+
+    #[test]
+    fn the_spelled_call_is_valid_in_its_format() {
+        for (missing, tool) in [(true, "write_file"), (false, "edit_file")] {
+            let hermes = spelled_call("shapes.py", missing, ResolvedFormat::Hermes);
+            let json = hermes
+                .split_once("<tool_call>\n")
+                .and_then(|(_, rest)| rest.strip_suffix("\n</tool_call>"))
+                .unwrap();
+            let call: serde_json::Value = serde_json::from_str(json).unwrap();
+            assert_eq!(call["name"], tool);
+            assert_eq!(call["arguments"]["path"], "shapes.py");
+        }
+        let xml = spelled_call("a.py", false, ResolvedFormat::Xml);
+        assert!(xml.contains("<function=edit_file>\n<parameter=path>\na.py\n</parameter>\n"));
+        assert!(spelled_call("a.py", true, ResolvedFormat::Native).contains("`write_file`"));
+    }
+}
