@@ -529,3 +529,37 @@ async fn hermes_requests_name_their_tools_for_a_backend_that_can_hold_calls_to_t
     let request = &backend.requests()[0];
     assert!(!request.hermes_tools.is_empty() && !request.hold_bare_calls);
 }
+
+/// Hostile names in a request to change files: a symlink out of the project and a FIFO are
+/// never targets (nothing outside is read, nothing blocks), and the layout does not follow a
+/// symlinked directory out of the project.
+#[tokio::test]
+async fn the_work_check_and_the_layout_stay_inside_the_project_and_never_block() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("far.py"), "FAR = 1\n").unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let link = |target: &Path, name: &str| {
+        std::os::unix::fs::symlink(target, project.path().join(name)).unwrap()
+    };
+    link(&outside.path().join("far.py"), "link.py");
+    link(outside.path(), "away");
+    let fifo = std::process::Command::new("mkfifo")
+        .arg(project.path().join("pipe.py"))
+        .status()
+        .unwrap();
+    assert!(fifo.success());
+    let backend = FakeBackend::default();
+    reply(&backend, "```python\nFAR = 2\n```");
+    let words = "Fix link.py, pipe.py and ../far.py";
+    let run = prompt(&backend, project.path(), "hermes", words);
+    let (stop, _) = tokio::time::timeout(std::time::Duration::from_secs(20), run)
+        .await
+        .expect("a FIFO must not block the turn");
+    assert_eq!(stop, StopReason::EndTurn);
+    assert_eq!(backend.requests().len(), 1, "no target inside: no nudge");
+    let sent = backend.requests()[0].messages.last().unwrap().plain_text();
+    assert!(
+        !sent.contains("far.py\n") && !sent.contains("FAR = 1"),
+        "{sent}"
+    );
+}
