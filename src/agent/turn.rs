@@ -22,6 +22,7 @@ use crate::parse::{
     MAX_MALFORMED_ROUNDS, Malformed, ParserConfig, ResolvedFormat, StreamParser, call_stop_strings,
     corrective_message, give_up_message, resolve_format,
 };
+use crate::tools::{EDIT_FILE, WRITE_FILE};
 
 /// How a prompt turn ended. Exactly one per prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,7 +122,7 @@ pub async fn run_turn(
     let task = requested_task(history);
     let writes_offered = specs
         .iter()
-        .any(|s| s.name == "write_file" || s.name == "edit_file");
+        .any(|s| s.name == WRITE_FILE || s.name == EDIT_FILE);
     let mut change_check = match &task {
         Some(task)
             if ctx.settings.assists.on(Assist::UnchangedFiles)

@@ -12,7 +12,7 @@ use hearth_conversation::HistoryEntry;
 
 use crate::host::ClientOps;
 use crate::parse::ResolvedFormat;
-use crate::tools::{is_within, named_paths, resolve};
+use crate::tools::{EDIT_FILE, WRITE_FILE, named_project_paths};
 
 /// Words that ask for a change to the project's files ("create hello.py", "fix the typo in
 /// app.py"). "write" alone does not count: "write a function that parses config.json" asks
@@ -50,17 +50,10 @@ impl ChangeCheck {
     /// named project file.
     pub async fn start(asked: &str, cwd: &Path, client: &dyn ClientOps) -> Option<Self> {
         let write = asks_to_write(asked)?;
-        let root = resolve(".", cwd, None).ok()?;
         let mut targets = Vec::new();
-        for name in named_paths(asked) {
+        for (name, resolved) in named_project_paths(asked, cwd) {
             if targets.len() == MAX_TARGETS {
                 break;
-            }
-            let Ok(resolved) = resolve(&name, cwd, None) else {
-                continue;
-            };
-            if !is_within(resolved.real(), root.real()) {
-                continue;
             }
             let path = resolved.path().to_path_buf();
             let Some(seen) = look(&path, client).await else {
@@ -122,7 +115,7 @@ impl ChangeCheck {
 fn spelled_call(name: &str, missing: bool, format: ResolvedFormat) -> String {
     let (tool, arguments) = if missing {
         (
-            "write_file",
+            WRITE_FILE,
             [
                 ("path", name.to_string()),
                 ("content", format!("<the complete content of {name}>")),
@@ -130,7 +123,7 @@ fn spelled_call(name: &str, missing: bool, format: ResolvedFormat) -> String {
         )
     } else {
         (
-            "edit_file",
+            EDIT_FILE,
             [
                 ("path", name.to_string()),
                 (

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use hearth_backend::ContentPart;
 
-use super::paths::{is_within, resolve};
+use super::paths::{Resolved, is_within, resolve};
 use crate::host::ClientOps;
 
 /// Files attached to one prompt at most.
@@ -88,6 +88,24 @@ fn looks_secret(path: &str) -> bool {
             .any(|ext| name.ends_with(ext))
 }
 
+/// The paths `text` names that resolve inside the project at `cwd`, in the order named: each
+/// name as written and where it resolves. A name that leads out of the project (`../x`, a
+/// symlink out) is left out. Lazy, so a caller that needs a few resolves no more than those.
+pub fn named_project_paths(text: &str, cwd: &Path) -> impl Iterator<Item = (String, Resolved)> {
+    let root = resolve(".", cwd, None).ok();
+    let cwd = cwd.to_path_buf();
+    let names = if root.is_some() {
+        named_paths(text)
+    } else {
+        Vec::new()
+    };
+    names.into_iter().filter_map(move |name| {
+        let resolved = resolve(&name, &cwd, None).ok()?;
+        let root = root.as_ref()?;
+        is_within(resolved.real(), root.real()).then_some((name, resolved))
+    })
+}
+
 /// The parts to put before the prompt: each named project file, in a `<context>` block.
 pub async fn attach_named_files(
     prompt: &[ContentPart],
@@ -102,23 +120,14 @@ pub async fn attach_named_files(
         })
         .collect::<Vec<_>>()
         .join("\n");
-    let Ok(root) = resolve(".", cwd, None) else {
-        return Vec::new();
-    };
     let mut parts = Vec::new();
     let mut total = 0usize;
-    for name in named_paths(&text) {
+    for (name, resolved) in named_project_paths(&text, cwd) {
         if parts.len() == MAX_FILES {
             break;
         }
         // Already attached by the editor (an embedded resource names it).
         if text.contains(&format!("{name}\">")) || looks_secret(&name) {
-            continue;
-        }
-        let Ok(resolved) = resolve(&name, cwd, None) else {
-            continue;
-        };
-        if !is_within(resolved.real(), root.real()) {
             continue;
         }
         let small_file = std::fs::metadata(resolved.real())

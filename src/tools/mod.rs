@@ -30,7 +30,7 @@ pub(crate) mod test_support;
 
 pub use bash::Bash;
 pub use compact::{COMPACT_WINDOW, compact_specs};
-pub use edit_file::{Applied, Edit, EditFile, apply_edits};
+pub use edit_file::{Applied, Edit, EditFile, NAME as EDIT_FILE, apply_edits};
 pub use glob::Glob;
 pub use grep::Grep;
 pub use handler::{
@@ -39,7 +39,7 @@ pub use handler::{
 };
 pub use invocation::{CommandShape, plain_invocation};
 pub use list_dir::ListDir;
-pub use mentions::{attach_named_files, named_paths};
+pub use mentions::{attach_named_files, named_paths, named_project_paths};
 pub use paths::{PathError, Resolved, is_within, normalize, real_path, resolve};
 pub use policy::{
     Decision, Subject, USER_REJECTED, USER_REJECTED_ALWAYS, decide, offers, plan_dir,
@@ -51,4 +51,4 @@ pub use registry::{RegistryError, ToolRegistry};
 pub use roots::Roots;
 pub use shell_words::command_programs;
 pub use update_plan::UpdatePlan;
-pub use write_file::WriteFile;
+pub use write_file::{NAME as WRITE_FILE, WriteFile};
