@@ -10,6 +10,11 @@
 //! served from L1 to all of them: splitting by query head instead made every KV head be read
 //! once per query head, seven times for Qwen2.5-0.5B, which cost a third of a decoded token's
 //! time at a depth of 4k. The causal mask is a loop bound, not a tensor.
+//!
+//! Decoding has one query row, so one task per KV head: two for Qwen2.5, which left every
+//! other core idle. Where there are fewer tasks than threads, each task's key range is cut into
+//! parts that run in parallel, and their running states are merged (split-K, as flash-decoding
+//! does); the merge is exact up to rounding.
 
 use std::fmt;
 
@@ -98,7 +103,8 @@ impl AttentionShape {
 ///   `offset..offset + queries`. Query `i` sees keys `0..=offset + i`.
 /// - `out`: `(queries, heads, head_dim)`, token-major, ready for the output projection.
 ///
-/// Runs on the rayon pool, split by KV head and block of query rows.
+/// Runs on the rayon pool, split by KV head and block of query rows, and by key range when
+/// that leaves threads idle (decoding).
 pub fn causal_attention(
     q: &[f32],
     k: &[f32],
@@ -106,7 +112,15 @@ pub fn causal_attention(
     shape: AttentionShape,
     out: &mut [f32],
 ) -> Result<(), ShapeError> {
-    attention_on(Simd::Detect, q, k, v, shape, out)
+    attention_on(
+        Simd::Detect,
+        rayon::current_num_threads(),
+        q,
+        k,
+        v,
+        shape,
+        out,
+    )
 }
 
 /// Which code [`causal_attention`] runs; tests force the portable one.
@@ -119,6 +133,7 @@ enum Simd {
 
 fn attention_on(
     simd: Simd,
+    threads: usize,
     q: &[f32],
     k: &[f32],
     v: &[f32],
@@ -127,25 +142,109 @@ fn attention_on(
 ) -> Result<(), ShapeError> {
     shape.check(q.len(), k.len(), v.len(), out.len())?;
     let blocks = shape.queries.div_ceil(QUERY_BLOCK);
+    let tasks = shape.kv_heads * blocks;
+    let task = |task: usize| {
+        let (kv_head, block) = (task / blocks, task % blocks);
+        Task {
+            q,
+            k,
+            v,
+            shape,
+            kv_head,
+            rows: block * QUERY_BLOCK..shape.queries.min((block + 1) * QUERY_BLOCK),
+        }
+    };
     let out_ptr = OutPtr(out.as_mut_ptr());
-    (0..shape.kv_heads * blocks)
-        .into_par_iter()
-        .for_each(|task| {
-            let (kv_head, block) = (task / blocks, task % blocks);
-            let rows = block * QUERY_BLOCK..shape.queries.min((block + 1) * QUERY_BLOCK);
-            let task = Task {
-                q,
-                k,
-                v,
-                shape,
-                kv_head,
-                rows,
-            };
-            // SAFETY: each task writes only `(row, head)` slots of its own rows and heads, so no two
-            // tasks write the same element, and `out` outlives the parallel loop.
-            unsafe { task.run(simd, out_ptr) }
+    let splits = key_splits(tasks, shape.offset + shape.queries, threads);
+    if splits == 1 {
+        (0..tasks).into_par_iter().for_each(|i| {
+            let task = task(i);
+            let mut state = task.state();
+            task.run(simd, 0..task.visible(), &mut state);
+            // SAFETY: each task writes only `(row, head)` slots of its own rows and heads, so
+            // no two tasks write the same element, and `out` outlives the parallel loop.
+            unsafe { task.write(&state, out_ptr) };
         });
+        return Ok(());
+    }
+    let parts: Vec<State> = (0..tasks * splits)
+        .into_par_iter()
+        .map(|i| {
+            let task = task(i / splits);
+            let mut state = task.state();
+            let keys = split_keys(task.visible(), splits, i % splits);
+            task.run(simd, keys, &mut state);
+            state
+        })
+        .collect();
+    parts.par_chunks(splits).enumerate().for_each(|(i, parts)| {
+        let state = State::merged(parts, shape.head_dim);
+        // SAFETY: as above.
+        unsafe { task(i).write(&state, out_ptr) };
+    });
     Ok(())
+}
+
+/// Keys per part, at least, when a key range is split between threads: below this the
+/// merge and the extra task cost about what the split saves.
+const MIN_SPLIT_KEYS: usize = 256;
+
+/// Into how many parts to cut each task's key range so that every thread has work. Decoding
+/// makes one task per KV head, two for Qwen2.5, which left every other core idle during
+/// attention; the parts run in parallel and their softmax states merge exactly (up to
+/// rounding). A pool with enough tasks, or a short range, is not split.
+fn key_splits(tasks: usize, keys: usize, threads: usize) -> usize {
+    if tasks >= threads {
+        return 1;
+    }
+    threads.div_ceil(tasks).min(keys / MIN_SPLIT_KEYS).max(1)
+}
+
+/// Part `part` of `splits` of the keys `0..visible`, cut at key blocks (the last parts may be
+/// empty).
+fn split_keys(visible: usize, splits: usize, part: usize) -> std::ops::Range<usize> {
+    let per = visible.div_ceil(splits).next_multiple_of(KEY_BLOCK);
+    visible.min(part * per)..visible.min((part + 1) * per)
+}
+
+/// The online softmax of every (query row, query head) of one task over the keys it has read:
+/// the running maximum score, the sum of `exp(score - max)`, and the value rows weighted by
+/// those, not yet divided by the sum.
+struct State {
+    max: Vec<f32>,
+    sum: Vec<f32>,
+    acc: Vec<f32>,
+}
+
+impl State {
+    /// The state of `parts` read one after another: the same softmax over the union of their
+    /// keys. Every row sees key 0, so some part has a finite maximum for each; a part that saw
+    /// none of a row's keys weighs nothing.
+    fn merged(parts: &[State], dim: usize) -> State {
+        let n = parts[0].max.len();
+        let mut max = vec![f32::NEG_INFINITY; n];
+        for part in parts {
+            for (m, &p) in max.iter_mut().zip(&part.max) {
+                *m = m.max(p);
+            }
+        }
+        let mut sum = vec![0f32; n];
+        let mut acc = vec![0f32; n * dim];
+        for part in parts {
+            for state in 0..n {
+                if part.max[state] == f32::NEG_INFINITY {
+                    continue;
+                }
+                let weight = (part.max[state] - max[state]).exp();
+                sum[state] += part.sum[state] * weight;
+                let from = &part.acc[state * dim..][..dim];
+                for (a, &x) in acc[state * dim..][..dim].iter_mut().zip(from) {
+                    *a = weight.mul_add(x, *a);
+                }
+            }
+        }
+        State { max, sum, acc }
+    }
 }
 
 /// Attention of the query heads of one KV head, for a block of query rows.
@@ -159,46 +258,64 @@ struct Task<'a> {
 }
 
 impl Task<'_> {
-    /// # Safety
-    /// `out` points to `queries × heads × head_dim` f32 whose `(row, head)` slots for
-    /// `self.rows` and this KV head's query heads no other thread touches.
-    unsafe fn run(&self, simd: Simd, out: OutPtr) {
+    /// Keys the last row sees; earlier rows stop sooner.
+    fn visible(&self) -> usize {
+        self.shape.offset + self.rows.end
+    }
+
+    /// A state that has read no keys.
+    fn state(&self) -> State {
+        let n = self.rows.len() * (self.shape.heads / self.shape.kv_heads);
+        State {
+            max: vec![f32::NEG_INFINITY; n],
+            sum: vec![0f32; n],
+            acc: vec![0f32; n * self.shape.head_dim],
+        }
+    }
+
+    /// Reads the keys `keys` (a range that starts on a key block) into `state`, with the SIMD
+    /// path where the CPU has it.
+    fn run(&self, simd: Simd, keys: std::ops::Range<usize>, state: &mut State) {
         #[cfg(target_arch = "x86_64")]
         if simd == Simd::Detect
             && is_x86_feature_detected!("avx2")
             && is_x86_feature_detected!("fma")
         {
-            // SAFETY: the CPU has both features; `out` as for this function.
-            return unsafe { self.run_avx2(out) };
+            // SAFETY: the CPU has both features.
+            return unsafe { self.run_avx2(keys, state) };
         }
-        // SAFETY: forwarded.
-        unsafe { self.run_portable::<false>(out) }
+        // SAFETY: `AVX2 = false` needs nothing.
+        unsafe { self.run_portable::<false>(keys, state) }
     }
 
     /// The same code compiled for AVX2 + FMA, so that the lane loops below vectorize to them.
     ///
     /// # Safety
-    /// As for [`Self::run`], and the CPU has AVX2 and FMA.
+    /// The CPU has AVX2 and FMA.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn run_avx2(&self, out: OutPtr) {
+    unsafe fn run_avx2(&self, keys: std::ops::Range<usize>, state: &mut State) {
         // SAFETY: forwarded; this function has the features `AVX2 = true` needs.
-        unsafe { self.run_portable::<true>(out) }
+        unsafe { self.run_portable::<true>(keys, state) }
     }
 
     /// `AVX2`: the caller is compiled with AVX2 and FMA, so the intrinsics may be used.
     ///
     /// # Safety
-    /// As for [`Self::run`], and for `AVX2`, the CPU has AVX2 and FMA.
+    /// For `AVX2`, the CPU has AVX2 and FMA.
     #[inline(always)]
-    unsafe fn run_portable<const AVX2: bool>(&self, out: OutPtr) {
+    unsafe fn run_portable<const AVX2: bool>(
+        &self,
+        keys: std::ops::Range<usize>,
+        state: &mut State,
+    ) {
         // The common head sizes get their own copy with the size a constant, so the per-key
         // loops unroll and the running output row stays in registers.
         // SAFETY (all three): forwarded.
         match self.shape.head_dim {
-            64 => unsafe { self.run_dim::<64, AVX2>(out) },
-            128 => unsafe { self.run_dim::<128, AVX2>(out) },
-            _ => unsafe { self.run_dim::<0, AVX2>(out) },
+            64 => unsafe { self.run_dim::<64, AVX2>(keys, state) },
+            128 => unsafe { self.run_dim::<128, AVX2>(keys, state) },
+            _ => unsafe { self.run_dim::<0, AVX2>(keys, state) },
         }
     }
 
@@ -207,28 +324,27 @@ impl Task<'_> {
     /// # Safety
     /// As for [`Self::run_portable`].
     #[inline(always)]
-    unsafe fn run_dim<const D: usize, const AVX2: bool>(&self, out: OutPtr) {
+    unsafe fn run_dim<const D: usize, const AVX2: bool>(
+        &self,
+        keys: std::ops::Range<usize>,
+        state: &mut State,
+    ) {
         let s = self.shape;
         let dim = if D == 0 { s.head_dim } else { D };
         let groups = s.heads / s.kv_heads;
         let cache = self.kv_head * s.capacity * dim..(self.kv_head + 1) * s.capacity * dim;
-        let (keys, values) = (&self.k[cache.clone()], &self.v[cache]);
+        let (key_rows, values) = (&self.k[cache.clone()], &self.v[cache]);
         let scale = 1.0 / (dim as f32).sqrt();
-        // One running state per (query row, query head of this KV head).
-        let n = self.rows.len() * groups;
-        let mut max = vec![f32::NEG_INFINITY; n];
-        let mut sum = vec![0f32; n];
-        let mut acc = vec![0f32; n * dim];
+        let State { max, sum, acc } = state;
         let mut scores = [0f32; KEY_BLOCK];
-        // Keys the last row sees; earlier rows stop sooner.
-        let visible = s.offset + self.rows.end;
-        for first in (0..visible).step_by(KEY_BLOCK) {
+        let last = keys.end.min(self.visible());
+        for first in (keys.start..last).step_by(KEY_BLOCK) {
             for (r, row) in self.rows.clone().enumerate() {
-                let end = visible.min(first + KEY_BLOCK).min(s.offset + row + 1);
+                let end = last.min(first + KEY_BLOCK).min(s.offset + row + 1);
                 if end <= first {
                     continue;
                 }
-                let block = &keys[first * dim..end * dim];
+                let block = &key_rows[first * dim..end * dim];
                 for g in 0..groups {
                     let head = self.kv_head * groups + g;
                     let state = r * groups + g;
@@ -249,14 +365,24 @@ impl Task<'_> {
                 }
             }
         }
+    }
+
+    /// Writes `state`'s outputs, divided by their sums, to this task's slots of `out`.
+    ///
+    /// # Safety
+    /// `out` points to `queries × heads × head_dim` f32 whose `(row, head)` slots for
+    /// `self.rows` and this KV head's query heads no other thread touches.
+    unsafe fn write(&self, state: &State, out: OutPtr) {
+        let s = self.shape;
+        let (dim, groups) = (s.head_dim, s.heads / s.kv_heads);
         for (r, row) in self.rows.clone().enumerate() {
             for g in 0..groups {
-                let state = r * groups + g;
-                let inverse = 1.0 / sum[state];
-                let at = (row * s.heads + self.kv_head * groups + g) * dim;
-                for (d, a) in acc[state * dim..][..dim].iter().enumerate() {
-                    // SAFETY: `(row, head)` is this task's slot, inside `out` (see `run`).
-                    unsafe { *out.0.add(at + d) = a * inverse };
+                let at = r * groups + g;
+                let inverse = 1.0 / state.sum[at];
+                let to = (row * s.heads + self.kv_head * groups + g) * dim;
+                for (d, a) in state.acc[at * dim..][..dim].iter().enumerate() {
+                    // SAFETY: `(row, head)` is this task's slot, inside `out` (see above).
+                    unsafe { *out.0.add(to + d) = a * inverse };
                 }
             }
         }

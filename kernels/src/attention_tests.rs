@@ -1,4 +1,7 @@
-use super::{AttentionShape, Simd, attention_on, causal_attention, exp_shifted};
+use super::{
+    AttentionShape, KEY_BLOCK, Simd, attention_on, causal_attention, exp_shifted, key_splits,
+    split_keys,
+};
 
 /// A small deterministic generator, so failures reproduce.
 struct Lcg(u64);
@@ -81,13 +84,78 @@ fn matches_the_definition_for_every_mix_of_depth_chunk_and_head_layout() {
             let want = reference(&q, &k, &v, shape);
             for simd in [Simd::Detect, Simd::Portable] {
                 let mut got = vec![f32::NAN; want.len()];
-                attention_on(simd, &q, &k, &v, shape, &mut got).unwrap();
+                attention_on(simd, 1, &q, &k, &v, shape, &mut got).unwrap();
                 let err = got
                     .iter()
                     .zip(&want)
                     .fold(0f32, |m, (g, w)| m.max((g - w).abs()));
                 assert!(err < 2e-5, "{simd:?} {shape:?}: max abs error {err}");
             }
+        }
+    }
+}
+
+/// Decoding makes one task per KV head; on a pool with more threads the key range is cut into
+/// parts whose softmax states are merged, which must give the same attention as one pass.
+#[test]
+fn a_key_range_split_between_threads_matches_the_definition() {
+    let mut rng = Lcg(11);
+    for (heads, kv_heads, head_dim) in [(14, 2, 64), (8, 1, 128), (3, 1, 12)] {
+        for (queries, offset) in [(1, 255), (1, 256), (1, 700), (1, 1500), (5, 600), (20, 900)] {
+            let shape = AttentionShape {
+                heads,
+                kv_heads,
+                head_dim,
+                queries,
+                offset,
+                capacity: offset + queries + 3,
+            };
+            let cache = kv_heads * shape.capacity * head_dim;
+            let q = rng.fill(heads * queries * head_dim, 2.0);
+            let (k, v) = (rng.fill(cache, 2.0), rng.fill(cache, 1.0));
+            let want = reference(&q, &k, &v, shape);
+            for threads in [3, 8, 64] {
+                for simd in [Simd::Detect, Simd::Portable] {
+                    let mut got = vec![f32::NAN; want.len()];
+                    attention_on(simd, threads, &q, &k, &v, shape, &mut got).unwrap();
+                    let err = got
+                        .iter()
+                        .zip(&want)
+                        .fold(0f32, |m, (g, w)| m.max((g - w).abs()));
+                    assert!(
+                        err < 2e-5,
+                        "{simd:?} on {threads} threads {shape:?}: max abs error {err}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn key_ranges_are_split_only_to_feed_idle_threads_and_cover_every_key_once() {
+    // Enough tasks, or too few keys to be worth it: one part.
+    assert_eq!(key_splits(2, 100_000, 2), 1);
+    assert_eq!(key_splits(64, 100_000, 16), 1);
+    assert_eq!(key_splits(2, 300, 16), 1);
+    // Two KV heads on sixteen threads at a depth of 4k: eight parts of 512 keys.
+    assert_eq!(key_splits(2, 4096, 16), 8);
+    assert_eq!(key_splits(1, 1024, 16), 4);
+    for visible in [1, 63, 64, 65, 1000, 4097] {
+        for splits in 1..=9 {
+            let parts: Vec<_> = (0..splits)
+                .map(|p| split_keys(visible, splits, p))
+                .collect();
+            assert_eq!(parts[0].start, 0);
+            assert_eq!(parts[splits - 1].end, visible, "{visible} keys in {splits}");
+            for pair in parts.windows(2) {
+                assert_eq!(pair[0].end, pair[1].start);
+            }
+            assert!(
+                parts
+                    .iter()
+                    .all(|p| p.start.is_multiple_of(KEY_BLOCK) || p.is_empty())
+            );
         }
     }
 }

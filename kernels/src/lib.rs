@@ -16,7 +16,8 @@
 //! i32) and an AVX2 one (`vpmaddubsw` and `vpmaddwd`, eight rows per register); [`Isa`]
 //! picks the faster one the CPU runs when a matrix is packed.
 //! - [`causal_attention`]: attention over a preallocated f32 KV cache read in place, with an
-//!   online softmax instead of a materialized score matrix and mask.
+//!   online softmax instead of a materialized score matrix and mask, and the key range split
+//!   between threads when there are fewer KV heads than threads (decoding).
 
 #![deny(unsafe_op_in_unsafe_fn)]
 

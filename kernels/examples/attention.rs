@@ -1,0 +1,93 @@
+//! Prints how long one decoded token's attention takes at a few depths, on one thread and on
+//! the whole pool, for the head layouts of common models, so the spread of decode attention
+//! over the cores can be seen apart from the rest of a forward pass:
+//!   cargo run --release -p hearth-kernels --example attention [threads]
+//! Threads default to the rayon pool's (`RAYON_NUM_THREADS`). A layout with fewer KV heads than
+//! threads only speeds up on more threads if the key range is split between them.
+
+use std::time::{Duration, Instant};
+
+use hearth_kernels::{AttentionShape, ShapeError, causal_attention};
+
+/// (name, query heads, KV heads, head size).
+const LAYOUTS: [(&str, usize, usize, usize); 3] = [
+    ("Qwen2.5-0.5B 14/2x64", 14, 2, 64),
+    ("Qwen2.5-1.5B 12/2x128", 12, 2, 128),
+    ("one KV head 8/1x128", 8, 1, 128),
+];
+
+const DEPTHS: [usize; 3] = [1024, 4096, 16384];
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let threads = std::env::args()
+        .nth(1)
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(rayon::current_num_threads);
+    let single = pool(1)?;
+    let all = pool(threads)?;
+    println!("decode attention, microseconds per token (1 thread / {threads} threads = speedup)");
+    for (name, heads, kv_heads, head_dim) in LAYOUTS {
+        for depth in DEPTHS {
+            let shape = AttentionShape {
+                heads,
+                kv_heads,
+                head_dim,
+                queries: 1,
+                offset: depth,
+                capacity: depth + 1,
+            };
+            let cache = kv_heads * shape.capacity * head_dim;
+            let q = filled(heads * head_dim, 1);
+            let (k, v) = (filled(cache, 2), filled(cache, 3));
+            let mut out = vec![0f32; heads * head_dim];
+            let mut time = |pool: &rayon::ThreadPool| {
+                per_call(|| pool.install(|| causal_attention(&q, &k, &v, shape, &mut out)))
+            };
+            let (one, many) = (time(&single)?, time(&all)?);
+            println!(
+                "{name:<24} depth {depth:>5}: {:>8.1} / {:>8.1} = {:.2}x",
+                micros(one),
+                micros(many),
+                one.as_secs_f64() / many.as_secs_f64()
+            );
+        }
+    }
+    Ok(())
+}
+
+fn pool(threads: usize) -> Result<rayon::ThreadPool, rayon::ThreadPoolBuildError> {
+    rayon::ThreadPoolBuilder::new().num_threads(threads).build()
+}
+
+/// Values in [-1, 1) from a fixed generator, so runs compare.
+fn filled(n: usize, seed: u64) -> Vec<f32> {
+    let mut state = seed;
+    (0..n)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect()
+}
+
+/// The best of several timed batches, each long enough to swamp the clock's resolution.
+fn per_call(mut call: impl FnMut() -> Result<(), ShapeError>) -> Result<Duration, ShapeError> {
+    call()?;
+    let mut best = Duration::MAX;
+    for _ in 0..5 {
+        let start = Instant::now();
+        let mut calls = 0u32;
+        while start.elapsed() < Duration::from_millis(100) {
+            call()?;
+            calls += 1;
+        }
+        best = best.min(start.elapsed() / calls);
+    }
+    Ok(best)
+}
+
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
