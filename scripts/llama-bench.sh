@@ -2,6 +2,8 @@
 # Runs llama.cpp's llama-bench (built by llama-build.sh) on a GGUF next to `hearth bench`, for a
 # side-by-side table. Not run by CI.
 #   scripts/llama-bench.sh MODEL.gguf [threads]
+# HEARTH_LLAMA_ISA=avx2: both sides on AVX2 kernels alone (llama.cpp built without AVX-512 and
+# VNNI, hearth with `--kernels avx2`), for what an AVX2-only CPU gets, measured here.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -15,4 +17,6 @@ echo "== llama.cpp ==" >&2
 echo "== hearth ==" >&2
 cd "$ROOT"
 cargo build --release -q --bin hearth
-RAYON_NUM_THREADS="$THREADS" "$ROOT/target/release/hearth" bench --model "$MODEL"
+KERNELS=fastest
+[[ "${HEARTH_LLAMA_ISA:-native}" == avx2 ]] && KERNELS=avx2
+RAYON_NUM_THREADS="$THREADS" "$ROOT/target/release/hearth" bench --model "$MODEL" --kernels "$KERNELS"

