@@ -182,4 +182,26 @@ mod tests {
         }
         assert!(!looks_secret("greet.py"));
     }
+
+    /// The walk both assists share: a name that resolves outside the project through a symlink
+    /// is dropped, one inside is kept with where it resolves.
+    #[test]
+    fn named_project_paths_keep_only_what_resolves_inside_the_project() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("far.py"), "x").unwrap();
+        let project = tempfile::tempdir().unwrap();
+        std::fs::write(project.path().join("near.py"), "y").unwrap();
+        std::os::unix::fs::symlink(
+            outside.path().join("far.py"),
+            project.path().join("link.py"),
+        )
+        .unwrap();
+        let found: Vec<String> = named_project_paths(
+            "Compare near.py with link.py and missing.py",
+            project.path(),
+        )
+        .map(|(name, _)| name)
+        .collect();
+        assert_eq!(found, ["near.py", "missing.py"]);
+    }
 }
