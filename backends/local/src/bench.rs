@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::engine::{Engine, EngineConfig, EngineEvent, GenerateRequest, Health, Prompt};
 use crate::error::EngineError;
+use crate::memory::{peak_rss, release_freed, reset_peak_rss};
 use crate::model::{GgufFile, Kernels, KvCache, Model};
 use crate::sampler::{SamplingParams, argmax};
 use crate::tokenizer::TextTokenizer;
@@ -69,7 +70,13 @@ pub struct BenchReport {
     pub rows: Vec<DepthRow>,
     /// Cold and warm time to first token, when measured.
     pub ttft: Option<(Duration, Duration)>,
-    pub peak_rss_bytes: Option<u64>,
+    /// Memory while the depth rows ran: the weights and one sequence's cache.
+    pub memory: Footprint,
+    /// Memory while the engine took the cold and warm turns, when measured apart.
+    pub ttft_memory: Option<Footprint>,
+    /// Size of the model file.
+    pub file_bytes: u64,
+    pub kv_bytes_per_token: u64,
     pub bandwidth_bytes_s: f64,
     pub weight_bytes_per_token: usize,
 }
@@ -79,6 +86,38 @@ impl BenchReport {
     pub fn bound_tok_s(&self) -> f64 {
         self.bandwidth_bytes_s / self.weight_bytes_per_token.max(1) as f64
     }
+
+    /// How far `memory`'s peak went past the file plus the keys and values of its longest
+    /// context, as a fraction (0.1 is 10% more).
+    pub fn overhead(&self, memory: &Footprint) -> Option<f64> {
+        let floor = self.file_bytes + self.kv_bytes_per_token * memory.kv_tokens as u64;
+        memory
+            .peak_rss_bytes
+            .map(|peak| peak as f64 / floor.max(1) as f64 - 1.0)
+    }
+
+    fn write_memory(&self, f: &mut fmt::Formatter<'_>, label: &str, m: &Footprint) -> fmt::Result {
+        let mib = |b: u64| b as f64 / (1 << 20) as f64;
+        match (m.peak_rss_bytes, self.overhead(m)) {
+            (Some(peak), Some(over)) => writeln!(
+                f,
+                "{label:<10} {:.0} MiB = file {:.0} MiB + KV {:.0} MiB ({} tokens) {:+.0}%",
+                mib(peak),
+                mib(self.file_bytes),
+                mib(self.kv_bytes_per_token * m.kv_tokens as u64),
+                m.kv_tokens,
+                over * 100.0
+            ),
+            _ => writeln!(f, "{label:<10} unknown"),
+        }
+    }
+}
+
+/// The peak memory of one phase of the bench, and the longest context it held.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Footprint {
+    pub peak_rss_bytes: Option<u64>,
+    pub kv_tokens: usize,
 }
 
 impl fmt::Display for BenchReport {
@@ -101,6 +140,7 @@ impl fmt::Display for BenchReport {
                 r.depth, r.prefill_tok_s, r.decode_tok_s
             )?;
         }
+        self.write_memory(f, "peak rss", &self.memory)?;
         if let Some((cold, warm)) = self.ttft {
             let (cold, warm) = (cold.as_secs_f64(), warm.as_secs_f64());
             writeln!(
@@ -109,9 +149,8 @@ impl fmt::Display for BenchReport {
                 cold / warm.max(1e-9)
             )?;
         }
-        match self.peak_rss_bytes {
-            Some(b) => writeln!(f, "peak rss   {:.0} MiB", b as f64 / (1 << 20) as f64)?,
-            None => writeln!(f, "peak rss   unknown")?,
+        if let Some(memory) = &self.ttft_memory {
+            self.write_memory(f, "  its rss", memory)?;
         }
         writeln!(
             f,
@@ -126,15 +165,21 @@ impl fmt::Display for BenchReport {
 /// Runs the benchmark. Takes minutes on a small CPU at the default depths.
 pub fn run_bench(config: &BenchConfig) -> Result<BenchReport, EngineError> {
     let device = crate::device::open(crate::device::DeviceChoice::Auto)?;
-    let start = Instant::now();
     let mut file = GgufFile::open(&config.model_path)?;
-    let model = file.load_model_with(&device, config.kernels, &mut |_| Ok(()))?;
-    let load = start.elapsed();
-    let tokenizer = TextTokenizer::from_gguf(&file.content)?;
     let max_depth = config.depths.iter().copied().max().unwrap_or(0);
     let need = max_depth + config.prefill_tokens + config.decode_tokens + 1;
     let conversation = config.conversation_tokens + config.turn_tokens;
-    let text = filler_tokens(&tokenizer, need.max(conversation))?;
+    // The tokenizer is the bench's own (the engine measured for time to first token loads
+    // one of its own): made and dropped before the weights, so the peak memory measured is
+    // what the engine holds.
+    let text = filler_tokens(
+        &TextTokenizer::from_gguf(&file.content)?,
+        need.max(conversation),
+    )?;
+    let start = Instant::now();
+    let model = file.load_model_with(&device, config.kernels, &mut |_| Ok(()))?;
+    let load = start.elapsed();
+    drop(file);
     // Inside a pool of its own, as the engine runs the model (see `engine::handle`): called
     // from outside one, every parallel op would wait on rayon's global pool, and decode would
     // measure 15–20% slower than the engine actually runs.
@@ -148,12 +193,25 @@ pub fn run_bench(config: &BenchConfig) -> Result<BenchReport, EngineError> {
     }
     let quantization = model.quantization().to_string();
     let kernels = model.kernels();
+    let kv_per_token = model.config().kv_bytes_per_token() as u64;
     let weight_bytes_per_token = model.weight_bytes_per_token();
     drop(model);
+    let memory = Footprint {
+        peak_rss_bytes: peak_rss(),
+        kv_tokens: max_depth + config.prefill_tokens.max(config.decode_tokens),
+    };
+    // The engine loads the model again: what the bench's copy left on the heap goes back
+    // first, and the peak starts over, so the engine's own is read.
+    release_freed();
+    let apart = reset_peak_rss();
     let ttft = match config.ttft {
         true => Some(measure_ttft(config, &text)?),
         false => None,
     };
+    let ttft_memory = (config.ttft && apart).then(|| Footprint {
+        peak_rss_bytes: peak_rss(),
+        kv_tokens: conversation,
+    });
     Ok(BenchReport {
         model: config.model_path.clone(),
         quantization,
@@ -163,7 +221,10 @@ pub fn run_bench(config: &BenchConfig) -> Result<BenchReport, EngineError> {
         load,
         rows,
         ttft,
-        peak_rss_bytes: peak_rss(),
+        memory,
+        ttft_memory,
+        file_bytes: std::fs::metadata(&config.model_path)?.len(),
+        kv_bytes_per_token: kv_per_token,
         bandwidth_bytes_s: measure_bandwidth(candle_core::utils::get_num_threads()),
         weight_bytes_per_token,
     })
@@ -199,6 +260,8 @@ fn measure_depth(
     config: &BenchConfig,
 ) -> Result<DepthRow, EngineError> {
     let mut cache = model.new_cache();
+    // As the engine does: room for the context and what follows it, made once.
+    cache.reserve(depth + config.prefill_tokens.max(config.decode_tokens))?;
     prefill(model, &mut cache, &text[..depth])?;
     let t = Instant::now();
     let mut token = text[depth];
@@ -251,14 +314,6 @@ fn first_token_time(engine: &Engine, prompt: &[u32]) -> Result<Duration, EngineE
         }
     }
     Ok(ttft.unwrap_or_else(|| t.elapsed()))
-}
-
-/// Peak resident set size (VmHWM) of this process, on Linux.
-pub fn peak_rss() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
 }
 
 /// Read bandwidth in bytes/s: the best of a few sums over a 256 MiB buffer, split over

@@ -14,6 +14,7 @@ pub mod fetch;
 mod grammar;
 pub mod inject;
 pub mod lazy;
+pub mod memory;
 pub mod model;
 pub mod requant;
 pub mod sampler;
