@@ -65,6 +65,12 @@ pub enum EngineError {
     #[error("loading {path}: {message}")]
     Load { path: String, message: String },
 
+    /// The model file could not be read while serving (an embedding table is read from it row
+    /// by row: see `model::disk_rows`). The model is poisoned and reloaded, which checks the
+    /// file again; a file that is gone for good fails the reload.
+    #[error("reading {path}: {message}")]
+    ModelFileRead { path: String, message: String },
+
     /// Fetching the model file failed outside any one source (no cache directory).
     #[error("fetching the model: {0}")]
     Fetch(String),
@@ -116,7 +122,9 @@ impl EngineError {
         match self {
             Self::OutOfMemory(_) => FaultClass::Resource,
             Self::Tensor(err) => fault::classify_tensor_error(err),
-            Self::Poisoned { .. } | Self::Failed(_) => FaultClass::Device,
+            Self::Poisoned { .. } | Self::Failed(_) | Self::ModelFileRead { .. } => {
+                FaultClass::Device
+            }
             _ => FaultClass::Request,
         }
     }
@@ -145,6 +153,9 @@ impl EngineError {
             | Self::NotCompiledWith(_) => BackendError::ModelUnavailable {
                 model: model.to_string(),
                 reason: self.to_string(),
+            },
+            Self::ModelFileRead { .. } => BackendError::ModelPoisoned {
+                cause: format!("{self}; reloading"),
             },
             Self::Tensor(_) if self.class() == FaultClass::Device => BackendError::ModelPoisoned {
                 cause: format!("{self}; reloading"),

@@ -12,11 +12,16 @@ use crate::grammar::{CallConstraint, CallGrammar, TextOnly, Vocab};
 use crate::inject::{FaultPlan, Seam};
 use crate::model::Model;
 use crate::sampler::{Sampler, SamplingParams};
+use crate::stop::StopMatcher;
+use crate::tokenizer::TextTokenizer;
 
 /// What an answer that must be a call opens with (Hermes).
 const CALL_OPEN: &str = "<tool_call>";
-use crate::stop::StopMatcher;
-use crate::tokenizer::TextTokenizer;
+/// Tokens the cache makes room for past the prompt, before reading it: the answer and the next
+/// turn's new tokens (a tool's output, the user's reply). More grow it, which copies the cache
+/// and, for a moment, holds it twice. Untouched room costs address space, not memory (see
+/// `model::kv_cache`), so it does not depend on `max_tokens`.
+const ROOM_AFTER_PROMPT: usize = 2048;
 
 /// What a generation needs besides the sequence.
 pub(crate) struct GenerateCtx<'a> {
@@ -157,6 +162,10 @@ impl GenerateCtx<'_> {
         let todo = &plan.prompt[plan.reused..];
         let total = todo.len();
         let chunks = total.div_ceil(self.chunk);
+        // Room for the whole prompt and what follows it at once: grown chunk by chunk, the
+        // cache would copy itself at every doubling. A prompt past the context is refused
+        // here, before any work.
+        seq.cache.reserve_with_room(total, ROOM_AFTER_PROMPT)?;
         let mut done = 0usize;
         let mut logits = None;
         for (k, chunk) in todo.chunks(self.chunk).enumerate() {

@@ -100,10 +100,7 @@ impl PrefixPool {
 
     /// Bytes held by idle cached sequences.
     pub fn bytes(&self) -> usize {
-        self.entries
-            .iter()
-            .map(|e| e.seq.cache.allocated_bytes())
-            .sum()
+        self.entries.iter().map(|e| e.seq.cache.held_bytes()).sum()
     }
 
     /// The sequence to run `prompt` on. At least one prompt token is always left to run, so

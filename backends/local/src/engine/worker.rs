@@ -110,6 +110,9 @@ impl Worker {
             faults.check(Seam::Load(stage))
         };
         let model = ModelFiles::at(&self.config.model_path).load(&self.device, &mut hook)?;
+        // The file's metadata (the tokenizer's vocabulary and merges, tens of MiB) and the
+        // tensors as read are freed by now, but would stay resident on the heap.
+        crate::memory::release_freed();
         let output = self.run_canary(&model)?;
         match self.canary.get() {
             None => self.canary.set(output),
@@ -329,6 +332,7 @@ impl Worker {
         error!(%cause, "model poisoned");
         self.model = None;
         self.pool.clear(ColdCause::Reload);
+        crate::memory::release_freed();
         // In a worker a sticky code ends the process even on the CPU, where only fault
         // injection produces one: that is how the restart path is tested without a GPU.
         if sticky && self.config.isolation == Isolation::Worker {

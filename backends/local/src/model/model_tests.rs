@@ -166,3 +166,99 @@ fn config_and_labels_come_from_metadata() {
     assert_eq!(model.quantization(), "Q8_0");
     assert!(model.weight_bytes_per_token() > 0);
 }
+
+/// A table of its own (the head is untied) stays in the file, and the rows read from there are
+/// the ones candle reads from the table itself, bit for bit, for a quantized and an f32 file.
+#[test]
+fn an_untied_embedding_table_is_read_from_the_file_row_by_row() {
+    let f32_qwen2 = TinySpec {
+        weights: GgmlDType::F32,
+        ..TinySpec::qwen2()
+    };
+    for spec in [TinySpec::qwen2(), f32_qwen2, TinySpec::llama()] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = tiny::write(&spec, dir.path(), "m");
+        let mut file = GgufFile::open(&path).unwrap();
+        let model = file.load_model(&Device::Cpu, &mut |_| Ok(())).unwrap();
+        let transformer::Embedding::OnDisk(rows) = &model.embed else {
+            panic!("{:?}: the table was read into memory", spec.weights);
+        };
+        let ids = [0u32, 1, 200, 7, 7, VOCAB as u32 - 1];
+        let got = rows.rows(&ids, &Device::Cpu).unwrap();
+        let table = candle_core::quantized::QMatMul::from_qtensor(
+            file.tensor("token_embd.weight").unwrap(),
+        )
+        .unwrap();
+        let ids_t = candle_core::Tensor::new(&ids[..], &Device::Cpu).unwrap();
+        let want = table.embedding(&ids_t).unwrap();
+        assert_eq!(got.dims(), want.dims());
+        let diff = (got - want).unwrap().abs().unwrap().max_all().unwrap();
+        assert_eq!(diff.to_scalar::<f32>().unwrap(), 0.0, "{:?}", spec.weights);
+        assert!(matches!(
+            rows.rows(&[VOCAB as u32], &Device::Cpu),
+            Err(EngineError::TokenOutOfRange { .. })
+        ));
+    }
+}
+
+/// A model file cut short under a loaded model: the rows it can no longer read are an error
+/// that names the file and poisons the model (a reload checks the file again); the cache is
+/// left as it was.
+#[test]
+fn a_model_file_cut_short_while_loaded_is_a_device_class_read_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = tiny::write(&TinySpec::qwen2(), dir.path(), "m");
+    let mut file = GgufFile::open(&path).unwrap();
+    let model = file.load_model(&Device::Cpu, &mut |_| Ok(())).unwrap();
+    let mut cache = model.new_cache();
+    model.forward(&prompt(5), &mut cache).unwrap();
+    let data_start = file.content.tensor_data_offset;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(data_start)
+        .unwrap();
+    let err = model.forward(&[3], &mut cache).unwrap_err();
+    assert!(
+        matches!(&err, EngineError::ModelFileRead { path: p, .. } if p.ends_with("m.gguf")),
+        "{err}"
+    );
+    assert_eq!(err.class(), crate::fault::FaultClass::Device);
+    assert_eq!(cache.len(), 5);
+}
+
+/// The engine reserves a prompt's tokens with room after them; the room is made only when the
+/// cache has to grow anyway, and never past the context.
+#[test]
+fn room_after_a_prompt_is_made_only_when_the_cache_grows() {
+    let spec = TinySpec {
+        context: 1024,
+        ..TinySpec::qwen2()
+    };
+    let (model, _dir) = load(&spec);
+    let per_token = model.config().kv_bytes_per_token();
+    let mut cache = model.new_cache();
+    cache.reserve_with_room(300, 200).unwrap();
+    assert_eq!(cache.allocated_bytes(), 500 * per_token);
+    cache.reserve_with_room(150, 2000).unwrap();
+    assert_eq!(
+        cache.allocated_bytes(),
+        500 * per_token,
+        "it fits: no growth"
+    );
+    cache.reserve_with_room(600, 2000).unwrap();
+    assert_eq!(
+        cache.allocated_bytes(),
+        1024 * per_token,
+        "room stops at the context"
+    );
+    assert!(matches!(
+        cache.reserve_with_room(1025, 0),
+        Err(EngineError::ContextOverflow { needed: 1025, .. })
+    ));
+    // The budget counts held tokens, not the room.
+    assert_eq!(cache.held_bytes(), 0);
+    model.forward(&prompt(10), &mut cache).unwrap();
+    assert_eq!(cache.held_bytes(), 10 * per_token);
+}

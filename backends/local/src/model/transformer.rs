@@ -10,6 +10,7 @@ use candle_core::quantized::QMatMul;
 use candle_core::{Device, Tensor};
 
 use crate::error::{EngineBug, EngineError};
+use crate::model::disk_rows::DiskRows;
 use crate::model::linear::Linear;
 use crate::model::stacked::SharedInput;
 use crate::model::{KvCache, ModelConfig, Rope};
@@ -39,6 +40,8 @@ pub(crate) struct Block {
 pub(crate) enum Embedding {
     /// A table of their own (quantized, or dense from safetensors).
     Table(QMatMul),
+    /// A table left in the model file, read a row per token.
+    OnDisk(DiskRows),
     /// The rows of the packed output head the table is tied to: one copy of the weights
     /// instead of two.
     TiedToHead,
@@ -121,9 +124,9 @@ impl Model {
         let l = tokens.len();
         cache.reserve(l)?;
         let offset = cache.len();
-        let ids = Tensor::new(tokens, &self.device)?;
         let x = match &self.embed {
-            Embedding::Table(table) => Some(table.embedding(&ids)?),
+            Embedding::Table(table) => Some(table.embedding(&Tensor::new(tokens, &self.device)?)?),
+            Embedding::OnDisk(table) => Some(table.rows(tokens, &self.device)?),
             Embedding::TiedToHead => self.lm_head.rows(tokens, &self.device)?,
         };
         let mut x = x.ok_or(EngineBug::TiedEmbeddingWithoutHead)?.unsqueeze(0)?;

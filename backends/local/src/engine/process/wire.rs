@@ -172,6 +172,10 @@ pub enum WireError {
         path: String,
         message: String,
     },
+    ModelFileRead {
+        path: String,
+        message: String,
+    },
     Fetch(String),
     Io(String),
     Gone(String),
@@ -211,6 +215,10 @@ impl From<&EngineError> for WireError {
                 path: path.clone(),
                 message: message.clone(),
             },
+            E::ModelFileRead { path, message } => Self::ModelFileRead {
+                path: path.clone(),
+                message: message.clone(),
+            },
             E::Fetch(_) | E::Unfetchable(_) => Self::Fetch(error.to_string()),
             E::NotCompiledWith(_) => Self::Failed(error.to_string()),
             E::Io(e) => Self::Io(e.to_string()),
@@ -236,6 +244,7 @@ impl From<WireError> for EngineError {
             W::Poisoned { cause } => Self::Poisoned { cause },
             W::Failed(m) => Self::Failed(m),
             W::Load { path, message } => Self::Load { path, message },
+            W::ModelFileRead { path, message } => Self::ModelFileRead { path, message },
             W::Fetch(m) => Self::Fetch(m),
             W::Io(m) => Self::Io(std::io::Error::other(m)),
             W::Gone(m) => Self::EngineGone(m),
@@ -277,6 +286,10 @@ mod tests {
                 cause: "CUDA_ERROR_ILLEGAL_ADDRESS".into(),
             },
             EngineError::Panic("sampler".into()),
+            EngineError::ModelFileRead {
+                path: "model.gguf".into(),
+                message: "the embedding row of token 7: failed to fill whole buffer".into(),
+            },
             EngineBug::QkvArity { found: 2 }.into(),
             EngineBug::MatmulShape {
                 input: vec![1, 7, 896],
