@@ -2,6 +2,8 @@
 //! JSON object on its own line (often fenced). A small model means it; running it beats showing
 //! it. Only an object with exactly a call's keys counts, and only in a message that made no
 //! other call; one naming no declared tool is an invented tool, answered with the real ones.
+//! So is the labelled form, `write_file: {"path": …}`: a line that is a name, a colon and the
+//! arguments (the 0.5B's whole answer to "write fizzbuzz in rust", once).
 
 use hearth_backend::ToolSpec;
 use serde_json::Value;
@@ -72,7 +74,73 @@ pub(crate) fn calls_in_prose(text: &str, tools: &[ToolSpec]) -> Vec<ParseEvent> 
             }
         }
     }
+    if events.is_empty() {
+        events.extend(labelled_call(text, tools));
+    }
     events
+}
+
+/// A line `name: {…}` whose object is the arguments. A declared name (case aside) is that call;
+/// another counts only when the line is all the message says, fences aside, and the name looks
+/// like a tool's (it has an underscore), as `key: {…}` also labels data in YAML and prose.
+fn labelled_call(text: &str, tools: &[ToolSpec]) -> Option<ParseEvent> {
+    let mut offset = 0;
+    for line in text.split_inclusive('\n').take(MAX_TRIES * 4) {
+        let start = offset + (line.len() - line.trim_start().len());
+        offset += line.len();
+        let Some((name, rest)) = line.trim().split_once(':') else {
+            continue;
+        };
+        let is_name = !name.is_empty()
+            && name.len() <= 64
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !is_name || !rest.trim_start().starts_with('{') {
+            continue;
+        }
+        let object = &text[start..][name.len() + 1..];
+        let Ok(read) = parse_values(object.trim_start(), 1) else {
+            continue;
+        };
+        let [args @ Value::Object(_)] = &read.values[..] else {
+            continue;
+        };
+        // Where the object ends: the leftover is a slice of `text` (the reader trims the end,
+        // so its length does not say).
+        let end = (read.leftover.as_ptr() as usize)
+            .checked_sub(text.as_ptr() as usize)
+            .filter(|&end| end <= text.len() && text.is_char_boundary(end))
+            .unwrap_or(text.len());
+        let declared = find_tool(tools, name).is_some();
+        if !declared {
+            let around = format!("{}{}", &text[..start], &text[end..]);
+            let alone = around
+                .lines()
+                .all(|l| l.trim().is_empty() || l.trim().starts_with("```"));
+            if !(alone && name.contains('_')) {
+                continue;
+            }
+            return Some(ParseEvent::Malformed(Malformed {
+                raw: text[start..end].to_string(),
+                reason: unknown(name, tools),
+            }));
+        }
+        let call = serde_json::json!({"name": name, "arguments": args});
+        return match to_calls(
+            call,
+            tools,
+            Intent::Explicit,
+            TextCalls::Take,
+            &[Repair::Wrapper],
+        ) {
+            Outcome::Calls(calls) => calls.into_iter().next().map(ParseEvent::ToolCall),
+            Outcome::Failed(reason) => Some(ParseEvent::Malformed(Malformed {
+                raw: text[start..end].to_string(),
+                reason,
+            })),
+            Outcome::NotACall => None,
+        };
+    }
+    None
 }
 
 /// The next `{` from `at` that opens a line (after indentation).
@@ -150,6 +218,40 @@ mod tests {
         let bad = "Now:\n{\"name\": \"read_file\", \"arguments\": {\"nope\": 1}}";
         assert!(matches!(
             &calls_in_prose(bad, &tools())[..],
+            [ParseEvent::Malformed(_)]
+        ));
+    }
+
+    /// `name: {…}` on a line: a declared tool's is its call; an undeclared name is an invented
+    /// tool only when the line is the whole answer; data labelled the same way is left alone.
+    #[test]
+    fn a_call_labelled_with_its_name_is_read_and_labelled_data_is_not() {
+        let fenced = "```json\nread_file: {\"path\": \"a.txt\"}\n```";
+        assert!(
+            matches!(&calls_in_prose(fenced, &tools())[..], [ParseEvent::ToolCall(c)]
+                if c.name == "read_file" && c.arguments["path"] == "a.txt"),
+            "{:?}",
+            calls_in_prose(fenced, &tools())
+        );
+        let invented =
+            "```json\nwrite_fizzbuzz: {\"path\": \"f.txt\", \"content\": \"buzz\\n\"}\n```\n";
+        let got = calls_in_prose(invented, &tools());
+        assert!(
+            matches!(&got[..], [ParseEvent::Malformed(m)]
+                if m.to_string().contains("unknown tool `write_fizzbuzz`")),
+            "{got:?}"
+        );
+        for data in [
+            "The service is configured as:\nredis_cache: {\"port\": 6379}\nand restarts on failure.",
+            "```yaml\nservices: {\"web\": 1}\n```",
+            "Note: {\"a\": 1} is an object.",
+            "```\nread_file: {not json at all\n```",
+        ] {
+            assert!(calls_in_prose(data, &tools()).is_empty(), "{data}");
+        }
+        let bad_args = "read_file: {\"nope\": 1}";
+        assert!(matches!(
+            &calls_in_prose(bad_args, &tools())[..],
             [ParseEvent::Malformed(_)]
         ));
     }

@@ -15,7 +15,8 @@ const MAX_DEPTH: usize = 64;
 pub(crate) struct Values<'a> {
     pub values: Vec<Value>,
     pub repairs: Vec<Repair>,
-    /// Text after the values that is not JSON (prose after a call whose block never closed).
+    /// Text after the values that is not JSON (prose after a call whose block never closed):
+    /// always a slice of the body read, empty or not.
     pub leftover: &'a str,
 }
 
@@ -88,7 +89,8 @@ pub(crate) fn parse_values(body: &str, closes: usize) -> Result<Values<'_>, Stri
     Ok(Values {
         values,
         repairs,
-        leftover: "",
+        // Empty, but still a slice of `body`: callers locate the values' end by it.
+        leftover: &text[text.len()..],
     })
 }
 
