@@ -249,6 +249,10 @@ mod tests {
         ] {
             assert!(calls_in_prose(data, &tools()).is_empty(), "{data}");
         }
+        // A hostile flood of labelled lines that never close is given up on, not read to the end
+        // once per line.
+        let flood = "a_b: {\"x\": [\n".repeat(20_000);
+        assert!(calls_in_prose(&flood, &tools()).is_empty());
         let bad_args = "read_file: {\"nope\": 1}";
         assert!(matches!(
             &calls_in_prose(bad_args, &tools())[..],
