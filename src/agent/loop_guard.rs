@@ -8,6 +8,13 @@ use hearth_conversation::{HistoryEntry, ToolCallRecord};
 
 use crate::tools::ToolRegistry;
 
+/// How the answer to every call that was not run begins (a repeat's, a copy of the worked
+/// example's), so that a result the call never had is told apart from one it had.
+pub const NOT_RUN: &str = "Not run";
+
+/// How the answer to a call that was not run because it repeats one begins.
+pub const NOT_RUN_AGAIN: &str = "Not run again";
+
 /// What the model is told when it repeats a call.
 pub const REPEAT_NUDGE: &str = "Not run again: you already made this exact call, and nothing has \
 changed since; its result is above. Use that result to answer the user now, or make a \
@@ -137,7 +144,7 @@ fn earlier_result<'h>(history: &'h [HistoryEntry], call: &ToolCallRecord) -> Opt
                     .any(|c| &c.id == call_id && LoopGuard::key(c) == key),
                 _ => false,
             });
-            (ran && !output.starts_with("Not run again")).then_some(output.as_str())
+            (ran && !output.starts_with(NOT_RUN_AGAIN)).then_some(output.as_str())
         }
         _ => None,
     })
@@ -181,6 +188,31 @@ mod tests {
         let test = call("bash", json!({"command": "pytest"}));
         guard.ran(std::slice::from_ref(&test), &tools);
         assert!(guard.is_repeat(&test));
+    }
+
+    #[test]
+    fn every_answer_to_a_repeat_says_it_was_not_run() {
+        let read = call("read_file", json!({"path": "a"}));
+        assert!(NOT_RUN_AGAIN.starts_with(NOT_RUN) && REPEAT_NUDGE.starts_with(NOT_RUN_AGAIN));
+        assert!(repeat_answer(&[], &read).starts_with(NOT_RUN_AGAIN));
+        let history = vec![
+            HistoryEntry::Assistant {
+                text: String::new(),
+                reasoning: None,
+                tool_calls: vec![read.clone()],
+            },
+            HistoryEntry::ToolResult {
+                call_id: read.id.clone(),
+                name: read.name.clone(),
+                output: "alpha".into(),
+                is_error: false,
+            },
+        ];
+        let quoted = repeat_answer(&history, &read);
+        assert!(
+            quoted.starts_with(NOT_RUN_AGAIN) && quoted.contains("\nalpha\n"),
+            "{quoted}"
+        );
     }
 
     #[test]

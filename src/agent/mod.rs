@@ -5,6 +5,7 @@ mod catalog;
 mod compact;
 mod context_ops;
 mod core;
+mod digest;
 mod dispatch;
 mod loop_guard;
 mod model_context;

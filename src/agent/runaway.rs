@@ -13,6 +13,10 @@ const MAX_CYCLES: usize = 8;
 const MAX_PERIOD: usize = 4;
 /// How much of the reply's end is looked at.
 const TAIL_BYTES: usize = 8 * 1024;
+/// A unit of at most this many bytes repeated over the reply's last [`STUTTER_BYTES`]: the
+/// 0.5B asked for a checksum it never computed writes `2e2e2e…` on one line until the limit.
+const MAX_STUTTER_UNIT: usize = 16;
+const STUTTER_BYTES: usize = 512;
 
 /// Whether the end of `text` shows a runaway reply.
 pub fn is_runaway(text: &str) -> bool {
@@ -27,7 +31,7 @@ pub fn is_runaway(text: &str) -> bool {
         .take_while(u8::is_ascii_whitespace)
         .filter(|b| *b == b'\n')
         .count();
-    if blank_run >= MAX_BLANK_LINES {
+    if blank_run >= MAX_BLANK_LINES || stutters(tail.as_bytes()) {
         return true;
     }
     // Whole lines only: the last one may still be growing. Blank lines are left out: a loop
@@ -47,6 +51,15 @@ pub fn is_runaway(text: &str) -> bool {
     repeats(1, MAX_SAME_LINES) || (2..=MAX_PERIOD).any(|period| repeats(period, MAX_CYCLES))
 }
 
+/// Whether the last [`STUTTER_BYTES`] of `tail` are one short unit over and over, within a
+/// line or across lines.
+fn stutters(tail: &[u8]) -> bool {
+    let Some(end) = tail.len().checked_sub(STUTTER_BYTES).map(|at| &tail[at..]) else {
+        return false;
+    };
+    (1..=MAX_STUTTER_UNIT).any(|unit| (unit..end.len()).all(|i| end[i] == end[i - unit]))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -64,6 +77,29 @@ mod tests {
         let rows: String = (0..200).map(|i| format!("| {i} | x |\n")).collect();
         assert!(!is_runaway(&rows));
         assert!(!is_runaway(""));
+    }
+
+    #[test]
+    fn a_line_that_stutters_to_the_limit_is_a_runaway_and_long_varied_lines_are_not() {
+        let seen = format!(
+            "The sha256 checksum of payload.txt is 97b3a0e4{}",
+            "b2".repeat(300)
+        );
+        assert!(is_runaway(&seen));
+        assert!(is_runaway(&"| 0 ".repeat(200)));
+        assert!(
+            !is_runaway(&format!("x = {}", "b2".repeat(200))),
+            "under 512 bytes"
+        );
+        let hex: String = (0..200u32)
+            .map(|i| format!("{:08x}", i.wrapping_mul(2_654_435_761)))
+            .collect();
+        assert!(!is_runaway(&hex));
+        let unit_of_17 = "abcdefghijklmnopq".repeat(40);
+        assert!(
+            !is_runaway(&unit_of_17),
+            "units longer than 16 bytes are left to the line rules"
+        );
     }
 
     /// What the default 0.5B model wrote after a tool result until its token limit.

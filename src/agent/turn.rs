@@ -1,21 +1,24 @@
 //! The turn loop: one user prompt, as many model rounds as it takes, exactly one outcome.
 
-use hearth_backend::{BackendError, ContentPart, FinishReason, ToolSpec, Usage};
+use hearth_backend::{BackendError, CompletionRequest, ContentPart, FinishReason, ToolSpec, Usage};
 use hearth_conversation::{
     AgentEvent, HistoryEntry, Mode, ToolCallRecord, ToolCard, ToolContent, ToolKind, ToolStatus,
 };
 
+use super::digest::digest_request;
 use super::dispatch::{DispatchStop, run_calls};
 use super::loop_guard::{LoopGuard, Silence, blank_nudge, repeat_answer};
 use super::model_context::request_profile;
 use super::narrated::{narrated_tool, narration_nudge};
 use super::reminder::{append_reminder, requested_task, task_reminder};
-use super::request_fit::{CallHolding, RequestShape, offered_tools};
+use super::request_fit::{CallHolding, Fitted, RequestShape, offered_tools};
 use super::round::{RoundSink, stream_round};
 use super::turn_context::TurnContext;
 use super::turn_fit::Fitting;
 use super::unchanged::ChangeCheck;
-use super::worked_example::with_worked_example;
+use super::worked_example::{
+    EXAMPLE_COPY_ANSWER, copies_the_example, shows_worked_example, with_worked_example,
+};
 use crate::config::Assist;
 use crate::context::{TextProfile, TokenCounter};
 use crate::parse::{
@@ -89,6 +92,7 @@ pub async fn run_turn(
     prompt: Vec<ContentPart>,
 ) -> Result<StopReason, TurnError> {
     history.push(HistoryEntry::User { content: prompt });
+    let turn_start = history.len() - 1;
     let model = ctx.model.ok_or(TurnError::NoModel)?;
     let endpoint = ctx
         .catalog
@@ -106,6 +110,10 @@ pub async fn run_turn(
         model_context.window_tokens(),
         &ctx.settings.assists,
     );
+    // Where the example is shown, a call copied from it is caught against the prompt's words.
+    let example_task = requested_task(history).filter(|_| {
+        shows_worked_example(format, model_context.window_tokens(), &ctx.settings.assists)
+    });
     let shape = RequestShape {
         endpoint,
         model: &model.model,
@@ -143,17 +151,18 @@ pub async fn run_turn(
             return Ok(StopReason::Cancelled);
         }
         let mut fitted = fitting.prepare(ctx, &shape, history).await;
-        if guard.take_answer_due() && ctx.settings.assists.on(Assist::AnswerRound) {
-            insist_on_an_answer(&mut fitted.request, format);
-        }
-        // After the unchanged_files nudge the answer is a call (where the backend can hold it).
-        fitted.request.call_first = std::mem::take(&mut call_due);
+        let counter = model_context.counter(endpoint.backend.as_ref(), &model.model);
         let mut estimated = fitted.projection.tokens;
-        if let Some(reminder) = task_reminder(history, &asked) {
-            let counter = model_context.counter(endpoint.backend.as_ref(), &model.model);
+        let digested = guard.take_answer_due()
+            && ask_for_the_answer(ctx, &shape, &history[turn_start..], &mut fitted);
+        if digested {
+            estimated = request_tokens(&fitted.request, &counter);
+        } else if let Some(reminder) = task_reminder(history, &asked) {
             estimated += counter.count(&reminder);
             append_reminder(&mut fitted.request.messages, reminder);
         }
+        // After the unchanged_files nudge the answer is a call (where the backend can hold it).
+        fitted.request.call_first = std::mem::take(&mut call_due);
         // Only an estimate learns from the text's make-up; exact counts need no scan of it.
         let profile = if model_context.estimates() {
             request_profile(&fitted.request)
@@ -257,7 +266,11 @@ pub async fn run_turn(
             });
             return Ok(StopReason::EndTurn);
         }
-        if let Some(stop) = run_round_calls(ctx, history, &round.calls, format, &mut guard).await? {
+        let unrun = Unrun {
+            format,
+            example_task: example_task.as_deref(),
+        };
+        if let Some(stop) = run_round_calls(ctx, history, &round.calls, unrun, &mut guard).await? {
             return Ok(stop);
         }
     }
@@ -270,28 +283,50 @@ pub async fn run_turn(
     Ok(StopReason::MaxTurnRequests)
 }
 
+/// How calls that are not run are told apart and answered.
+#[derive(Clone, Copy)]
+struct Unrun<'a> {
+    format: ResolvedFormat,
+    /// The request's words, where the worked example was shown: a call copied from it is not
+    /// run.
+    example_task: Option<&'a str>,
+}
+
+impl Unrun<'_> {
+    fn copied(&self, call: &ToolCallRecord) -> bool {
+        self.example_task
+            .is_some_and(|task| copies_the_example(call, task))
+    }
+}
+
 /// Answers the round's calls in the order the model wrote them: runs of good calls go to the
-/// dispatcher; malformed ones get a corrective answer and repeats a nudge, neither running.
-/// Returns a stop reason when the turn ends.
+/// dispatcher; malformed ones get a corrective answer, and repeats and copies of the worked
+/// example a nudge, none of them running. A round of only repeats and copies counts as a
+/// repeated round for the loop guard. Returns a stop reason when the turn ends.
 async fn run_round_calls(
     ctx: &TurnContext<'_>,
     history: &mut Vec<HistoryEntry>,
     calls: &[(ToolCallRecord, Option<Malformed>)],
-    format: ResolvedFormat,
+    unrun: Unrun<'_>,
     guard: &mut LoopGuard,
 ) -> Result<Option<StopReason>, TurnError> {
     let runnable = |guard: &LoopGuard, (call, malformed): &(ToolCallRecord, Option<Malformed>)| {
-        malformed.is_none() && !guard.is_repeat(call)
+        malformed.is_none() && !guard.is_repeat(call) && !unrun.copied(call)
     };
     let all_repeats = calls
         .iter()
-        .all(|(call, m)| m.is_none() && guard.is_repeat(call));
+        .all(|(call, m)| m.is_none() && (guard.is_repeat(call) || unrun.copied(call)));
     if guard.repeated_round(all_repeats) {
         let name = calls.first().map_or("", |(c, _)| c.name.as_str());
+        let why = if calls.iter().all(|(call, _)| unrun.copied(call)) {
+            format!(
+                "kept copying the instructions' example call to `{name}` instead of doing the task"
+            )
+        } else {
+            format!("kept repeating the same `{name}` call, and it would change nothing")
+        };
         ctx.client.send(AgentEvent::AgentText {
-            text: format!(
-                "\n\nStopped: the model kept repeating the same `{name}` call, and it would change nothing."
-            ),
+            text: format!("\n\nStopped: the model {why}."),
         });
         return Ok(Some(StopReason::EndTurn));
     }
@@ -302,7 +337,11 @@ async fn run_round_calls(
             let (title, message) = match malformed {
                 Some(m) => (
                     format!("Malformed call to {}", call.name),
-                    corrective_message(m, format),
+                    corrective_message(m, unrun.format),
+                ),
+                None if unrun.copied(call) => (
+                    format!("Example call to {}", call.name),
+                    EXAMPLE_COPY_ANSWER.to_string(),
                 ),
                 None => (
                     format!("Repeated call to {}", call.name),
@@ -389,9 +428,35 @@ fn report_usage(
     });
 }
 
-/// The request asks for a text answer: backends that can hold the model to it do, and an
-/// in-band format's server stops where a call would open.
-fn insist_on_an_answer(request: &mut hearth_backend::CompletionRequest, format: ResolvedFormat) {
-    request.answer_only = true;
-    request.stop.extend(call_stop_strings(format));
+/// The request after a loop_guard nudge, when the model should now answer in text: the answer
+/// digest where that assist is on and the turn fits one (true), else the conversation as it
+/// is, insisting on a text answer where answer_round is on: backends that can hold the model
+/// to it do, and an in-band format's server stops where a call would open.
+fn ask_for_the_answer(
+    ctx: &TurnContext<'_>,
+    shape: &RequestShape<'_>,
+    turn: &[HistoryEntry],
+    fitted: &mut Fitted,
+) -> bool {
+    let assists = &ctx.settings.assists;
+    if assists.on(Assist::AnswerDigest)
+        && let Some(request) = digest_request(shape, ctx.system_prompt, turn, &fitted.budget)
+    {
+        fitted.request = request;
+        return true;
+    }
+    if assists.on(Assist::AnswerRound) {
+        fitted.request.answer_only = true;
+        fitted.request.stop.extend(call_stop_strings(shape.format));
+    }
+    false
+}
+
+/// Our count of a request's messages.
+fn request_tokens(request: &CompletionRequest, counter: &dyn TokenCounter) -> usize {
+    request
+        .messages
+        .iter()
+        .map(|m| counter.count(&m.plain_text()) + counter.message_overhead())
+        .sum()
 }

@@ -53,10 +53,14 @@ pub enum Assist {
     /// A short worked example (a code answer, a file written, a command run, each answered
     /// from its result) after the tool block, for the Hermes format in a small window.
     WorkedExample,
+    /// After a loop_guard nudge, the answer is asked for in a short request of its own: the
+    /// prompt, what each call of the turn returned and the request again, with no tool block
+    /// (the history keeps the real rounds). Takes the place of answer_round's request.
+    AnswerDigest,
 }
 
 impl Assist {
-    pub const ALL: [Assist; 12] = [
+    pub const ALL: [Assist; 13] = [
         Self::TextCalls,
         Self::AttachFiles,
         Self::ProjectMap,
@@ -69,6 +73,7 @@ impl Assist {
         Self::BareCalls,
         Self::AnswerRound,
         Self::WorkedExample,
+        Self::AnswerDigest,
     ];
 
     pub fn id(self) -> &'static str {
@@ -85,6 +90,7 @@ impl Assist {
             Self::BareCalls => "bare_calls",
             Self::AnswerRound => "answer_round",
             Self::WorkedExample => "worked_example",
+            Self::AnswerDigest => "answer_digest",
         }
     }
 }

@@ -144,7 +144,9 @@ async fn a_repeated_call_is_not_run_again_and_a_second_repeat_round_ends_the_tur
         reply(&backend, read);
     }
     reply(&backend, "never asked");
-    let (stop, front) = prompt(&backend, project.path(), "hermes", "read a.txt").await;
+    // The nudge as the conversation carries it (the answer digest asks without it).
+    let off = "assists_off = [\"answer_digest\"]";
+    let (stop, front) = prompt_with(&backend, project.path(), "hermes", off, "read a.txt").await;
     assert_eq!(stop, StopReason::EndTurn);
     assert_eq!(backend.requests().len(), 3, "the third round is the last");
     let told = last_message(&backend, 2);
@@ -191,7 +193,15 @@ fn lists_then_answers_blank_then_answers() -> FakeBackend {
 async fn a_blank_answer_is_asked_again_once_then_the_turn_says_why_it_ended() {
     let project = tempfile::tempdir().unwrap();
     let backend = lists_then_answers_blank_then_answers();
-    let (_, front) = prompt(&backend, project.path(), "hermes", "what is here?").await;
+    let no_digest = "assists_off = [\"answer_digest\"]";
+    let (_, front) = prompt_with(
+        &backend,
+        project.path(),
+        "hermes",
+        no_digest,
+        "what is here?",
+    )
+    .await;
     assert!(last_message(&backend, 2).contains("Your last reply was empty"));
     assert!(front.answer().ends_with("The directory is empty."));
     assert!(
@@ -201,7 +211,7 @@ async fn a_blank_answer_is_asked_again_once_then_the_turn_says_why_it_ended() {
 
     // Without the assist the same nudge is given, and the answer is not insisted on.
     let backend = lists_then_answers_blank_then_answers();
-    let off = "assists_off = [\"answer_round\"]";
+    let off = "assists_off = [\"answer_round\", \"answer_digest\"]";
     prompt_with(&backend, project.path(), "hermes", off, "what is here?").await;
     assert!(last_message(&backend, 2).contains("Your last reply was empty"));
     assert!(backend.requests().iter().all(|r| !r.answer_only));
@@ -214,6 +224,92 @@ async fn a_blank_answer_is_asked_again_once_then_the_turn_says_why_it_ended() {
     assert_eq!(stop, StopReason::EndTurn);
     assert_eq!(backend.requests().len(), 2);
     assert!(front.answer().contains("gave no answer"));
+}
+
+#[tokio::test]
+async fn after_a_repeat_or_a_blank_answer_the_answer_is_asked_from_a_digest_of_the_results() {
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("a.txt"), "alpha\n").unwrap();
+    for format in ["hermes", "native"] {
+        let backend = FakeBackend::default();
+        let read = "<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a.txt\"}}\n</tool_call>";
+        reply(&backend, read);
+        reply(&backend, read);
+        reply(&backend, "a.txt says alpha.");
+        let (stop, front) = prompt(&backend, project.path(), format, "What does it say?").await;
+        assert_eq!(stop, StopReason::EndTurn, "{format}");
+        assert!(front.answer().ends_with("a.txt says alpha."), "{format}");
+        let digest = &backend.requests()[2];
+        assert!(digest.answer_only && digest.tools.is_empty(), "{format}");
+        let roles: Vec<Role> = digest.messages.iter().map(|m| m.role).collect();
+        assert_eq!(roles, [Role::System, Role::User], "{format}");
+        let system = digest.messages[0].plain_text();
+        assert!(
+            system.contains("The tools have already been run"),
+            "{system}"
+        );
+        assert!(
+            !system.contains("<tools>") && !system.contains("read_file"),
+            "{system}"
+        );
+        assert!(system.contains("The project is at"), "{system}");
+        let user = digest.messages[1].plain_text();
+        assert!(
+            user.ends_with("\talpha\n</context>\n\nWhat does it say?")
+                && user.contains("<context path=\"a.txt\">\n"),
+            "{format}: {user}"
+        );
+        assert!(digest.max_tokens.is_some_and(|t| t <= 2048), "{format}");
+        if format == "hermes" {
+            assert!(digest.stop.iter().any(|s| s == "<tool_call>"));
+        }
+    }
+    // A blank answer after results: the same.
+    let backend = lists_then_answers_blank_then_answers();
+    let (_, front) = prompt(&backend, project.path(), "hermes", "what is here?").await;
+    assert!(front.answer().ends_with("The directory is empty."));
+    let user = backend.requests()[2].messages[1].plain_text();
+    assert!(
+        user.contains("<context>\n") && user.contains("a.txt"),
+        "{user}"
+    );
+    assert!(!user.contains("Your last reply was empty"), "{user}");
+}
+
+#[tokio::test]
+async fn a_call_copied_from_the_worked_example_is_not_run_unless_the_request_names_it() {
+    let copy = "<tool_call>\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"notes.txt\", \"content\": \"hi\\n\"}}\n</tool_call>";
+    let project = tempfile::tempdir().unwrap();
+    let backend = FakeBackend::default();
+    reply(&backend, copy);
+    reply(&backend, "```rust\nfn main() {}\n```");
+    let (stop, front) = prompt(&backend, project.path(), "hermes", "write fizzbuzz in rust").await;
+    assert_eq!(stop, StopReason::EndTurn);
+    let system = backend.requests()[0].messages[0].plain_text();
+    assert!(
+        system.contains("# How to use the tools"),
+        "the example is shown: {system}"
+    );
+    assert!(
+        !project.path().join("notes.txt").exists(),
+        "the copy never ran"
+    );
+    assert_eq!(front.card_titles(), ["Example call to write_file"]);
+    assert!(front.answer().ends_with("fn main() {}\n```"));
+    // After a round of nothing but copies the answer is due: the digest asks the prompt alone.
+    let digest = &backend.requests()[1];
+    assert!(digest.answer_only);
+    assert_eq!(digest.messages[1].plain_text(), "write fizzbuzz in rust");
+
+    // A request that names the example's values gets the call run.
+    let backend = FakeBackend::default();
+    reply(&backend, copy);
+    reply(&backend, "Done.");
+    prompt(&backend, project.path(), "hermes", "Put hi in notes.txt").await;
+    assert_eq!(
+        std::fs::read_to_string(project.path().join("notes.txt")).unwrap(),
+        "hi\n"
+    );
 }
 
 #[tokio::test]
@@ -482,7 +578,10 @@ async fn a_reply_that_runs_away_is_cut_short_and_asked_again() {
     assert_eq!(stop, StopReason::EndTurn);
     assert!(!front.answer().contains("never shown"));
     assert!(front.answer().ends_with("Nothing is here yet."));
-    assert!(last_message(&backend, 1).contains("Your last reply was empty"));
+    // The nudge is in the history; the request after it is the answer digest.
+    let asked = &backend.requests()[1];
+    assert!(asked.answer_only && asked.messages.len() == 2);
+    assert!(asked.messages[1].plain_text().ends_with("what is here?"));
 }
 
 #[tokio::test]
