@@ -24,7 +24,7 @@ pub struct EvalArgs {
     #[arg(long, value_name = "SECS", default_value_t = 300)]
     pub timeout: u64,
 
-    /// Keep each task's project directory and print where it is.
+    /// Keep each task's project directory (moved to `eval/kept/<task>` under the data directory, so the next run gets the same paths) and print where it is.
     #[arg(long)]
     pub keep: bool,
 

@@ -63,8 +63,25 @@ pub async fn run_task(core: Arc<AgentCore>, task: SuiteTask, options: TaskOption
     outcome.setup = task.task.files.clone();
     outcome.seconds = started.elapsed().as_secs_f64();
     let verdicts = judge(&task.task, &dir, &outcome).await;
-    let kept = options.keep.then(|| project.keep());
+    let kept = options
+        .keep
+        .then(|| keep(project, &options.projects, &task.task.id));
     finish(&task, outcome, verdicts, kept)
+}
+
+/// Moves a finished project out of the `project-N` slots, to `kept/<task id>` (replacing an
+/// earlier run's), so that the next run's tasks get the same paths, and the same prompts, as
+/// this one's. Where the move fails, the project stays where it is.
+fn keep(project: tempfile::TempDir, parent: &Path, id: &str) -> PathBuf {
+    let made = project.keep();
+    let kept = parent.join("kept").join(id);
+    let moved = std::fs::create_dir_all(parent.join("kept")).is_ok()
+        && match std::fs::remove_dir_all(&kept) {
+            Ok(()) => true,
+            Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+        }
+        && std::fs::rename(&made, &kept).is_ok();
+    if moved { kept } else { made }
 }
 
 fn finish(
@@ -178,6 +195,18 @@ mod tests {
         );
         let mode = std::fs::metadata(&parent).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o700);
+
+        // A kept project leaves its slot free for the next run.
+        let kept = keep(second, &parent, &task.task.id);
+        assert_eq!(kept, parent.join("kept").join(&task.task.id));
+        assert!(kept.join(path).exists() && !parent.join("project-2").exists());
+        let again = set_up(&parent, task).unwrap();
+        assert_eq!(again.path(), parent.join("project-2"));
+        assert_eq!(
+            keep(again, &parent, &task.task.id),
+            kept,
+            "the earlier one replaced"
+        );
 
         drop(first);
         assert!(!parent.join("project-1").exists(), "removed with its task");
