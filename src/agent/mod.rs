@@ -1,6 +1,7 @@
 //! The agent core: session state, the turn loop, tool dispatch, persistence of rounds, and the
 //! model catalog. The top of the core: nothing below it imports it.
 
+mod answer_code;
 mod catalog;
 mod compact;
 mod context_ops;
@@ -23,6 +24,7 @@ mod turn_context;
 mod turn_fit;
 mod unchanged;
 mod worked_example;
+mod write_check;
 
 pub use catalog::{Catalog, Endpoint, EndpointListing, ModelChoice};
 pub use compact::CompactError;

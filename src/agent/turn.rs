@@ -5,6 +5,7 @@ use hearth_conversation::{
     AgentEvent, HistoryEntry, Mode, ToolCallRecord, ToolCard, ToolContent, ToolKind, ToolStatus,
 };
 
+use super::answer_code::write_from_answer;
 use super::digest::digest_request;
 use super::dispatch::{DispatchStop, run_calls};
 use super::loop_guard::{LoopGuard, Silence, blank_nudge, repeat_answer};
@@ -19,6 +20,7 @@ use super::unchanged::ChangeCheck;
 use super::worked_example::{
     EXAMPLE_COPY_ANSWER, copies_the_example, shows_worked_example, with_worked_example,
 };
+use super::write_check::check_writes;
 use crate::config::Assist;
 use crate::context::{TextProfile, TokenCounter};
 use crate::parse::{
@@ -244,6 +246,13 @@ pub async fn run_turn(
                     call_due = true;
                     continue;
                 }
+                // A file the turn wrote that does not parse, and the code it needs in the
+                // answer: the write the model left out.
+                if ctx.settings.assists.on(Assist::CheckWrites)
+                    && let Some(call) = write_from_answer(ctx, &history[turn_start..]).await
+                {
+                    return write_answer_code(ctx, history, call).await;
+                }
             }
             return Ok(match round.finish {
                 Some(FinishReason::Length) => StopReason::MaxTokens,
@@ -357,7 +366,10 @@ async fn run_round_calls(
             .position(|c| !runnable(guard, c))
             .map_or(calls.len(), |n| index + n);
         let good: Vec<ToolCallRecord> = calls[index..end].iter().map(|(c, _)| c.clone()).collect();
-        let (results, stop) = run_calls(&ctx.dispatch(), &good).await;
+        let (mut results, stop) = run_calls(&ctx.dispatch(), &good).await;
+        if ctx.settings.assists.on(Assist::CheckWrites) {
+            check_writes(ctx, &good, &mut results).await;
+        }
         history.extend(results);
         guard.ran(&good, ctx.tools);
         match stop {
@@ -368,6 +380,30 @@ async fn run_round_calls(
         index = end;
     }
     Ok(None)
+}
+
+/// Runs `call`, made from the turn's answer, as part of the answer's round, and ends the turn.
+async fn write_answer_code(
+    ctx: &TurnContext<'_>,
+    history: &mut Vec<HistoryEntry>,
+    call: ToolCallRecord,
+) -> Result<StopReason, TurnError> {
+    tracing::info!("writing the answer's code block to the file the turn left broken");
+    match history.last_mut() {
+        Some(HistoryEntry::Assistant { tool_calls, .. }) => tool_calls.push(call.clone()),
+        _ => history.push(HistoryEntry::Assistant {
+            text: String::new(),
+            reasoning: None,
+            tool_calls: vec![call.clone()],
+        }),
+    }
+    let (results, stop) = run_calls(&ctx.dispatch(), std::slice::from_ref(&call)).await;
+    history.extend(results);
+    match stop {
+        Some(DispatchStop::Cancelled) => Ok(StopReason::Cancelled),
+        Some(DispatchStop::Abort(message)) => Err(TurnError::Aborted(message)),
+        None => Ok(StopReason::EndTurn),
+    }
 }
 
 /// A call that is not run (malformed, or a repeat): a failed card for the user, the reason

@@ -57,10 +57,13 @@ pub enum Assist {
     /// prompt, what each call of the turn returned and the request again, with no tool block
     /// (the history keeps the real rounds). Takes the place of answer_round's request.
     AnswerDigest,
+    /// A file a write or an edit left that does not parse as its type (JSON, TOML, Python,
+    /// shell; parsed, never run) gets the parser's message at the end of the call's result.
+    CheckWrites,
 }
 
 impl Assist {
-    pub const ALL: [Assist; 13] = [
+    pub const ALL: [Assist; 14] = [
         Self::TextCalls,
         Self::AttachFiles,
         Self::ProjectMap,
@@ -74,6 +77,7 @@ impl Assist {
         Self::AnswerRound,
         Self::WorkedExample,
         Self::AnswerDigest,
+        Self::CheckWrites,
     ];
 
     pub fn id(self) -> &'static str {
@@ -91,6 +95,7 @@ impl Assist {
             Self::AnswerRound => "answer_round",
             Self::WorkedExample => "worked_example",
             Self::AnswerDigest => "answer_digest",
+            Self::CheckWrites => "check_writes",
         }
     }
 }
@@ -130,5 +135,21 @@ impl Assists {
     /// The assists that are off, by id.
     pub fn off_ids(&self) -> Vec<&'static str> {
         self.off.iter().map(|a| a.id()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_assist_is_listed_and_explained_in_the_example_config() {
+        let example = include_str!("../../config.example.toml");
+        for assist in Assist::ALL {
+            let line = format!("#   {}:", assist.id());
+            assert!(example.contains(&line), "config.example.toml lacks {line}");
+        }
+        let ids: BTreeSet<&str> = Assist::ALL.iter().map(|a| a.id()).collect();
+        assert_eq!(ids.len(), Assist::ALL.len(), "ids are distinct");
     }
 }

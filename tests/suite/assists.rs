@@ -313,6 +313,71 @@ async fn a_call_copied_from_the_worked_example_is_not_run_unless_the_request_nam
 }
 
 #[tokio::test]
+async fn a_written_file_that_does_not_parse_is_reported_to_the_model_with_the_parsers_words() {
+    let write = |content: &str| {
+        format!(
+            "<tool_call>\n{{\"name\": \"write_file\", \"arguments\": {{\"path\": \"config.json\", \"content\": {}}}}}\n</tool_call>",
+            serde_json::to_string(content).unwrap()
+        )
+    };
+    for (content, assists, told) in [
+        ("<the complete content of config.json>", "", true),
+        ("{\"port\": 8080}", "", false),
+        (
+            "<the complete content of config.json>",
+            "assists_off = [\"check_writes\"]",
+            false,
+        ),
+    ] {
+        let project = tempfile::tempdir().unwrap();
+        let backend = FakeBackend::default();
+        reply(&backend, &write(content));
+        reply(&backend, "Done.");
+        let words = "Create config.json with port 8080";
+        prompt_with(&backend, project.path(), "hermes", assists, words).await;
+        let result = last_message(&backend, 1);
+        assert!(result.contains("config.json"), "{result}");
+        assert_eq!(
+            result
+                .contains("But config.json is not valid JSON: expected value at line 1 column 1."),
+            told,
+            "{content} / {assists}: {result}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_answers_code_is_written_to_a_file_the_turn_left_broken_when_it_parses() {
+    let placeholder = "<tool_call>\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"config.json\", \"content\": \"<the content>\"}}\n</tool_call>";
+    for (answer, written) in [
+        ("```json\n{\"port\": 8080}\n```", Some("{\"port\": 8080}\n")),
+        // One block that parses beside one that does not (an echo of a result).
+        (
+            "```json\n{\"port\": 8080}\n``````json\nCreated config.json (1 line).\n```",
+            Some("{\"port\": 8080}\n"),
+        ),
+        // Code that does not parse either, two blocks that do, or another language: the
+        // file is left as it is.
+        ("```json\n{\"port\": \n```", None),
+        ("```json\n{}\n```\n```json\n[]\n```", None),
+        ("```python\nprint(1)\n```", None),
+    ] {
+        let project = tempfile::tempdir().unwrap();
+        let backend = FakeBackend::default();
+        reply(&backend, placeholder);
+        reply(&backend, answer);
+        let words = "Create config.json with port 8080";
+        let (stop, front) = prompt(&backend, project.path(), "hermes", words).await;
+        assert_eq!(stop, StopReason::EndTurn);
+        assert_eq!(backend.requests().len(), 2, "{answer}");
+        let file = std::fs::read_to_string(project.path().join("config.json")).unwrap();
+        assert_eq!(file, written.unwrap_or("<the content>"), "{answer}");
+        let writes = front.card_titles().len();
+        assert_eq!(writes, if written.is_some() { 2 } else { 1 }, "{answer}");
+    }
+}
+
+#[tokio::test]
 async fn files_the_prompt_names_ride_along_but_never_secrets_or_files_outside() {
     let outside = tempfile::tempdir().unwrap();
     std::fs::write(outside.path().join("far.py"), "FAR = 1\n").unwrap();

@@ -1,0 +1,320 @@
+//! The write check (the check_writes assist). Asked to "create hello.py that prints Hello,
+//! world!", Qwen2.5-Coder 0.5B writes `Hello, world!` into it; asked for a config.json, it
+//! writes a placeholder; and the result it reads says only that the file was written. After a
+//! write or an edit succeeds, the file is read back (through the host, so as the editor holds
+//! it) and, where its type can be parsed here, parsed: JSON and TOML in process, Python with
+//! `python3`'s own compiler and shell scripts with `sh -n`. Neither of those runs the file:
+//! both only parse the text, which they get on stdin. A file that does not parse gets the
+//! parser's message at the end of the call's result, so that the model can write it again.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use hearth_conversation::{AgentEvent, HistoryEntry, ToolCallRecord};
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+
+use super::turn_context::TurnContext;
+use crate::tools::{EDIT_FILE, WRITE_FILE, resolve};
+
+/// How long a parser process may take before the check is given up.
+const PARSE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest complaint kept, in characters.
+const COMPLAINT_CHARS: usize = 300;
+
+/// Compiles stdin as a module without running it; prints where it fails, if it does.
+const PYTHON_CHECK: &str = "import sys\n\
+src = sys.stdin.buffer.read()\n\
+try:\n    compile(src, 'the file', 'exec', dont_inherit=True)\n\
+except SyntaxError as e:\n    print(f'line {e.lineno}: {e.msg}')\n\
+except (ValueError, RecursionError, MemoryError) as e:\n    print(f'{type(e).__name__}: {e}')\n";
+
+/// A file type this check can parse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Syntax {
+    Json,
+    Toml,
+    Python,
+    Shell,
+}
+
+impl Syntax {
+    /// The type of `path`, by its extension.
+    pub fn of(path: &Path) -> Option<Self> {
+        match path.extension()?.to_str()?.to_ascii_lowercase().as_str() {
+            "json" => Some(Self::Json),
+            "toml" => Some(Self::Toml),
+            "py" => Some(Self::Python),
+            "sh" => Some(Self::Shell),
+            _ => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Json => "JSON",
+            Self::Toml => "TOML",
+            Self::Python => "Python",
+            Self::Shell => "shell",
+        }
+    }
+
+    /// What is wrong with `text` as this type, or `None` when it parses or cannot be checked
+    /// here (no `python3` outside `project`, a parser that did not answer in time).
+    pub async fn complaint(self, text: &str, project: &Path) -> Option<String> {
+        let complaint = match self {
+            Self::Json => serde_json::from_str::<serde_json::Value>(text)
+                .err()
+                .map(|e| e.to_string()),
+            Self::Toml => toml::from_str::<toml::Table>(text)
+                .err()
+                .map(|e| e.message().to_string()),
+            Self::Python => {
+                let args = ["-I", "-S", "-c", PYTHON_CHECK];
+                parse_with("python3", &args, text, project).await
+            }
+            Self::Shell => parse_with("sh", &["-n"], text, project).await,
+        }?;
+        let complaint = complaint.trim();
+        Some(complaint.chars().take(COMPLAINT_CHARS).collect())
+    }
+}
+
+/// Where `program` is installed: the first absolute `PATH` directory that holds it outside
+/// `project`. A relative entry (`.`) or one inside the project would let a file the model
+/// wrote (`./python3`) be run by the check itself.
+fn installed(program: &str, project: &Path) -> Option<PathBuf> {
+    installed_in(&std::env::var_os("PATH")?, program, project)
+}
+
+fn installed_in(path: &std::ffi::OsStr, program: &str, project: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::split_paths(path)
+        .filter(|dir| dir.is_absolute() && !dir.starts_with(project))
+        .map(|dir| dir.join(program))
+        .find(|file| {
+            std::fs::metadata(file)
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+/// Runs `program` (found by [`installed`]) on `text` as its stdin, from `/`; what it printed
+/// when it found a fault (a non-empty output, or a failed exit with its error output).
+async fn parse_with(program: &str, args: &[&str], text: &str, project: &Path) -> Option<String> {
+    let mut child = Command::new(installed(program, project)?)
+        .current_dir("/")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .ok()?;
+    let mut stdin = child.stdin.take()?;
+    let input = text.as_bytes().to_vec();
+    let feed = async move {
+        // A parser that stops reading early fails the write; its verdict still comes.
+        let _ = stdin.write_all(&input).await;
+    };
+    let (_, output) = tokio::time::timeout(PARSE_TIMEOUT, async {
+        tokio::join!(feed, child.wait_with_output())
+    })
+    .await
+    .ok()?;
+    let output = output.ok()?;
+    let said = String::from_utf8_lossy(&output.stdout).trim().to_string();
+    if !said.is_empty() {
+        return Some(said);
+    }
+    (!output.status.success()).then(|| String::from_utf8_lossy(&output.stderr).into_owned())
+}
+
+/// Adds the parser's complaint to the result of each write or edit in `calls` whose file does
+/// not parse as its type, and tells the user as well.
+pub async fn check_writes(
+    ctx: &TurnContext<'_>,
+    calls: &[ToolCallRecord],
+    results: &mut [HistoryEntry],
+) {
+    for result in results.iter_mut() {
+        let HistoryEntry::ToolResult {
+            call_id,
+            output,
+            is_error: false,
+            ..
+        } = result
+        else {
+            continue;
+        };
+        let Some(call) = calls
+            .iter()
+            .find(|c| c.id == *call_id && (c.name == WRITE_FILE || c.name == EDIT_FILE))
+        else {
+            continue;
+        };
+        let Some(raw) = call.arguments.get("path").and_then(|p| p.as_str()) else {
+            continue;
+        };
+        let Ok(resolved) = resolve(raw, ctx.cwd, ctx.home) else {
+            continue;
+        };
+        let Some(syntax) = Syntax::of(resolved.path()) else {
+            continue;
+        };
+        let Ok(text) = ctx.client.read_text_file(resolved.path(), None, None).await else {
+            continue;
+        };
+        let checked = tokio::select! {
+            () = ctx.cancel.cancelled() => return,
+            complaint = syntax.complaint(&text, ctx.cwd) => complaint,
+        };
+        let Some(complaint) = checked else {
+            continue;
+        };
+        tracing::info!(path = raw, "a written file does not parse");
+        ctx.client.send(AgentEvent::Notice {
+            text: format!("{raw} is not valid {}: {complaint}", syntax.name()),
+        });
+        output.push_str(&complaint_for_model(raw, syntax, &complaint));
+    }
+}
+
+/// What the model reads after the result of a write whose file does not parse.
+fn complaint_for_model(path: &str, syntax: Syntax, complaint: &str) -> String {
+    let program = if matches!(syntax, Syntax::Python | Syntax::Shell) {
+        " A program's file holds its code, not what the program prints."
+    } else {
+        ""
+    };
+    format!(
+        "\n\nBut {path} is not valid {name}: {complaint}.{program} Write the file again with \
+         write_file, its whole content as valid {name}.",
+        name = syntax.name()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A project that holds no parser.
+    const HERE: &str = "/nonexistent-project";
+
+    #[tokio::test]
+    async fn each_type_is_parsed_and_only_broken_text_gets_a_complaint() {
+        assert_eq!(Syntax::of(Path::new("a/Config.JSON")), Some(Syntax::Json));
+        assert_eq!(Syntax::of(Path::new("run.sh")), Some(Syntax::Shell));
+        assert_eq!(Syntax::of(Path::new("README.md")), None);
+        assert_eq!(Syntax::of(Path::new("Makefile")), None);
+
+        assert_eq!(
+            Syntax::Json
+                .complaint("{\"port\": 8080}", Path::new(HERE))
+                .await,
+            None
+        );
+        let json = Syntax::Json
+            .complaint("<the complete content of config.json>", Path::new(HERE))
+            .await
+            .unwrap();
+        assert!(json.contains("line 1 column 1"), "{json}");
+        assert_eq!(
+            Syntax::Toml
+                .complaint("[a]\nb = 1\n", Path::new(HERE))
+                .await,
+            None
+        );
+        assert!(
+            Syntax::Toml
+                .complaint("[a\nb = 1", Path::new(HERE))
+                .await
+                .is_some()
+        );
+
+        // Where the parsers are installed (CI installs python3; sh is everywhere).
+        if Command::new("python3").arg("-V").output().await.is_ok() {
+            assert_eq!(
+                Syntax::Python
+                    .complaint("print('Hello, world!')\n", Path::new(HERE))
+                    .await,
+                None
+            );
+            let python = Syntax::Python
+                .complaint("Hello, world!\n", Path::new(HERE))
+                .await
+                .unwrap();
+            assert!(python.starts_with("line 1: "), "{python}");
+            // Parsed, never run: a file that would write or loop is only compiled.
+            let marker = std::env::temp_dir().join(format!("hearth-ran-{}", std::process::id()));
+            let harmful = format!("open({:?}, 'w').write('ran')\nwhile True: pass\n", marker);
+            assert_eq!(
+                Syntax::Python.complaint(&harmful, Path::new(HERE)).await,
+                None
+            );
+            assert!(!marker.exists());
+        }
+        assert_eq!(
+            Syntax::Shell
+                .complaint("for i in 1 2; do echo $i; done\n", Path::new(HERE))
+                .await,
+            None
+        );
+        assert!(
+            Syntax::Shell
+                .complaint("for i in 1 2; do echo $i done\n", Path::new(HERE))
+                .await
+                .is_some()
+        );
+        let long = Syntax::Json
+            .complaint(&"[".repeat(100_000), Path::new(HERE))
+            .await
+            .unwrap();
+        assert!(long.chars().count() <= COMPLAINT_CHARS);
+    }
+
+    #[test]
+    fn parsers_are_only_found_in_absolute_path_directories_outside_the_project() {
+        use std::os::unix::fs::PermissionsExt;
+        let project = tempfile::tempdir().unwrap();
+        let system = tempfile::tempdir().unwrap();
+        for dir in [
+            project.path().to_path_buf(),
+            project.path().join("bin"),
+            system.path().to_path_buf(),
+        ] {
+            std::fs::create_dir_all(&dir).unwrap();
+            let program = dir.join("python3");
+            std::fs::write(&program, "#!/bin/sh\n").unwrap();
+            std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let path = std::env::join_paths([
+            Path::new("."),
+            &project.path().join("bin"),
+            project.path(),
+            system.path(),
+        ])
+        .unwrap();
+        assert_eq!(
+            installed_in(&path, "python3", project.path()),
+            Some(system.path().join("python3"))
+        );
+        let only_project = std::env::join_paths([project.path().join("bin")]).unwrap();
+        assert_eq!(installed_in(&only_project, "python3", project.path()), None);
+        let not_executable = system.path().join("sh");
+        std::fs::write(&not_executable, "").unwrap();
+        assert_eq!(installed_in(&path, "sh", project.path()), None);
+    }
+
+    #[test]
+    fn the_model_is_told_what_is_wrong_and_what_to_do() {
+        let told = complaint_for_model("hello.py", Syntax::Python, "line 1: invalid syntax");
+        assert_eq!(
+            told,
+            "\n\nBut hello.py is not valid Python: line 1: invalid syntax. A program's file \
+             holds its code, not what the program prints. Write the file again with \
+             write_file, its whole content as valid Python."
+        );
+        assert!(!complaint_for_model("a.json", Syntax::Json, "x").contains("program"));
+    }
+}
