@@ -9,8 +9,8 @@ use hearth_conversation::{HistoryEntry, ToolCallId, ToolCallRecord};
 use serde_json::json;
 
 use super::turn_context::TurnContext;
-use super::write_check::Syntax;
-use crate::tools::{EDIT_FILE, WRITE_FILE, resolve};
+use super::write_check::{Syntax, checkable_file};
+use crate::tools::{EDIT_FILE, WRITE_FILE};
 
 /// The call that writes the answer's code block to a file the turn wrote and left broken.
 /// `turn` is the turn's entries, its prompt first; the answer is all it said, as the user saw
@@ -28,16 +28,10 @@ pub async fn write_from_answer(
         .collect();
     let answer = answer.join("\n");
     for path in written_paths(turn).into_iter().rev() {
-        let Ok(resolved) = resolve(path, ctx.cwd, ctx.home) else {
+        let Some((syntax, text)) = checkable_file(ctx, path).await else {
             continue;
         };
-        let Some(syntax) = Syntax::of(resolved.path()) else {
-            continue;
-        };
-        let Ok(text) = ctx.client.read_text_file(resolved.path(), None, None).await else {
-            continue;
-        };
-        if syntax.complaint(&text, ctx.cwd).await.is_none() {
+        if syntax.complaint_in(ctx, &text).await.is_none() {
             continue;
         }
         // The blocks in the file's language that parse: exactly one, or which was meant is
@@ -45,10 +39,14 @@ pub async fn write_from_answer(
         let mut parsing = Vec::new();
         for (language, code) in fenced_blocks(&answer) {
             if language_of(&language) == Some(syntax)
-                && syntax.complaint(&code, ctx.cwd).await.is_none()
+                && syntax.complaint_in(ctx, &code).await.is_none()
             {
                 parsing.push(code);
             }
+        }
+        // A parser cut short by a cancel said nothing: nothing is written then.
+        if ctx.cancel.is_cancelled() {
+            return None;
         }
         let ([code], false) = (parsing.as_slice(), parsing.len() > 1) else {
             continue;

@@ -130,6 +130,30 @@ async fn parse_with(program: &str, args: &[&str], text: &str, project: &Path) ->
     (!output.status.success()).then(|| String::from_utf8_lossy(&output.stderr).into_owned())
 }
 
+/// The type and the text of the file at `raw` (a call's path argument), where it is of a type
+/// this check parses and can be read.
+pub async fn checkable_file(ctx: &TurnContext<'_>, raw: &str) -> Option<(Syntax, String)> {
+    let resolved = resolve(raw, ctx.cwd, ctx.home).ok()?;
+    let syntax = Syntax::of(resolved.path())?;
+    let text = ctx
+        .client
+        .read_text_file(resolved.path(), None, None)
+        .await
+        .ok()?;
+    Some((syntax, text))
+}
+
+impl Syntax {
+    /// [`Syntax::complaint`] for the turn's project; `None` also when the turn is cancelled
+    /// while a parser runs.
+    pub async fn complaint_in(self, ctx: &TurnContext<'_>, text: &str) -> Option<String> {
+        tokio::select! {
+            () = ctx.cancel.cancelled() => None,
+            complaint = self.complaint(text, ctx.cwd) => complaint,
+        }
+    }
+}
+
 /// Adds the parser's complaint to the result of each write or edit in `calls` whose file does
 /// not parse as its type, and tells the user as well.
 pub async fn check_writes(
@@ -156,20 +180,10 @@ pub async fn check_writes(
         let Some(raw) = call.arguments.get("path").and_then(|p| p.as_str()) else {
             continue;
         };
-        let Ok(resolved) = resolve(raw, ctx.cwd, ctx.home) else {
+        let Some((syntax, text)) = checkable_file(ctx, raw).await else {
             continue;
         };
-        let Some(syntax) = Syntax::of(resolved.path()) else {
-            continue;
-        };
-        let Ok(text) = ctx.client.read_text_file(resolved.path(), None, None).await else {
-            continue;
-        };
-        let checked = tokio::select! {
-            () = ctx.cancel.cancelled() => return,
-            complaint = syntax.complaint(&text, ctx.cwd) => complaint,
-        };
-        let Some(complaint) = checked else {
+        let Some(complaint) = syntax.complaint_in(ctx, &text).await else {
             continue;
         };
         tracing::info!(path = raw, "a written file does not parse");
