@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::turn_context::TurnContext;
 use super::write_check::{Syntax, checkable_file};
-use crate::tools::{EDIT_FILE, WRITE_FILE};
+use crate::tools::WRITE_FILE;
 
 /// The call that writes the answer's code block to a file the turn wrote and left broken.
 /// `turn` is the turn's entries, its prompt first; the answer is all it said, as the user saw
@@ -63,7 +63,10 @@ pub async fn write_from_answer(
     None
 }
 
-/// The paths the turn's writes and edits that succeeded named, first written first, once each.
+/// The paths the turn's whole-file writes that succeeded named, first written first, once
+/// each. An edited file is left out: it may have been broken before the turn (a file being
+/// worked on), and a block of the answer is a snippet of it far more often than the whole.
+/// A file the model wrote whole already holds only what the model gave it.
 fn written_paths(turn: &[HistoryEntry]) -> Vec<&str> {
     let mut paths: Vec<&str> = Vec::new();
     for entry in turn {
@@ -78,7 +81,7 @@ fn written_paths(turn: &[HistoryEntry]) -> Vec<&str> {
         let path = turn.iter().find_map(|e| match e {
             HistoryEntry::Assistant { tool_calls, .. } => tool_calls
                 .iter()
-                .find(|c| &c.id == call_id && (c.name == WRITE_FILE || c.name == EDIT_FILE))
+                .find(|c| &c.id == call_id && c.name == WRITE_FILE)
                 .and_then(|c| c.arguments.get("path")?.as_str()),
             _ => None,
         });
@@ -133,6 +136,7 @@ fn fenced_blocks(text: &str) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::EDIT_FILE;
 
     #[test]
     fn blocks_are_read_with_their_language_and_a_double_fence_closes_and_opens() {
@@ -152,7 +156,7 @@ mod tests {
     }
 
     #[test]
-    fn only_writes_that_succeeded_count_once_each() {
+    fn only_whole_file_writes_that_succeeded_count_once_each() {
         let call = |path: &str, name: &str| ToolCallRecord {
             id: ToolCallId::generate(),
             name: name.into(),
@@ -189,6 +193,10 @@ mod tests {
             result(&read, false),
             result(&failed, true),
         ];
-        assert_eq!(written_paths(&turn), ["a.py", "b.json"]);
+        assert_eq!(
+            written_paths(&turn),
+            ["a.py"],
+            "b.json was edited, d.py failed"
+        );
     }
 }

@@ -190,22 +190,27 @@ pub async fn check_writes(
         ctx.client.send(AgentEvent::Notice {
             text: format!("{raw} is not valid {}: {complaint}", syntax.name()),
         });
-        output.push_str(&complaint_for_model(raw, syntax, &complaint));
+        output.push_str(&complaint_for_model(raw, &call.name, syntax, &complaint));
     }
 }
 
-/// What the model reads after the result of a write whose file does not parse.
-fn complaint_for_model(path: &str, syntax: Syntax, complaint: &str) -> String {
-    let program = if matches!(syntax, Syntax::Python | Syntax::Shell) {
-        " A program's file holds its code, not what the program prints."
+/// What the model reads after the result of a write (`tool`) whose file does not parse. An
+/// edited file is not asked to be written whole: it may have been broken before the edit.
+fn complaint_for_model(path: &str, tool: &str, syntax: Syntax, complaint: &str) -> String {
+    let name = syntax.name();
+    let what_to_do = if tool == WRITE_FILE {
+        let program = if matches!(syntax, Syntax::Python | Syntax::Shell) {
+            " A program's file holds its code, not what the program prints."
+        } else {
+            ""
+        };
+        format!(
+            "{program} Write the file again with write_file, its whole content as valid {name}."
+        )
     } else {
-        ""
+        " If your edit broke it, fix that with edit_file.".to_string()
     };
-    format!(
-        "\n\nBut {path} is not valid {name}: {complaint}.{program} Write the file again with \
-         write_file, its whole content as valid {name}.",
-        name = syntax.name()
-    )
+    format!("\n\nBut {path} is not valid {name}: {complaint}.{what_to_do}")
 }
 
 #[cfg(test)]
@@ -322,13 +327,28 @@ mod tests {
 
     #[test]
     fn the_model_is_told_what_is_wrong_and_what_to_do() {
-        let told = complaint_for_model("hello.py", Syntax::Python, "line 1: invalid syntax");
+        let told = complaint_for_model(
+            "hello.py",
+            WRITE_FILE,
+            Syntax::Python,
+            "line 1: invalid syntax",
+        );
         assert_eq!(
             told,
             "\n\nBut hello.py is not valid Python: line 1: invalid syntax. A program's file \
              holds its code, not what the program prints. Write the file again with \
              write_file, its whole content as valid Python."
         );
-        assert!(!complaint_for_model("a.json", Syntax::Json, "x").contains("program"));
+        assert!(!complaint_for_model("a.json", WRITE_FILE, Syntax::Json, "x").contains("program"));
+        assert_eq!(
+            complaint_for_model(
+                "app.py",
+                EDIT_FILE,
+                Syntax::Python,
+                "line 9: invalid syntax"
+            ),
+            "\n\nBut app.py is not valid Python: line 9: invalid syntax. If your edit broke it, \
+             fix that with edit_file."
+        );
     }
 }

@@ -375,6 +375,30 @@ async fn the_answers_code_is_written_to_a_file_the_turn_left_broken_when_it_pars
         let writes = front.card_titles().len();
         assert_eq!(writes, if written.is_some() { 2 } else { 1 }, "{answer}");
     }
+    // An edited file may have been broken before the turn: a block of the answer never
+    // replaces it whole, and the model is asked to fix its edit, not to rewrite the file.
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("app.json"), "{oops\n").unwrap();
+    let backend = FakeBackend::default();
+    reply(
+        &backend,
+        "<tool_call>\n{\"name\": \"edit_file\", \"arguments\": {\"path\": \"app.json\", \"edits\": [{\"old_text\": \"oops\", \"new_text\": \"oops2\"}]}}\n</tool_call>",
+    );
+    reply(&backend, "```json\n{\"a\": 1}\n```");
+    prompt(
+        &backend,
+        project.path(),
+        "hermes",
+        "Rename oops in app.json",
+    )
+    .await;
+    let file = std::fs::read_to_string(project.path().join("app.json")).unwrap();
+    assert_eq!(file, "{oops2\n");
+    let result = last_message(&backend, 1);
+    assert!(
+        result.contains("If your edit broke it, fix that with edit_file."),
+        "{result}"
+    );
 }
 
 #[tokio::test]
