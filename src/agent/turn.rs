@@ -112,10 +112,6 @@ pub async fn run_turn(
         model_context.window_tokens(),
         &ctx.settings.assists,
     );
-    // Where the example is shown, a call copied from it is caught against the prompt's words.
-    let example_task = requested_task(history).filter(|_| {
-        shows_worked_example(format, model_context.window_tokens(), &ctx.settings.assists)
-    });
     let shape = RequestShape {
         endpoint,
         model: &model.model,
@@ -130,6 +126,10 @@ pub async fn run_turn(
     let mut guard = LoopGuard::new(ctx.settings.assists.on(Assist::LoopGuard));
     let mut may_nudge_narration = ctx.settings.assists.on(Assist::NarratedCalls);
     let task = requested_task(history);
+    // Where the example is shown, a call copied from it is caught against the prompt's words.
+    let example_task = task.clone().filter(|_| {
+        shows_worked_example(format, model_context.window_tokens(), &ctx.settings.assists)
+    });
     let writes_offered = specs
         .iter()
         .any(|s| s.name == WRITE_FILE || s.name == EDIT_FILE);
