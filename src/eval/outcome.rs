@@ -40,13 +40,16 @@ pub struct Outcome {
     /// The project's files as the task set them up (for `file_unchanged`).
     #[serde(skip)]
     pub setup: BTreeMap<String, String>,
+    /// The session's history at the end of the turn (written beside a kept project).
+    #[serde(skip)]
+    pub history: Vec<HistoryEntry>,
 }
 
 impl Outcome {
     /// Fills the calls and the final answer from the turn's history.
-    pub fn read_history(&mut self, history: &[HistoryEntry]) {
+    pub fn read_history(&mut self, history: Vec<HistoryEntry>) {
         let mut pending: Vec<(String, String)> = Vec::new();
-        for entry in history {
+        for entry in &history {
             match entry {
                 HistoryEntry::Assistant {
                     text, tool_calls, ..
@@ -76,6 +79,7 @@ impl Outcome {
                 name,
                 succeeded: false,
             }));
+        self.history = history;
     }
 }
 

@@ -88,7 +88,10 @@ pub fn task_line(result: &TaskResult) -> String {
         ));
     }
     if let Some(dir) = &result.project {
-        line.push_str(&format!("\n     project kept at {}", dir.display()));
+        line.push_str(&format!(
+            "\n     project kept at {0} (the turn's history: {0}.history.jsonl)",
+            dir.display()
+        ));
     }
     line
 }

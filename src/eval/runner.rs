@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hearth_backend::ContentPart;
-use hearth_conversation::ModelRef;
+use hearth_conversation::{HistoryEntry, ModelRef};
 use serde::Serialize;
 
 use super::judge::{Verdict, judge};
@@ -63,9 +63,11 @@ pub async fn run_task(core: Arc<AgentCore>, task: SuiteTask, options: TaskOption
     outcome.setup = task.task.files.clone();
     outcome.seconds = started.elapsed().as_secs_f64();
     let verdicts = judge(&task.task, &dir, &outcome).await;
-    let kept = options
-        .keep
-        .then(|| keep(project, &options.projects, &task.task.id));
+    let kept = options.keep.then(|| {
+        let kept = keep(project, &options.projects, &task.task.id);
+        write_transcript(&kept, &outcome.history);
+        kept
+    });
     finish(&task, outcome, verdicts, kept)
 }
 
@@ -82,6 +84,28 @@ fn keep(project: tempfile::TempDir, parent: &Path, id: &str) -> PathBuf {
         }
         && std::fs::rename(&made, &kept).is_ok();
     if moved { kept } else { made }
+}
+
+/// Writes the turn's history beside a kept project, one entry per JSON line in
+/// `<project>.history.jsonl`: what the model was shown and what it wrote, round by round, to
+/// read why a task failed. Outside the project, so a later look at its files sees only the
+/// task's. Best effort: a kept project without its transcript is still worth keeping.
+fn write_transcript(project: &Path, history: &[HistoryEntry]) {
+    let mut text = String::new();
+    for entry in history {
+        if let Ok(line) = serde_json::to_string(entry) {
+            text.push_str(&line);
+            text.push('\n');
+        }
+    }
+    let mut path = project.as_os_str().to_owned();
+    path.push(".history.jsonl");
+    if let Err(err) = std::fs::write(&path, text) {
+        tracing::warn!(
+            "cannot write the transcript {}: {err}",
+            Path::new(&path).display()
+        );
+    }
 }
 
 fn finish(
@@ -159,7 +183,7 @@ async fn run_prompt(
     };
     let mut outcome = Outcome::default();
     front.fill(&mut outcome);
-    outcome.read_history(&session.history().await);
+    outcome.read_history(session.history().await.clone());
     match result {
         Ok(_) if timed_out => {
             outcome.error = Some(format!("timed out after {}s", options.timeout.as_secs()));
