@@ -95,7 +95,7 @@ fn written_paths(turn: &[HistoryEntry]) -> Vec<&str> {
 }
 
 /// The file type a fence's language names.
-fn language_of(language: &str) -> Option<Syntax> {
+pub(super) fn language_of(language: &str) -> Option<Syntax> {
     match language.to_ascii_lowercase().as_str() {
         "python" | "python3" | "py" => Some(Syntax::Python),
         "json" => Some(Syntax::Json),
@@ -108,7 +108,7 @@ fn language_of(language: &str) -> Option<Syntax> {
 /// The fenced blocks of `text`: each block's language and its lines (ending in a newline). A
 /// fence line that closes a block and opens another at once (`` `````` ``json``, as the 0.5B
 /// writes two blocks) does both; an unclosed block is not a block.
-fn fenced_blocks(text: &str) -> Vec<(String, String)> {
+pub(super) fn fenced_blocks(text: &str) -> Vec<(String, String)> {
     let mut blocks = Vec::new();
     let mut open: Option<(String, String)> = None;
     for line in text.lines() {

@@ -2,12 +2,15 @@
 //! model catalog. The top of the core: nothing below it imports it.
 
 mod answer_code;
+mod answer_edit;
 mod catalog;
+mod code_merge;
 mod compact;
 mod context_ops;
 mod core;
 mod digest;
 mod dispatch;
+mod file_request;
 mod loop_guard;
 mod model_context;
 mod narrated;

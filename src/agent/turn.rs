@@ -6,8 +6,10 @@ use hearth_conversation::{
 };
 
 use super::answer_code::write_from_answer;
+use super::answer_edit::{asked_file_write, edits_from_answer};
 use super::digest::digest_request;
 use super::dispatch::{DispatchStop, run_calls};
+use super::file_request::FileAsks;
 use super::loop_guard::{LoopGuard, Silence, blank_nudge, repeat_answer};
 use super::model_context::request_profile;
 use super::narrated::{narrated_tool, narration_nudge};
@@ -133,7 +135,7 @@ pub async fn run_turn(
     let writes_offered = specs
         .iter()
         .any(|s| s.name == WRITE_FILE || s.name == EDIT_FILE);
-    let mut change_check = match &task {
+    let change_check = match &task {
         Some(task)
             if ctx.settings.assists.on(Assist::UnchangedFiles)
                 && writes_offered
@@ -143,6 +145,8 @@ pub async fn run_turn(
         }
         _ => None,
     };
+    let mut change_nudged = false;
+    let mut file_asks = FileAsks::default();
     let mut call_due = false;
     let asked = task
         .filter(|_| ctx.settings.assists.on(Assist::RestateTask))
@@ -157,7 +161,14 @@ pub async fn run_turn(
         let mut estimated = fitted.projection.tokens;
         let digested = guard.take_answer_due()
             && ask_for_the_answer(ctx, &shape, &history[turn_start..], &mut fitted);
-        if digested {
+        let turn = &history[turn_start..];
+        let file_request = (!digested)
+            .then(|| file_asks.next_request(&shape, ctx.system_prompt, turn, &fitted.budget))
+            .flatten();
+        if let Some(request) = file_request {
+            fitted.request = request;
+        }
+        if digested || file_asks.asking() {
             estimated = request_tokens(&fitted.request, &counter);
         } else if let Some(reminder) = task_reminder(history, &asked) {
             estimated += counter.count(&reminder);
@@ -207,6 +218,21 @@ pub async fn run_turn(
             }
             return Err(err.into());
         }
+        // A file asked for whole: its block goes in once every file has been asked for.
+        if let Some(ask) = file_asks.answered() {
+            join_answers(history);
+            if let Some(call) = asked_file_write(ctx, &ask, &round.text).await {
+                file_asks.wrote(call);
+            }
+            if file_asks.more_to_ask() {
+                continue;
+            }
+            let writes = file_asks.take_writes();
+            if writes.is_empty() {
+                return Ok(StopReason::EndTurn);
+            }
+            return write_answer_code(ctx, history, writes).await;
+        }
         if round.calls.is_empty() {
             if matches!(round.finish, None | Some(FinishReason::Stop)) {
                 let said = if round.runaway {
@@ -236,22 +262,34 @@ pub async fn run_turn(
                     history.push(narration_nudge(tool, format));
                     continue;
                 }
-                // A request to change files that left them all as they were: once per turn,
-                // ask for the change to be made.
-                if let Some(check) = change_check.take()
+                // A request to change files that left them all as they were: the answer's code
+                // where it fits them, else (once per turn) a nudge to make the change.
+                if let Some(check) = &change_check
                     && !check.changed(ctx.client).await
                 {
                     tracing::info!("the answer left the files it was asked to change as they were");
-                    history.push(check.nudge(format));
-                    call_due = true;
-                    continue;
+                    if ctx.settings.assists.on(Assist::AnswerEdits) {
+                        let calls = edits_from_answer(ctx, check, &history[turn_start..]).await;
+                        if !calls.is_empty() {
+                            return write_answer_code(ctx, history, calls).await;
+                        }
+                    }
+                    if !change_nudged {
+                        if ctx.settings.assists.on(Assist::AnswerEdits) && file_asks.start(check) {
+                            continue;
+                        }
+                        change_nudged = true;
+                        history.push(check.nudge(format));
+                        call_due = true;
+                        continue;
+                    }
                 }
                 // A file the turn wrote that does not parse, and the code it needs in the
                 // answer: the write the model left out.
                 if ctx.settings.assists.on(Assist::CheckWrites)
                     && let Some(call) = write_from_answer(ctx, &history[turn_start..]).await
                 {
-                    return write_answer_code(ctx, history, call).await;
+                    return write_answer_code(ctx, history, vec![call]).await;
                 }
             }
             return Ok(match round.finish {
@@ -281,6 +319,16 @@ pub async fn run_turn(
         };
         if let Some(stop) = run_round_calls(ctx, history, &round.calls, unrun, &mut guard).await? {
             return Ok(stop);
+        }
+        // Only invented or broken calls for a change to named files: the files are asked for
+        // whole instead.
+        if malformed_rounds > 0
+            && ctx.settings.assists.on(Assist::AnswerEdits)
+            && let Some(check) = &change_check
+            && !check.changed(ctx.client).await
+            && file_asks.start(check)
+        {
+            tracing::info!("asking for the files to change whole after a round of broken calls");
         }
     }
     ctx.client.send(AgentEvent::AgentText {
@@ -382,28 +430,59 @@ async fn run_round_calls(
     Ok(None)
 }
 
-/// Runs `call`, made from the turn's answer, as part of the answer's round, and ends the turn.
+/// Runs `calls`, made from the turn's answer, as part of the answer's round, and ends the turn.
 async fn write_answer_code(
     ctx: &TurnContext<'_>,
     history: &mut Vec<HistoryEntry>,
-    call: ToolCallRecord,
+    calls: Vec<ToolCallRecord>,
 ) -> Result<StopReason, TurnError> {
-    tracing::info!("writing the answer's code block to the file the turn left broken");
+    tracing::info!(
+        writes = calls.len(),
+        "writing the answer's code to the files it is for"
+    );
     match history.last_mut() {
-        Some(HistoryEntry::Assistant { tool_calls, .. }) => tool_calls.push(call.clone()),
+        Some(HistoryEntry::Assistant { tool_calls, .. }) => tool_calls.extend(calls.clone()),
         _ => history.push(HistoryEntry::Assistant {
             text: String::new(),
             reasoning: None,
-            tool_calls: vec![call.clone()],
+            tool_calls: calls.clone(),
         }),
     }
-    let (results, stop) = run_calls(&ctx.dispatch(), std::slice::from_ref(&call)).await;
+    let (results, stop) = run_calls(&ctx.dispatch(), &calls).await;
     history.extend(results);
     match stop {
         Some(DispatchStop::Cancelled) => Ok(StopReason::Cancelled),
         Some(DispatchStop::Abort(message)) => Err(TurnError::Aborted(message)),
         None => Ok(StopReason::EndTurn),
     }
+}
+
+/// Makes the last two entries one answer where both are answers without calls: the files of
+/// one turn asked for whole answer one after the other.
+fn join_answers(history: &mut Vec<HistoryEntry>) {
+    let [
+        ..,
+        HistoryEntry::Assistant {
+            text: first,
+            tool_calls: none,
+            ..
+        },
+        HistoryEntry::Assistant {
+            text: second,
+            tool_calls,
+            ..
+        },
+    ] = history.as_mut_slice()
+    else {
+        return;
+    };
+    if !none.is_empty() || !tool_calls.is_empty() {
+        return;
+    }
+    let second = std::mem::take(second);
+    first.push_str("\n\n");
+    first.push_str(&second);
+    history.pop();
 }
 
 /// A call that is not run (malformed, or a repeat): a failed card for the user, the reason

@@ -63,6 +63,10 @@ impl ChangeCheck {
             if write == Verb::Write && seen != Seen::Missing {
                 continue;
             }
+            // "Make area_circle use math.pi": a dotted name that is no file is code.
+            if seen == Seen::Missing && !names_a_file_type(&name) {
+                continue;
+            }
             targets.push((name, path, seen));
         }
         (!targets.is_empty()).then_some(Self { targets })
@@ -76,6 +80,18 @@ impl ChangeCheck {
             }
         }
         false
+    }
+
+    /// The files the request asks to change: each name as written, where it is, and what it
+    /// held when the turn began (`None`: it did not exist).
+    pub fn targets(&self) -> impl Iterator<Item = (&str, &Path, Option<&str>)> {
+        self.targets.iter().map(|(name, path, seen)| {
+            let held = match seen {
+                Seen::Missing => None,
+                Seen::Text(text) => Some(text.as_str()),
+            };
+            (name.as_str(), path.as_path(), held)
+        })
     }
 
     /// The nudge for an answer that left every file as it was, as the next user message.
@@ -192,6 +208,68 @@ fn asks_to_write(asked: &str) -> Option<Verb> {
     }
 }
 
+/// Extensions of the files people ask for by name. A missing file counts as a target only
+/// with one of these: `math.pi`, `os.path` or `settings.MAX_RETRIES` in a request name code.
+const FILE_TYPES: [&str; 48] = [
+    "py",
+    "rs",
+    "toml",
+    "json",
+    "md",
+    "txt",
+    "sh",
+    "bash",
+    "yaml",
+    "yml",
+    "js",
+    "mjs",
+    "cjs",
+    "ts",
+    "tsx",
+    "jsx",
+    "html",
+    "css",
+    "scss",
+    "c",
+    "h",
+    "cc",
+    "cpp",
+    "hpp",
+    "go",
+    "java",
+    "kt",
+    "rb",
+    "php",
+    "swift",
+    "lua",
+    "sql",
+    "csv",
+    "tsv",
+    "xml",
+    "ini",
+    "cfg",
+    "conf",
+    "env",
+    "lock",
+    "gitignore",
+    "dockerignore",
+    "editorconfig",
+    "rst",
+    "tex",
+    "r",
+    "zig",
+    "cs",
+];
+
+/// Whether `name` ends in an extension of [`FILE_TYPES`] (or is a name like `Makefile`).
+fn names_a_file_type(name: &str) -> bool {
+    let file = name.rsplit('/').next().unwrap_or(name);
+    match file.rsplit_once('.') {
+        Some((_, ext)) => FILE_TYPES.contains(&ext.to_ascii_lowercase().as_str()),
+        None => true,
+    }
+}
+
 /// What `path` holds now; `None` for a file too large to compare.
 async fn look(path: &Path, client: &dyn ClientOps) -> Option<Seen> {
     match std::fs::metadata(path) {
@@ -201,10 +279,13 @@ async fn look(path: &Path, client: &dyn ClientOps) -> Option<Seen> {
         Ok(_) => return None,
         Err(_) => return Some(Seen::Missing),
     }
-    Some(match client.read_text_file(path, None, None).await {
-        Ok(text) => Seen::Text(text),
-        Err(_) => Seen::Missing,
-    })
+    // A file that exists but cannot be read as text (an image, no permission) is not one
+    // this check can judge, nor one to write from an answer: it is no target.
+    client
+        .read_text_file(path, None, None)
+        .await
+        .ok()
+        .map(Seen::Text)
 }
 
 #[cfg(test)]
@@ -232,6 +313,23 @@ mod tests {
             "Explain main.py",
         ] {
             assert_eq!(asks_to_write(asked), None, "{asked}");
+        }
+    }
+
+    #[test]
+    fn a_missing_name_is_a_file_only_with_a_file_type() {
+        for name in [
+            "hello.py",
+            "src/lib.rs",
+            ".gitignore",
+            "TODO.md",
+            "Makefile",
+            "a.JSON",
+        ] {
+            assert!(names_a_file_type(name), "{name}");
+        }
+        for name in ["math.pi", "os.path", "settings.MAX_RETRIES", "v1.2"] {
+            assert!(!names_a_file_type(name), "{name}");
         }
     }
 

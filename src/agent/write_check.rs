@@ -30,6 +30,40 @@ try:\n    compile(src, 'the file', 'exec', dont_inherit=True)\n\
 except SyntaxError as e:\n    print(f'line {e.lineno}: {e.msg}')\n\
 except (ValueError, RecursionError, MemoryError) as e:\n    print(f'{type(e).__name__}: {e}')\n";
 
+/// Prints the standard-library modules stdin's module uses as `module.name` without binding
+/// the name anywhere (no import, assignment, parameter or definition of it): `math.pi` in a
+/// file that never imports math. Nothing for a file that does not parse or star-imports.
+const PYTHON_UNIMPORTED: &str = r#"import ast, sys
+try:
+    tree = ast.parse(sys.stdin.buffer.read())
+except Exception:
+    sys.exit(0)
+bound = set(dir(__builtins__))
+for node in ast.walk(tree):
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        if any(a.name == '*' for a in node.names):
+            sys.exit(0)
+        bound.update((a.asname or a.name).split('.')[0] for a in node.names)
+    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        bound.add(node.name)
+    elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+        bound.add(node.id)
+    elif isinstance(node, ast.arg):
+        bound.add(node.arg)
+    elif isinstance(node, (ast.Global, ast.Nonlocal)):
+        bound.update(node.names)
+    elif isinstance(node, ast.ExceptHandler) and node.name:
+        bound.add(node.name)
+    elif type(node).__name__ in ('MatchAs', 'MatchStar') and node.name:
+        bound.add(node.name)
+    elif type(node).__name__ == 'MatchMapping' and node.rest:
+        bound.add(node.rest)
+std = getattr(sys, 'stdlib_module_names', ())
+used = {n.value.id for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+        and isinstance(n.value, ast.Name) and isinstance(n.value.ctx, ast.Load)}
+print('unimported:', *sorted(m for m in used - bound if m in std))
+"#;
+
 /// A file type this check can parse.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Syntax {
@@ -79,6 +113,29 @@ impl Syntax {
         let complaint = complaint.trim();
         Some(complaint.chars().take(COMPLAINT_CHARS).collect())
     }
+}
+
+/// The standard-library modules `text` (Python) uses without importing them (see
+/// [`PYTHON_UNIMPORTED`]); none where `python3` cannot be run or the turn is cancelled.
+pub async fn unimported_modules(ctx: &TurnContext<'_>, text: &str) -> Vec<String> {
+    tokio::select! {
+        () = ctx.cancel.cancelled() => Vec::new(),
+        modules = unimported(text, ctx.cwd) => modules,
+    }
+}
+
+async fn unimported(text: &str, project: &Path) -> Vec<String> {
+    let args = ["-I", "-S", "-c", PYTHON_UNIMPORTED];
+    let said = parse_with("python3", &args, text, project).await;
+    // Only the script's own line counts: a failed run prints a traceback, never that.
+    let Some(modules) = said.as_deref().and_then(|s| s.strip_prefix("unimported:")) else {
+        return Vec::new();
+    };
+    modules
+        .split_whitespace()
+        .filter(|m| m.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        .map(str::to_string)
+        .collect()
 }
 
 /// Where `program` is installed: the first absolute `PATH` directory that holds it outside
@@ -184,6 +241,16 @@ pub async fn check_writes(
             continue;
         };
         let Some(complaint) = syntax.complaint_in(ctx, &text).await else {
+            if syntax == Syntax::Python {
+                let modules = unimported_modules(ctx, &text).await;
+                if !modules.is_empty() {
+                    let missing = modules.join(", ");
+                    ctx.client.send(AgentEvent::Notice {
+                        text: format!("{raw} uses {missing} without importing it"),
+                    });
+                    output.push_str(&unimported_for_model(raw, &modules));
+                }
+            }
             continue;
         };
         tracing::info!(path = raw, "a written file does not parse");
@@ -211,6 +278,18 @@ fn complaint_for_model(path: &str, tool: &str, syntax: Syntax, complaint: &str) 
         " If your edit broke it, fix that with edit_file.".to_string()
     };
     format!("\n\nBut {path} is not valid {name}: {complaint}.{what_to_do}")
+}
+
+/// What the model reads after the result of a write whose Python file uses standard modules
+/// it never imports.
+fn unimported_for_model(path: &str, modules: &[String]) -> String {
+    let imports: Vec<String> = modules.iter().map(|m| format!("`import {m}`")).collect();
+    format!(
+        "\n\nBut {path} uses {} without importing it: it fails when that line runs. Add {} \
+         at the top of {path} with edit_file.",
+        modules.join(", "),
+        imports.join(" and ")
+    )
 }
 
 #[cfg(test)]
@@ -290,6 +369,32 @@ mod tests {
             .await
             .unwrap();
         assert!(long.chars().count() <= COMPLAINT_CHARS);
+    }
+
+    #[tokio::test]
+    async fn standard_modules_used_without_an_import_are_named() {
+        if installed("python3", Path::new(HERE)).is_none() {
+            return;
+        }
+        let text = "import os\nfrom json import loads as j\n\ndef area(r, re):\n    \
+                    return math.pi * r * r + os.sep + re.x + j.x + foo.bar\n";
+        assert_eq!(unimported(text, Path::new(HERE)).await, ["math"]);
+        for bound in [
+            "import math\nmath.pi\n",
+            "math = 3\nmath.pi\n",
+            "from os import *\nmath.pi\n",
+            "def f(:\n    math.pi\n",
+        ] {
+            assert!(
+                unimported(bound, Path::new(HERE)).await.is_empty(),
+                "{bound}"
+            );
+        }
+        assert_eq!(
+            unimported_for_model("shapes.py", &["math".to_string()]),
+            "\n\nBut shapes.py uses math without importing it: it fails when that line runs. \
+             Add `import math` at the top of shapes.py with edit_file."
+        );
     }
 
     #[test]

@@ -60,10 +60,14 @@ pub enum Assist {
     /// A file a write or an edit left that does not parse as its type (JSON, TOML, Python,
     /// shell; parsed, never run) gets the parser's message at the end of the call's result.
     CheckWrites,
+    /// A request to change files it names whose answer left them as they were, with the code
+    /// in a fenced block: each file gets the block that fits it (the whole file again, or
+    /// Python definitions merged by name), written through the permission policy.
+    AnswerEdits,
 }
 
 impl Assist {
-    pub const ALL: [Assist; 14] = [
+    pub const ALL: [Assist; 15] = [
         Self::TextCalls,
         Self::AttachFiles,
         Self::ProjectMap,
@@ -78,6 +82,7 @@ impl Assist {
         Self::WorkedExample,
         Self::AnswerDigest,
         Self::CheckWrites,
+        Self::AnswerEdits,
     ];
 
     pub fn id(self) -> &'static str {
@@ -96,6 +101,7 @@ impl Assist {
             Self::WorkedExample => "worked_example",
             Self::AnswerDigest => "answer_digest",
             Self::CheckWrites => "check_writes",
+            Self::AnswerEdits => "answer_edits",
         }
     }
 }

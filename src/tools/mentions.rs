@@ -76,7 +76,7 @@ fn looks_like_path(word: &str) -> bool {
 }
 
 /// Names whose content is likely a secret: never sent to the model unasked.
-fn looks_secret(path: &str) -> bool {
+pub fn looks_secret(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
     name.starts_with(".env")
         || name.starts_with("id_rsa")

@@ -39,7 +39,7 @@ pub use handler::{
 };
 pub use invocation::{CommandShape, plain_invocation};
 pub use list_dir::ListDir;
-pub use mentions::{attach_named_files, named_paths, named_project_paths};
+pub use mentions::{attach_named_files, looks_secret, named_paths, named_project_paths};
 pub use paths::{PathError, Resolved, is_within, normalize, real_path, resolve};
 pub use policy::{
     Decision, Subject, USER_REJECTED, USER_REJECTED_ALWAYS, decide, offers, plan_dir,

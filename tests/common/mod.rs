@@ -10,4 +10,5 @@ pub mod golden;
 pub mod hearth_bin;
 pub mod mcp_http;
 pub mod model_requests;
+pub mod scripted_turn;
 pub mod timeline;

@@ -4,115 +4,15 @@
 //! with the prompt, and a native server's call left in the text still runs.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use async_trait::async_trait;
-use hearth::agent::{AgentCore, StopReason};
-use hearth::host::{LocalClientOps, LocalFrontEnd};
+use hearth::agent::StopReason;
+use hearth::host::LocalClientOps;
 use hearth_backend::{ContentPart, FinishReason, Role};
-use hearth_conversation::{AgentEvent, PermissionAnswer, Reach, ToolCard};
+use hearth_conversation::AgentEvent;
 
 use crate::common::fake_backend::{FakeBackend, agent_core_with, finish, text};
-
-#[derive(Default)]
-struct Front {
-    events: Mutex<Vec<AgentEvent>>,
-}
-
-#[async_trait]
-impl LocalFrontEnd for Front {
-    async fn request_permission(&self, _card: &ToolCard, _reach: Reach) -> PermissionAnswer {
-        PermissionAnswer::AllowOnce
-    }
-
-    fn send(&self, event: AgentEvent) {
-        self.events.lock().unwrap().push(event);
-    }
-}
-
-impl Front {
-    fn answer(&self) -> String {
-        self.events
-            .lock()
-            .unwrap()
-            .iter()
-            .filter_map(|e| match e {
-                AgentEvent::AgentText { text } => Some(text.clone()),
-                _ => None,
-            })
-            .collect()
-    }
-
-    fn card_titles(&self) -> Vec<String> {
-        self.events
-            .lock()
-            .unwrap()
-            .iter()
-            .filter_map(|e| match e {
-                AgentEvent::ToolCallStarted { card } => Some(card.title.clone()),
-                _ => None,
-            })
-            .collect()
-    }
-}
-
-fn core(backend: &FakeBackend, data: &Path, format: &str, agent: &str) -> Arc<AgentCore> {
-    Arc::new(agent_core_with(backend, data, format, agent))
-}
-
-fn reply(backend: &FakeBackend, answer: &str) {
-    backend.push(vec![text(answer), finish(FinishReason::Stop)]);
-}
-
-/// Runs one prompt in `project`; returns the stop reason and the front end.
-async fn prompt(
-    backend: &FakeBackend,
-    project: &Path,
-    format: &str,
-    words: &str,
-) -> (StopReason, Arc<Front>) {
-    prompt_with(backend, project, format, "", words).await
-}
-
-/// [`prompt`] with `agent` as the config's `[agent]` table.
-async fn prompt_with(
-    backend: &FakeBackend,
-    project: &Path,
-    format: &str,
-    agent: &str,
-    words: &str,
-) -> (StopReason, Arc<Front>) {
-    let data = tempfile::tempdir().unwrap();
-    let core = core(backend, data.path(), format, agent);
-    let session = core.new_session(
-        project.to_path_buf(),
-        core.default_settings(None, None, &[]),
-    );
-    let front = Arc::new(Front::default());
-    let client = LocalClientOps::new(front.clone());
-    let ticket = session.begin_turn();
-    let stop = core
-        .run_prompt(&session, &ticket, vec![ContentPart::text(words)], &client)
-        .await
-        .unwrap();
-    (stop, front)
-}
-
-/// The text request `n` sent after the model's last message (tool results, nudges, and the
-/// reminder of the task that follows tool results).
-fn last_message(backend: &FakeBackend, n: usize) -> String {
-    let request = &backend.requests()[n];
-    let start = request
-        .messages
-        .iter()
-        .rposition(|m| m.role == Role::Assistant)
-        .map_or(0, |i| i + 1);
-    request.messages[start..]
-        .iter()
-        .map(|m| m.plain_text())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
+use crate::common::scripted_turn::{Front, last_message, prompt, prompt_with, reply};
 
 #[tokio::test]
 async fn an_invented_tool_is_answered_with_the_real_ones_and_never_shown_as_the_answer() {
@@ -522,10 +422,13 @@ async fn code_shown_instead_of_written_gets_one_nudge_and_files_that_changed_or_
          \"content\": \"print('hi')\\n\"}}\n</tool_call>",
     );
     reply(&backend, "I created hello.py.");
-    let (stop, front) = prompt(
+    // The nudge is what a request gets with the answer's code not taken (answer_edits).
+    let answer_edits_off = "assists_off = [\"answer_edits\"]";
+    let (stop, front) = prompt_with(
         &backend,
         project.path(),
         "hermes",
+        answer_edits_off,
         "Create hello.py that prints hi, and fix the typo in app.py",
     )
     .await;
@@ -558,7 +461,8 @@ async fn code_shown_instead_of_written_gets_one_nudge_and_files_that_changed_or_
     let backend = FakeBackend::default();
     reply(&backend, "```python\nprint('Welcome')\n```");
     reply(&backend, "Done, app.py is fixed.");
-    prompt(&backend, project.path(), "hermes", "Fix the typo in app.py").await;
+    let words = "Fix the typo in app.py";
+    prompt_with(&backend, project.path(), "hermes", answer_edits_off, words).await;
     assert_eq!(backend.requests().len(), 2);
 
     // Questions, requests for code, and the assist turned off get no nudge.
