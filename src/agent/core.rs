@@ -21,8 +21,8 @@ use crate::parse::SESSION_PART;
 use crate::store::{SessionSnapshot, Store, StoreError, title_from_prompt};
 use crate::sync::lock;
 use crate::tools::{
-    Resolved, Roots, ToolLimits, ToolRegistry, attach_named_files, plan_dir, plan_mode_prompt,
-    project_map,
+    Resolved, Roots, ToolLimits, ToolRegistry, attach_named_files, lookup_terms, plan_dir,
+    plan_mode_prompt, project_map,
 };
 
 const SYSTEM_PROMPT: &str = include_str!("../../prompts/system.md");
@@ -248,7 +248,8 @@ impl AgentCore {
     }
 
     /// The prompt with what the assists put before it: on a session's `first` prompt the
-    /// project's layout (project_map), then the project files it names (attach_files).
+    /// project's layout (project_map), then the project files it names (attach_files), then the
+    /// lines that hold its terms (lookup_terms).
     async fn with_context(
         &self,
         prompt: Vec<ContentPart>,
@@ -263,6 +264,9 @@ impl AgentCore {
         }
         if assists.on(Assist::AttachFiles) {
             parts.extend(attach_named_files(&prompt, cwd, client).await);
+        }
+        if assists.on(Assist::LookupTerms) {
+            parts.extend(lookup_terms(&prompt, cwd).await);
         }
         if parts.is_empty() {
             return prompt;

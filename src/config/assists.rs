@@ -64,10 +64,14 @@ pub enum Assist {
     /// in a fenced block: each file gets the block that fits it (the whole file again, or
     /// Python definitions merged by name), written through the permission policy.
     AnswerEdits,
+    /// The prompt's identifiers (`connect_db`, `TODO`) and rarer words (`license`) are looked
+    /// up in the project's text files; the lines that hold them, with the two above each, ride
+    /// along with the prompt (bounded; named, ignored, binary and secret files left out).
+    LookupTerms,
 }
 
 impl Assist {
-    pub const ALL: [Assist; 15] = [
+    pub const ALL: [Assist; 16] = [
         Self::TextCalls,
         Self::AttachFiles,
         Self::ProjectMap,
@@ -83,6 +87,7 @@ impl Assist {
         Self::AnswerDigest,
         Self::CheckWrites,
         Self::AnswerEdits,
+        Self::LookupTerms,
     ];
 
     pub fn id(self) -> &'static str {
@@ -102,6 +107,7 @@ impl Assist {
             Self::AnswerDigest => "answer_digest",
             Self::CheckWrites => "check_writes",
             Self::AnswerEdits => "answer_edits",
+            Self::LookupTerms => "lookup_terms",
         }
     }
 }

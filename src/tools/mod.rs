@@ -13,6 +13,7 @@ mod grep;
 mod handler;
 mod invocation;
 mod list_dir;
+mod lookup;
 mod mentions;
 mod paths;
 mod policy;
@@ -39,6 +40,7 @@ pub use handler::{
 };
 pub use invocation::{CommandShape, plain_invocation};
 pub use list_dir::ListDir;
+pub use lookup::lookup_terms;
 pub use mentions::{attach_named_files, looks_secret, named_paths, named_project_paths};
 pub use paths::{PathError, Resolved, is_within, normalize, real_path, resolve};
 pub use policy::{

@@ -302,6 +302,33 @@ async fn the_answers_code_is_written_to_a_file_the_turn_left_broken_when_it_pars
 }
 
 #[tokio::test]
+async fn the_prompts_terms_are_looked_up_and_the_lines_that_hold_them_ride_along() {
+    let project = tempfile::tempdir().unwrap();
+    std::fs::create_dir(project.path().join("src")).unwrap();
+    std::fs::write(
+        project.path().join("src/db.py"),
+        "def connect_db(url):\n    return url\n",
+    )
+    .unwrap();
+    std::fs::write(
+        project.path().join("src/orders.py"),
+        "def load_orders():\n    return connect_db(\"sqlite://\")\n",
+    )
+    .unwrap();
+    let words = "Which function in the src directory calls connect_db?";
+    for (agent, looked_up) in [("", true), ("assists_off = [\"lookup_terms\"]", false)] {
+        let backend = FakeBackend::default();
+        reply(&backend, "load_orders calls it.");
+        prompt_with(&backend, project.path(), "hermes", agent, words).await;
+        let sent = backend.requests()[0].messages.last().unwrap().plain_text();
+        let hit =
+            "src/orders.py, line 2:\ndef load_orders():\n    return connect_db(\"sqlite://\")\n";
+        assert_eq!(sent.contains(hit), looked_up, "{sent}");
+        assert!(sent.ends_with(words), "the question comes last: {sent}");
+    }
+}
+
+#[tokio::test]
 async fn files_the_prompt_names_ride_along_but_never_secrets_or_files_outside() {
     let outside = tempfile::tempdir().unwrap();
     std::fs::write(outside.path().join("far.py"), "FAR = 1\n").unwrap();
