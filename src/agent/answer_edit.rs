@@ -16,7 +16,9 @@ use hearth_conversation::{HistoryEntry, ToolCallId, ToolCallRecord};
 use serde_json::json;
 
 use super::answer_code::{fenced_blocks, language_of};
-use super::code_merge::{add_imports, is_whole_file, keeps_the_rest, merge_python, redefines};
+use super::code_merge::{
+    add_imports, changes_something, is_whole_file, keeps_the_rest, merge_python, redefines,
+};
 use super::file_request::FileAsk;
 use super::turn_context::TurnContext;
 use super::unchanged::ChangeCheck;
@@ -147,14 +149,19 @@ pub async fn asked_file_write(
             }
             .or_else(|| keeps_the_rest(old, &code).then(|| code.clone())),
         };
-        let Some(content) = content else {
+        let changed = |c: &String| {
+            ask.held
+                .as_ref()
+                .is_none_or(|old| changes_something(old, c))
+        };
+        let Some(content) = content.filter(changed) else {
             continue;
         };
         let content = finished(ctx, syntax, content).await;
         if ctx.cancel.is_cancelled() {
             return None;
         }
-        if let Some(content) = content.filter(|c| Some(c) != ask.held.as_ref()) {
+        if let Some(content) = content {
             return Some(ToolCallRecord {
                 id: ToolCallId::generate(),
                 name: WRITE_FILE.to_string(),
@@ -200,8 +207,10 @@ async fn changed_file(
     if !old.ends_with('\n') && content.ends_with('\n') && !old.is_empty() {
         content.pop();
     }
-    let content = finished(ctx, syntax, content).await?;
-    (content != old).then_some(content)
+    if !changes_something(old, &content) {
+        return None;
+    }
+    finished(ctx, syntax, content).await
 }
 
 /// `content` with the standard modules it uses imported (Python), where it parses as its type.

@@ -48,6 +48,19 @@ fn kept_lines(old: &str, block: &str) -> Option<(usize, usize)> {
     Some((kept, old_lines.len()))
 }
 
+/// Whether `new` changes more of `old` than blank lines and trailing blanks: a block that
+/// only reflows the file is not the change asked for, and not worth a write.
+pub fn changes_something(old: &str, new: &str) -> bool {
+    let substance = |text: &str| -> Vec<String> {
+        text.lines()
+            .map(str::trim_end)
+            .filter(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    substance(old) != substance(new)
+}
+
 /// A line that stands for code left out: `# ...`, `// rest of the code`, `...` alone.
 fn elides(line: &str) -> bool {
     let line = line.trim();

@@ -147,3 +147,22 @@ fn brackets_in_strings_and_comments_and_lines_of_a_long_string_start_nothing() {
     let merged = merge_python(escaped, "def f():\n    return 2\n").unwrap();
     assert_eq!(merged, escaped.replace("return 1", "return 2"));
 }
+
+#[test]
+fn blank_lines_alone_are_no_change() {
+    assert!(!changes_something(SHAPES, &SHAPES.replace("\n\n\n", "\n")));
+    assert!(!changes_something(
+        SHAPES,
+        &SHAPES.replace("side\n", "side  \n")
+    ));
+    assert!(changes_something(SHAPES, &format!("import math\n{SHAPES}")));
+    assert!(changes_something(
+        SHAPES,
+        &SHAPES.replace("3.14", "math.pi")
+    ));
+    assert!(changes_something(
+        SHAPES,
+        &SHAPES.replace("    return side", "        return side")
+    ));
+    assert!(changes_something("x = 1\n", ""));
+}
