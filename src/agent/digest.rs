@@ -95,7 +95,14 @@ fn digest(
                 prompt.iter().cloned().partition(|part| {
                     matches!(part, ContentPart::Text { text } if text.starts_with("<context "))
                 });
-            let mut user = context;
+            // The project's layout is no result and answers nothing: asked for FizzBuzz after
+            // listing src twice, the 0.5B gave the listing back as its answer.
+            let mut user: Vec<ContentPart> = context
+                .into_iter()
+                .filter(|part| {
+                    !matches!(part, ContentPart::Text { text } if text.starts_with("<context listing="))
+                })
+                .collect();
             if !results.is_empty() {
                 user.push(ContentPart::text(results));
             }

@@ -47,6 +47,7 @@ fn a_turn() -> Vec<HistoryEntry> {
     vec![
         HistoryEntry::User {
             content: vec![
+                ContentPart::text("<context listing=\"project files\">\ngreet.py\n</context>\n\n"),
                 ContentPart::text("<context file=\"greet.py\">\ndef greet(): ...\n</context>\n\n"),
                 ContentPart::text("What does greet.py print, and do the tests pass?"),
             ],
@@ -80,6 +81,7 @@ fn the_digest_puts_each_result_that_ran_before_the_prompts_words_once() {
         <context path=\"greet.py\">\nprint(\"Howdy\")\n</context>\n\n\
         <context command=\"python3 -m unittest\">\nexit code: 1\noutput:\nFAILED (failures=1)\n</context>\n\n\
         What does greet.py print, and do the tests pass?";
+    // The project's layout is left out: it answers nothing, and the 0.5B echoed it.
     assert_eq!(user_text(&user), expected);
     assert_eq!(
         user.len(),
