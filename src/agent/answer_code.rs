@@ -19,14 +19,7 @@ pub async fn write_from_answer(
     ctx: &TurnContext<'_>,
     turn: &[HistoryEntry],
 ) -> Option<ToolCallRecord> {
-    let answer: Vec<&str> = turn
-        .iter()
-        .filter_map(|entry| match entry {
-            HistoryEntry::Assistant { text, .. } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect();
-    let answer = answer.join("\n");
+    let answer = turn_answer(turn);
     for path in written_paths(turn).into_iter().rev() {
         let Some((syntax, text)) = checkable_file(ctx, path).await else {
             continue;
@@ -61,6 +54,18 @@ pub async fn write_from_answer(
         });
     }
     None
+}
+
+/// Everything the turn's rounds said, as the user read it, joined by line breaks.
+pub(super) fn turn_answer(turn: &[HistoryEntry]) -> String {
+    let said: Vec<&str> = turn
+        .iter()
+        .filter_map(|entry| match entry {
+            HistoryEntry::Assistant { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    said.join("\n")
 }
 
 /// The paths the turn's whole-file writes that succeeded named, first written first, once

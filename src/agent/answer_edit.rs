@@ -15,7 +15,7 @@ use std::path::Path;
 use hearth_conversation::{HistoryEntry, ToolCallId, ToolCallRecord};
 use serde_json::json;
 
-use super::answer_code::{fenced_blocks, language_of};
+use super::answer_code::{fenced_blocks, language_of, turn_answer};
 use super::code_merge::{
     add_imports, changes_something, is_whole_file, keeps_the_rest, merge_python, redefines,
 };
@@ -81,14 +81,7 @@ pub async fn edits_from_answer(
     check: &ChangeCheck,
     turn: &[HistoryEntry],
 ) -> Vec<ToolCallRecord> {
-    let answer: Vec<&str> = turn
-        .iter()
-        .filter_map(|entry| match entry {
-            HistoryEntry::Assistant { text, .. } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect();
-    let mut blocks = fenced_blocks(&answer.join("\n"));
+    let mut blocks = fenced_blocks(&turn_answer(turn));
     // The latest block first: after a nudge, the model's last word.
     blocks.reverse();
     let mut used = vec![false; blocks.len()];

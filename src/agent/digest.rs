@@ -13,9 +13,9 @@ use hearth_conversation::{HistoryEntry, ToolCallRecord};
 use serde_json::Value;
 
 use super::loop_guard::NOT_RUN;
+use super::request::{request_of_its_own, session_part};
 use super::request_fit::RequestShape;
 use crate::context::{Budget, MESSAGE_OVERHEAD, TokenCounter};
-use crate::parse::{SESSION_PART, call_stop_strings, render_messages, stop_strings};
 
 const DIGEST_PROMPT: &str = include_str!("../../prompts/answer_digest.md");
 
@@ -42,23 +42,17 @@ pub fn digest_request(
     let counter = shape
         .context
         .counter(shape.endpoint.backend.as_ref(), shape.model);
-    let (system, user) = digest(system_prompt, turn, &counter, budget.available())?;
-    let messages = render_messages(
-        shape.format,
-        &system,
-        &[],
-        &[HistoryEntry::User { content: user }],
-    );
-    let mut request = CompletionRequest::new(shape.model, messages);
-    request.stop = stop_strings(shape.format);
-    request.stop.extend(call_stop_strings(shape.format));
+    let (_, user) = digest(system_prompt, turn, &counter, budget.available())?;
     // An answer from results is short; a small model that echoes the results instead runs on
     // until the limit, which on a CPU costs a minute or more.
-    request.max_tokens = Some(budget.max_tokens.min(DIGEST_MAX_TOKENS));
-    request.temperature = shape.endpoint.config.temperature;
-    request.context_window = Some(shape.context.window_tokens());
-    request.answer_only = true;
-    Some(request)
+    let max_tokens = budget.max_tokens.min(DIGEST_MAX_TOKENS);
+    Some(request_of_its_own(
+        shape,
+        DIGEST_PROMPT,
+        system_prompt,
+        user,
+        max_tokens,
+    ))
 }
 
 /// The digest's system prompt and user message, within `available` tokens: the oldest results
@@ -72,10 +66,11 @@ fn digest(
     let Some(HistoryEntry::User { content: prompt }) = turn.first() else {
         return None;
     };
-    let own = system_prompt
-        .split_once(SESSION_PART)
-        .map_or("", |(_, own)| own.trim());
-    let system = format!("{}\n\n{own}", DIGEST_PROMPT.trim_end());
+    let system = format!(
+        "{}\n\n{}",
+        DIGEST_PROMPT.trim_end(),
+        session_part(system_prompt)
+    );
     let fixed = counter.count(&system)
         + prompt
             .iter()

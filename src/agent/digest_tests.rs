@@ -3,6 +3,7 @@ use serde_json::json;
 
 use super::*;
 use crate::agent::loop_guard::REPEAT_NUDGE;
+use crate::parse::SESSION_PART;
 
 /// One token per character.
 struct Chars;

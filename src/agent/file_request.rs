@@ -10,10 +10,10 @@
 use hearth_backend::{CompletionRequest, ContentPart};
 use hearth_conversation::{HistoryEntry, ToolCallRecord};
 
+use super::request::{request_of_its_own, session_part};
 use super::request_fit::RequestShape;
 use super::unchanged::ChangeCheck;
 use crate::context::{Budget, MESSAGE_OVERHEAD, TokenCounter};
-use crate::parse::{SESSION_PART, call_stop_strings, render_messages, stop_strings};
 use crate::tools::looks_secret;
 
 const FILE_PROMPT: &str = include_str!("../../prompts/file_request.md");
@@ -124,10 +124,11 @@ fn file_request(
     let Some(HistoryEntry::User { content: prompt }) = turn.first() else {
         return None;
     };
-    let own = system_prompt
-        .split_once(SESSION_PART)
-        .map_or("", |(_, own)| own.trim());
-    let system = format!("{}\n\n{own}", FILE_PROMPT.trim_end());
+    let system = format!(
+        "{}\n\n{}",
+        FILE_PROMPT.trim_end(),
+        session_part(system_prompt)
+    );
     let user = user_message(prompt, ask);
     let counter = shape
         .context
@@ -148,20 +149,13 @@ fn file_request(
     if asked + max_tokens as usize > budget.window as usize - budget.margin as usize {
         return None;
     }
-    let messages = render_messages(
-        shape.format,
-        &system,
-        &[],
-        &[HistoryEntry::User { content: user }],
-    );
-    let mut request = CompletionRequest::new(shape.model, messages);
-    request.stop = stop_strings(shape.format);
-    request.stop.extend(call_stop_strings(shape.format));
-    request.max_tokens = Some(max_tokens);
-    request.temperature = shape.endpoint.config.temperature;
-    request.context_window = Some(shape.context.window_tokens());
-    request.answer_only = true;
-    Some(request)
+    Some(request_of_its_own(
+        shape,
+        FILE_PROMPT,
+        system_prompt,
+        user,
+        max_tokens,
+    ))
 }
 
 /// The prompt's attached files and listing (the asked file's own block left out), the file as
