@@ -8,6 +8,7 @@
 use hearth_conversation::{HistoryEntry, ToolCallId, ToolCallRecord};
 use serde_json::json;
 
+use super::file_request::FileAsk;
 use super::turn_context::TurnContext;
 use super::write_check::{Syntax, checkable_file};
 use crate::tools::WRITE_FILE;
@@ -52,6 +53,24 @@ pub async fn write_from_answer(
             name: WRITE_FILE.to_string(),
             arguments: json!({ "path": path, "content": code }),
         });
+    }
+    None
+}
+
+/// The file ask for a file the turn wrote whole and left broken (the answer held no block to
+/// put in it): the last such file, asked for again with its parser's complaint.
+pub async fn broken_write_ask(ctx: &TurnContext<'_>, turn: &[HistoryEntry]) -> Option<FileAsk> {
+    for path in written_paths(turn).into_iter().rev() {
+        let Some((syntax, text)) = checkable_file(ctx, path).await else {
+            continue;
+        };
+        if let Some(complaint) = syntax.complaint_in(ctx, &text).await {
+            return Some(FileAsk {
+                name: path.to_string(),
+                held: None,
+                broken: Some(format!("it is not valid {}: {complaint}", syntax.name())),
+            });
+        }
     }
     None
 }

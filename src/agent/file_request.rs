@@ -31,6 +31,9 @@ const FILE_MAX_TOKENS: u32 = 4096;
 pub struct FileAsk {
     pub name: String,
     pub held: Option<String>,
+    /// Why the file the turn wrote must be written again (its parser's complaint): it is then
+    /// asked for as a new file, with the complaint.
+    pub broken: Option<String>,
 }
 
 /// The files one turn asks for whole, one request each, and the writes their answers made.
@@ -60,12 +63,23 @@ impl FileAsks {
             .map(|(name, _, held)| FileAsk {
                 name: name.to_string(),
                 held: held.map(str::to_string),
+                broken: None,
             })
             .collect();
         // Asked in the order named: the last is popped first.
         pending.reverse();
         self.pending = pending;
         !self.pending.is_empty()
+    }
+
+    /// Starts asking for one file the turn wrote and left broken, once per turn.
+    pub fn start_with(&mut self, ask: FileAsk) -> bool {
+        if self.started {
+            return false;
+        }
+        self.started = true;
+        self.pending = vec![ask];
+        true
     }
 
     /// The next file's request, where one fits (a file that does not is skipped).
@@ -177,7 +191,13 @@ fn user_message(prompt: &[ContentPart], ask: &FileAsk) -> Vec<ContentPart> {
             )));
             format!("the complete new content of {}", ask.name)
         }
-        None => format!("the complete content of the new file {}", ask.name),
+        None => match &ask.broken {
+            Some(complaint) => format!(
+                "the complete content of {} again: as you wrote it, {complaint}. Write it",
+                ask.name
+            ),
+            None => format!("the complete content of the new file {}", ask.name),
+        },
     };
     user.extend(words);
     user.push(ContentPart::text(format!(
@@ -210,6 +230,7 @@ mod tests {
         let ask = FileAsk {
             name: "main.py".into(),
             held: Some("from calc import calc_sum\n".into()),
+            broken: None,
         };
         let text: Vec<String> = user_message(&prompt, &ask)
             .iter()
@@ -229,6 +250,7 @@ mod tests {
         let ask = FileAsk {
             name: "calc.py".into(),
             held: Some("def calc_sum(n):\n    return sum(n)\n".into()),
+            broken: None,
         };
         let text: String = user_message(&prompt, &ask)
             .iter()
@@ -239,6 +261,7 @@ mod tests {
         let ask = FileAsk {
             name: "tools.py".into(),
             held: None,
+            broken: None,
         };
         let text: String = user_message(&prompt, &ask)
             .iter()

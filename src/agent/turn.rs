@@ -5,7 +5,7 @@ use hearth_conversation::{
     AgentEvent, HistoryEntry, Mode, ToolCallRecord, ToolCard, ToolContent, ToolKind, ToolStatus,
 };
 
-use super::answer_code::write_from_answer;
+use super::answer_code::{broken_write_ask, write_from_answer};
 use super::answer_edit::{asked_file_write, edits_from_answer};
 use super::digest::digest_request;
 use super::dispatch::{DispatchStop, run_calls};
@@ -290,6 +290,14 @@ pub async fn run_turn(
                     && let Some(call) = write_from_answer(ctx, &history[turn_start..]).await
                 {
                     return write_answer_code(ctx, history, vec![call]).await;
+                }
+                // Still broken, and no block for it: the file is asked for again, whole.
+                if ctx.settings.assists.on(Assist::AnswerEdits)
+                    && ctx.settings.assists.on(Assist::CheckWrites)
+                    && let Some(ask) = broken_write_ask(ctx, &history[turn_start..]).await
+                    && file_asks.start_with(ask)
+                {
+                    continue;
                 }
             }
             return Ok(match round.finish {

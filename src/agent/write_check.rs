@@ -85,7 +85,7 @@ impl Syntax {
         }
     }
 
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Self::Json => "JSON",
             Self::Toml => "TOML",
@@ -108,11 +108,22 @@ impl Syntax {
                 let args = ["-I", "-S", "-c", PYTHON_CHECK];
                 parse_with("python3", &args, text, project).await
             }
-            Self::Shell => parse_with("sh", &["-n"], text, project).await,
+            Self::Shell => parse_with(shell_of(text), &["-n"], text, project).await,
         }?;
         let complaint = complaint.trim();
         Some(complaint.chars().take(COMPLAINT_CHARS).collect())
     }
+}
+
+/// The shell a script is written for: bash where its `#!` line names bash (`#!/bin/bash`,
+/// `#!/usr/bin/env bash`), else `sh`. A bash script's `for ((…))` is not an error.
+fn shell_of(text: &str) -> &'static str {
+    let first = text.lines().next().unwrap_or("");
+    let names_bash = first.starts_with("#!")
+        && first[2..]
+            .split(|c: char| c == '/' || c.is_whitespace())
+            .any(|word| word == "bash");
+    if names_bash { "bash" } else { "sh" }
 }
 
 /// The standard-library modules `text` (Python) uses without importing them (see
@@ -369,6 +380,15 @@ mod tests {
             .await
             .unwrap();
         assert!(long.chars().count() <= COMPLAINT_CHARS);
+    }
+
+    #[test]
+    fn a_script_whose_first_line_names_bash_is_parsed_by_bash() {
+        assert_eq!(shell_of("#!/bin/bash\nfor ((i=0;;)); do :; done\n"), "bash");
+        assert_eq!(shell_of("#!/usr/bin/env bash\n"), "bash");
+        assert_eq!(shell_of("#!/bin/sh\necho hi\n"), "sh");
+        assert_eq!(shell_of("echo bash\n"), "sh");
+        assert_eq!(shell_of("#!/opt/bashful/sh\n"), "sh");
     }
 
     #[tokio::test]

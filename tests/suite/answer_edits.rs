@@ -345,3 +345,47 @@ async fn a_file_that_may_hold_secrets_is_never_asked_for_and_one_not_text_never_
     assert_eq!(backend.requests().len(), 1);
     assert_eq!(std::fs::read(project.path().join("logo.png")).unwrap(), png);
 }
+
+#[tokio::test]
+async fn a_file_the_turn_left_broken_is_asked_for_again_with_its_parsers_complaint() {
+    // Only where `sh` is a POSIX shell that refuses bash's loop (dash, as on Debian).
+    let bashism = "for ((i=1; i<=5; i++)); do echo $i; done\n";
+    let mut sh = std::process::Command::new("sh")
+        .arg("-n")
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut sh.stdin.take().unwrap(), bashism.as_bytes()).unwrap();
+    if sh.wait().unwrap().success() {
+        return;
+    }
+    let write = format!(
+        "<tool_call>\n{{\"name\": \"write_file\", \"arguments\": {{\"path\": \"count.sh\", \"content\": {}}}}}\n</tool_call>",
+        serde_json::to_string(bashism).unwrap()
+    );
+    let (project, backend, _) = run(
+        &[],
+        &[
+            &write,
+            "Done.",
+            "```sh\nfor i in 1 2 3 4 5; do\n  echo $i\ndone\n```",
+        ],
+        "Create a shell script count.sh that prints the numbers 1 to 5",
+        "",
+    )
+    .await;
+    let requests = backend.requests();
+    assert_eq!(requests.len(), 3);
+    let ask = requests[2].messages.last().unwrap().plain_text();
+    assert!(
+        ask.contains(
+            "Write the complete content of count.sh again: as you wrote it, it is not valid shell:"
+        ),
+        "{ask}"
+    );
+    assert!(requests[2].answer_only);
+    assert_eq!(
+        read(&project, "count.sh"),
+        "for i in 1 2 3 4 5; do\n  echo $i\ndone\n"
+    );
+}
