@@ -13,7 +13,7 @@ use hearth_conversation::{HistoryEntry, ToolCallRecord};
 use serde_json::Value;
 
 use super::loop_guard::NOT_RUN;
-use super::request::{request_of_its_own, session_part};
+use super::request::{own_system, request_of_its_own};
 use super::request_fit::RequestShape;
 use crate::context::{Budget, MESSAGE_OVERHEAD, TokenCounter};
 
@@ -66,11 +66,7 @@ fn digest(
     let Some(HistoryEntry::User { content: prompt }) = turn.first() else {
         return None;
     };
-    let system = format!(
-        "{}\n\n{}",
-        DIGEST_PROMPT.trim_end(),
-        session_part(system_prompt)
-    );
+    let system = own_system(DIGEST_PROMPT, system_prompt);
     let fixed = counter.count(&system)
         + prompt
             .iter()

@@ -10,7 +10,7 @@
 use hearth_backend::{CompletionRequest, ContentPart};
 use hearth_conversation::{HistoryEntry, ToolCallRecord};
 
-use super::request::{request_of_its_own, session_part};
+use super::request::{own_system, request_of_its_own};
 use super::request_fit::RequestShape;
 use super::unchanged::ChangeCheck;
 use crate::context::{Budget, MESSAGE_OVERHEAD, TokenCounter};
@@ -138,11 +138,7 @@ fn file_request(
     let Some(HistoryEntry::User { content: prompt }) = turn.first() else {
         return None;
     };
-    let system = format!(
-        "{}\n\n{}",
-        FILE_PROMPT.trim_end(),
-        session_part(system_prompt)
-    );
+    let system = own_system(FILE_PROMPT, system_prompt);
     let user = user_message(prompt, ask);
     let counter = shape
         .context

@@ -42,7 +42,7 @@ pub fn request_of_its_own(
     user: Vec<ContentPart>,
     max_tokens: u32,
 ) -> CompletionRequest {
-    let system = format!("{}\n\n{}", purpose.trim_end(), session_part(system_prompt));
+    let system = own_system(purpose, system_prompt);
     let messages = render_messages(
         shape.format,
         &system,
@@ -59,9 +59,15 @@ pub fn request_of_its_own(
     request
 }
 
+/// The system prompt of a request of its own: `purpose`, then the session's own part of
+/// `system_prompt`.
+pub fn own_system(purpose: &str, system_prompt: &str) -> String {
+    format!("{}\n\n{}", purpose.trim_end(), session_part(system_prompt))
+}
+
 /// The session's own part of a system prompt: what follows [`SESSION_PART`] (the project and
 /// its instructions), empty where there is none.
-pub fn session_part(system_prompt: &str) -> &str {
+fn session_part(system_prompt: &str) -> &str {
     system_prompt
         .split_once(SESSION_PART)
         .map_or("", |(_, own)| own.trim())
