@@ -146,3 +146,26 @@ async fn named_secret_binary_ignored_and_common_hits_stay_out() {
     let text = looked_up(&project(&files), "needle_term").await.unwrap();
     assert_eq!(text.matches(", line 1:").count(), MAX_HITS);
 }
+
+/// A link out of the project (to a file or a directory) and a special file are never read: the
+/// lookup sees only the project's own regular files.
+#[cfg(unix)]
+#[tokio::test]
+async fn links_out_of_the_project_and_special_files_are_not_read() {
+    let outside = project(&[("secret_notes.txt", "needle_term from outside\n")]);
+    let dir = project(&[("inside.txt", "needle_term inside\n")]);
+    let out_file = outside.path().join("secret_notes.txt");
+    std::os::unix::fs::symlink(out_file, dir.path().join("linked.txt")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), dir.path().join("linked_dir")).unwrap();
+    let fifo = dir.path().join("pipe.txt");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    let text = looked_up(&dir, "needle_term").await.unwrap();
+    assert!(text.contains("inside.txt, line 1:"), "{text}");
+    for absent in ["from outside", "linked", "secret_notes", "pipe.txt"] {
+        assert!(!text.contains(absent), "{absent} in {text}");
+    }
+    // The fifo, where one could be made, did not hang the lookup (it is never opened).
+    if made.is_ok_and(|s| s.success()) {
+        assert!(fifo.exists());
+    }
+}
