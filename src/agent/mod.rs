@@ -4,6 +4,8 @@
 mod answer_code;
 mod answer_edit;
 mod catalog;
+mod code_check;
+mod code_fix;
 mod code_merge;
 mod compact;
 mod context_ops;
@@ -30,6 +32,7 @@ mod worked_example;
 mod write_check;
 
 pub use catalog::{Catalog, Endpoint, EndpointListing, ModelChoice};
+pub use code_fix::FIXED_CODE;
 pub use compact::CompactError;
 pub use context_ops::{Compacted, ContextCommandError};
 pub use core::AgentCore;

@@ -7,6 +7,7 @@ use hearth_conversation::{
 
 use super::answer_code::{broken_write_ask, write_from_answer};
 use super::answer_edit::{asked_file_write, edits_from_answer};
+use super::code_fix::fix_answer_code;
 use super::digest::digest_request;
 use super::dispatch::{DispatchStop, run_calls};
 use super::file_request::FileAsks;
@@ -149,6 +150,7 @@ pub async fn run_turn(
     let mut file_asks = FileAsks::default();
     let mut call_due = false;
     let asked = task
+        .clone()
         .filter(|_| ctx.settings.assists.on(Assist::RestateTask))
         .unwrap_or_default();
 
@@ -298,6 +300,16 @@ pub async fn run_turn(
                     && file_asks.start_with(ask)
                 {
                     continue;
+                }
+                // Code in the answer that fails its checker: asked for again, fixed.
+                if ctx.settings.assists.on(Assist::CheckAnswerCode)
+                    && let Some(request) = &task
+                {
+                    let budget = &fitted.budget;
+                    fix_answer_code(ctx, &shape, history, turn_start, request, budget).await;
+                    if ctx.cancel.is_cancelled() {
+                        return Ok(StopReason::Cancelled);
+                    }
                 }
             }
             return Ok(match round.finish {

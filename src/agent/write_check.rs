@@ -20,6 +20,8 @@ use crate::tools::{EDIT_FILE, WRITE_FILE, resolve};
 
 /// How long a parser process may take before the check is given up.
 const PARSE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Most memory a parser process may map: rustc checking a small program maps under 1 GiB.
+const PARSE_MEMORY: u64 = 2 << 30;
 /// Longest complaint kept, in characters.
 const COMPLAINT_CHARS: usize = 300;
 
@@ -169,8 +171,16 @@ fn installed_in(path: &std::ffi::OsStr, program: &str, project: &Path) -> Option
 
 /// Runs `program` (found by [`installed`]) on `text` as its stdin, from `/`; what it printed
 /// when it found a fault (a non-empty output, or a failed exit with its error output).
-async fn parse_with(program: &str, args: &[&str], text: &str, project: &Path) -> Option<String> {
-    let mut child = Command::new(installed(program, project)?)
+pub(super) async fn parse_with(
+    program: &str,
+    args: &[&str],
+    text: &str,
+    project: &Path,
+) -> Option<String> {
+    let mut command = Command::new(installed(program, project)?);
+    crate::host::cap_memory(&mut command, PARSE_MEMORY);
+    crate::host::die_with_parent(&mut command);
+    let mut child = command
         .current_dir("/")
         .args(args)
         .stdin(Stdio::piped())

@@ -68,10 +68,14 @@ pub enum Assist {
     /// up in the project's text files; the lines that hold them, with the two above each, ride
     /// along with the prompt (bounded; named, ignored, binary and secret files left out).
     LookupTerms,
+    /// The code of an answer is checked (Rust type-checked by `rustc`, Python compiled by
+    /// `python3`; neither run); code that fails is asked for again, fixed, with the checker's
+    /// complaint, and a fix that passes is shown after the answer.
+    CheckAnswerCode,
 }
 
 impl Assist {
-    pub const ALL: [Assist; 16] = [
+    pub const ALL: [Assist; 17] = [
         Self::TextCalls,
         Self::AttachFiles,
         Self::ProjectMap,
@@ -88,6 +92,7 @@ impl Assist {
         Self::CheckWrites,
         Self::AnswerEdits,
         Self::LookupTerms,
+        Self::CheckAnswerCode,
     ];
 
     pub fn id(self) -> &'static str {
@@ -108,6 +113,7 @@ impl Assist {
             Self::CheckWrites => "check_writes",
             Self::AnswerEdits => "answer_edits",
             Self::LookupTerms => "lookup_terms",
+            Self::CheckAnswerCode => "check_answer_code",
         }
     }
 }

@@ -5,6 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::suite::CodeLanguage;
+use crate::agent::FIXED_CODE;
 
 /// How long one check's program may run (a compile included).
 pub const CHECK_TIMEOUT: Duration = Duration::from_secs(60);
@@ -39,7 +40,13 @@ pub enum RunError {
 /// The code to run: the first fenced block tagged with the language, else the only fenced
 /// block, else a file in the language the turn wrote into the project (the code went there
 /// instead of into the reply), else the whole answer (bare code still gets judged).
+///
+/// Where hearth fixed the answer's code (check_answer_code), the code judged is the fix: what
+/// follows the last line that introduces one, as a user reading the answer takes it.
 pub fn code_for(answer: &str, language: CodeLanguage, project: &Path, setup: &[&str]) -> String {
+    let answer = answer
+        .rsplit_once(FIXED_CODE)
+        .map_or(answer, |(_, fixed)| fixed);
     if fenced_blocks(answer).is_empty()
         && let Some(code) = written_file(project, language, setup)
     {

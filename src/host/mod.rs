@@ -5,8 +5,10 @@
 mod client_ops;
 pub mod file_io;
 mod local;
+mod memory_cap;
 mod parent_death;
 
 pub use client_ops::{ClientOps, ClientOpsError, ExitStatus, TerminalOutput, TerminalRequest};
 pub use local::{LocalClientOps, LocalFrontEnd};
+pub use memory_cap::cap_memory;
 pub use parent_death::die_with_parent;

@@ -3,6 +3,7 @@ mod acp_mcp;
 mod acp_modes;
 mod acp_session;
 mod acp_tools;
+mod answer_code_fix;
 mod answer_edits;
 mod assists;
 mod batch;
