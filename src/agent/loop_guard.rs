@@ -156,6 +156,32 @@ pub fn blank_nudge() -> HistoryEntry {
     }
 }
 
+/// What the model is told when its answer only said the instructions back.
+pub const ECHO_NUDGE: &str = "Your last reply only repeated your instructions. Answer my \
+request now, in plain text, using the tool results above if there are any.";
+
+/// The nudge for a round that answered nothing: [`BLANK_NUDGE`], or [`ECHO_NUDGE`] when it
+/// `echoed` the instructions.
+pub fn silence_nudge(echoed: bool) -> HistoryEntry {
+    if !echoed {
+        return blank_nudge();
+    }
+    HistoryEntry::User {
+        content: vec![hearth_backend::ContentPart::text(ECHO_NUDGE)],
+    }
+}
+
+/// Whether `answer` is only words of `instructions` said back ("The project is at …;
+/// relative paths are resolved there."): small models answer so when they have nothing to say.
+pub fn echoes(answer: &str, instructions: &str) -> bool {
+    let answer = answer.trim();
+    answer.len() >= ECHO_CHARS && instructions.contains(answer)
+}
+
+/// Fewest characters of an answer taken for an echo of the instructions: a short answer ("Yes.",
+/// a file name) may well stand in them too.
+const ECHO_CHARS: usize = 24;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -280,5 +306,21 @@ mod tests {
         off.ran(&[call("list_dir", json!({}))], &tools);
         assert_eq!(off.silence(""), Silence::Answered);
         assert!(!off.is_repeat(&call("list_dir", json!({}))));
+    }
+
+    #[test]
+    fn an_answer_that_only_says_the_instructions_back_is_an_echo() {
+        let instructions =
+            "You are hearth. The project is at /p; relative paths are resolved there.";
+        assert!(echoes(
+            "  The project is at /p; relative paths are resolved there.\n",
+            instructions
+        ));
+        // Short answers and answers with words of their own are not.
+        assert!(!echoes("You are hearth.", instructions));
+        assert!(!echoes(
+            "The project is at /p; relative paths are resolved there. It has 17 rows.",
+            instructions
+        ));
     }
 }

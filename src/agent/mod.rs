@@ -13,6 +13,7 @@ mod core;
 mod digest;
 mod dispatch;
 mod file_request;
+mod grounding;
 mod loop_guard;
 mod model_context;
 mod narrated;

@@ -11,7 +11,8 @@ use super::code_fix::fix_answer_code;
 use super::digest::digest_request;
 use super::dispatch::{DispatchStop, run_calls};
 use super::file_request::FileAsks;
-use super::loop_guard::{LoopGuard, Silence, blank_nudge, repeat_answer};
+use super::grounding::{hash_note, hash_nudge, unseen_hash};
+use super::loop_guard::{LoopGuard, Silence, echoes, repeat_answer, silence_nudge};
 use super::model_context::request_profile;
 use super::narrated::{narrated_tool, narration_nudge};
 use super::reminder::{append_reminder, requested_task, task_reminder};
@@ -30,7 +31,7 @@ use crate::parse::{
     MAX_MALFORMED_ROUNDS, Malformed, ParserConfig, ResolvedFormat, StreamParser, call_stop_strings,
     corrective_message, give_up_message, resolve_format,
 };
-use crate::tools::{EDIT_FILE, WRITE_FILE};
+use crate::tools::{BASH, EDIT_FILE, WRITE_FILE};
 
 /// How a prompt turn ended. Exactly one per prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,6 +148,7 @@ pub async fn run_turn(
         _ => None,
     };
     let mut change_nudged = false;
+    let mut hash_nudged = !specs.iter().any(|s| s.name == BASH);
     let mut file_asks = FileAsks::default();
     let mut call_due = false;
     let asked = task
@@ -237,14 +239,34 @@ pub async fn run_turn(
         }
         if round.calls.is_empty() {
             if matches!(round.finish, None | Some(FinishReason::Stop)) {
-                let said = if round.runaway {
+                // A runaway, or a line of the instructions said back, answers nothing.
+                let echoed = echoes(&round.text, &system_prompt);
+                let said = if round.runaway || echoed {
                     ""
                 } else {
                     round.text.as_str()
                 };
+                // A hash no tool showed (in a runaway answer too): computed with a call (once per
+                // turn), else owned up to.
+                if ctx.settings.assists.on(Assist::GroundHashes)
+                    && let Some(hash) = unseen_hash(&round.text, history)
+                {
+                    tracing::info!(hash, "the answer gave a hash that no tool showed");
+                    if !std::mem::replace(&mut hash_nudged, true) {
+                        let request = task.as_deref().unwrap_or_default();
+                        history.push(hash_nudge(&hash, request, ctx.cwd, format));
+                        call_due = true;
+                        continue;
+                    }
+                    let note = hash_note(&hash);
+                    if let Some(HistoryEntry::Assistant { text, .. }) = history.last_mut() {
+                        text.push_str(&note);
+                    }
+                    ctx.client.send(AgentEvent::AgentText { text: note });
+                }
                 match guard.silence(said) {
                     Silence::Nudge => {
-                        history.push(blank_nudge());
+                        history.push(silence_nudge(echoed));
                         continue;
                     }
                     Silence::GiveUp(why) => {

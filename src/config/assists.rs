@@ -72,10 +72,15 @@ pub enum Assist {
     /// `python3`; neither run); code that fails is asked for again, fixed, with the checker's
     /// complaint, and a fix that passes is shown after the answer.
     CheckAnswerCode,
+    /// An answer that gives a hash (32 hex digits or more) that no tool result and no message
+    /// of the user holds gets one nudge to compute it (`sha256sum FILE` spelled out as a
+    /// `bash` call where the request names both); given again, it keeps a note that it was
+    /// not computed.
+    GroundHashes,
 }
 
 impl Assist {
-    pub const ALL: [Assist; 17] = [
+    pub const ALL: [Assist; 18] = [
         Self::TextCalls,
         Self::AttachFiles,
         Self::ProjectMap,
@@ -93,6 +98,7 @@ impl Assist {
         Self::AnswerEdits,
         Self::LookupTerms,
         Self::CheckAnswerCode,
+        Self::GroundHashes,
     ];
 
     pub fn id(self) -> &'static str {
@@ -114,6 +120,7 @@ impl Assist {
             Self::AnswerEdits => "answer_edits",
             Self::LookupTerms => "lookup_terms",
             Self::CheckAnswerCode => "check_answer_code",
+            Self::GroundHashes => "ground_hashes",
         }
     }
 }

@@ -29,7 +29,7 @@ mod write_file;
 #[cfg(test)]
 pub(crate) mod test_support;
 
-pub use bash::Bash;
+pub use bash::{Bash, NAME as BASH};
 pub use compact::{COMPACT_WINDOW, compact_specs};
 pub use edit_file::{Applied, Edit, EditFile, NAME as EDIT_FILE, apply_edits};
 pub use glob::Glob;

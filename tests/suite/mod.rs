@@ -10,6 +10,7 @@ mod batch;
 mod context;
 mod eval;
 mod figures;
+mod ground_hashes;
 mod hostile_input;
 mod overflow_rejections;
 mod parser_rules;
