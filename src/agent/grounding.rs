@@ -11,8 +11,9 @@ use std::path::Path;
 use hearth_backend::ContentPart;
 use hearth_conversation::HistoryEntry;
 
-use super::narrated::call_format_hint;
+use super::narrated::{call_format_hint, written_call};
 use crate::parse::ResolvedFormat;
+use crate::tools::BASH;
 
 /// Fewest hex digits in a run taken for a hash: an MD5 has 32. Shorter runs (a short commit
 /// id, a colour, a large number) are too often written from memory or real.
@@ -142,15 +143,12 @@ fn in_project(cwd: &Path, relative: &str) -> bool {
 }
 
 fn spelled_bash(command: &str, format: ResolvedFormat) -> String {
-    let arguments = serde_json::json!({ "command": command });
+    let call = written_call(BASH, &serde_json::json!({ "command": command }), format);
     match format {
-        ResolvedFormat::Native => format!("Make a call to `bash` with the command `{command}`."),
-        ResolvedFormat::Hermes => format!(
-            "Reply now with only this call:\n<tool_call>\n{{\"name\": \"bash\", \"arguments\": {arguments}}}\n</tool_call>"
-        ),
-        ResolvedFormat::Xml => format!(
-            "Reply now with only this call:\n<tool_call>\n<function=bash>\n<parameter=command>\n{command}\n</parameter>\n</function>\n</tool_call>"
-        ),
+        ResolvedFormat::Native => format!("Make {call}."),
+        ResolvedFormat::Hermes | ResolvedFormat::Xml => {
+            format!("Reply now with only this call:\n{call}")
+        }
     }
 }
 

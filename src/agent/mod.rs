@@ -12,6 +12,7 @@ mod context_ops;
 mod core;
 mod digest;
 mod dispatch;
+mod edit_scope;
 mod file_request;
 mod grounding;
 mod loop_guard;

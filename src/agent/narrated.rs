@@ -96,6 +96,34 @@ pub fn call_format_hint(tool: &str, format: ResolvedFormat) -> String {
     }
 }
 
+/// A call to `tool` with `arguments` (a JSON object) as `format` writes it, for a nudge that
+/// spells out the call to make: small models copy a call more readily than they follow an
+/// instruction.
+pub fn written_call(tool: &str, arguments: &serde_json::Value, format: ResolvedFormat) -> String {
+    match format {
+        ResolvedFormat::Native => format!("a call to `{tool}` with the arguments {arguments}"),
+        ResolvedFormat::Hermes => {
+            format!(
+                "<tool_call>\n{{\"name\": \"{tool}\", \"arguments\": {arguments}}}\n</tool_call>"
+            )
+        }
+        ResolvedFormat::Xml => {
+            let parameters: String = arguments
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(name, value)| {
+                    let value = value
+                        .as_str()
+                        .map_or_else(|| value.to_string(), str::to_string);
+                    format!("<parameter={name}>\n{value}\n</parameter>\n")
+                })
+                .collect();
+            format!("<tool_call>\n<function={tool}>\n{parameters}</function>\n</tool_call>")
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,5 +210,18 @@ mod tests {
             panic!("text")
         };
         assert!(!text.contains("<tool_call>"));
+    }
+
+    #[test]
+    fn a_written_call_is_one_the_parser_of_its_format_takes() {
+        let arguments = serde_json::json!({"command": "sha256sum a.txt", "timeout": 5});
+        assert_eq!(
+            written_call("bash", &arguments, ResolvedFormat::Hermes),
+            "<tool_call>\n{\"name\": \"bash\", \"arguments\": {\"command\":\"sha256sum a.txt\",\"timeout\":5}}\n</tool_call>"
+        );
+        assert_eq!(
+            written_call("bash", &arguments, ResolvedFormat::Xml),
+            "<tool_call>\n<function=bash>\n<parameter=command>\nsha256sum a.txt\n</parameter>\n<parameter=timeout>\n5\n</parameter>\n</function>\n</tool_call>"
+        );
     }
 }

@@ -10,6 +10,7 @@ use super::answer_edit::{asked_file_write, edits_from_answer};
 use super::code_fix::fix_answer_code;
 use super::digest::digest_request;
 use super::dispatch::{DispatchStop, run_calls};
+use super::edit_scope::{narrow_calls, note_left_out};
 use super::file_request::FileAsks;
 use super::grounding::{hash_note, hash_nudge, unseen_hash};
 use super::loop_guard::{LoopGuard, Silence, echoes, repeat_answer, silence_nudge};
@@ -358,6 +359,9 @@ pub async fn run_turn(
         let unrun = Unrun {
             format,
             example_task: example_task.as_deref(),
+            request: task
+                .as_deref()
+                .filter(|_| ctx.settings.assists.on(Assist::EditScope)),
         };
         if let Some(stop) = run_round_calls(ctx, history, &round.calls, unrun, &mut guard).await? {
             return Ok(stop);
@@ -389,6 +393,8 @@ struct Unrun<'a> {
     /// The request's words, where the worked example was shown: a call copied from it is not
     /// run.
     example_task: Option<&'a str>,
+    /// The request's words, where edits are held to what it names (edit_scope).
+    request: Option<&'a str>,
 }
 
 impl Unrun<'_> {
@@ -456,9 +462,12 @@ async fn run_round_calls(
             .position(|c| !runnable(guard, c))
             .map_or(calls.len(), |n| index + n);
         let good: Vec<ToolCallRecord> = calls[index..end].iter().map(|(c, _)| c.clone()).collect();
-        let (mut results, stop) = run_calls(&ctx.dispatch(), &good).await;
+        // The loop guard knows each call as the model wrote it, narrowed or not.
+        let (run, left_out) = narrow_calls(good.clone(), unrun.request);
+        let (mut results, stop) = run_calls(&ctx.dispatch(), &run).await;
+        note_left_out(&mut results, &left_out);
         if ctx.settings.assists.on(Assist::CheckWrites) {
-            check_writes(ctx, &good, &mut results).await;
+            check_writes(ctx, &run, &mut results).await;
         }
         history.extend(results);
         guard.ran(&good, ctx.tools);

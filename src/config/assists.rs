@@ -77,10 +77,14 @@ pub enum Assist {
     /// `bash` call where the request names both); given again, it keeps a note that it was
     /// not computed.
     GroundHashes,
+    /// One `edit_file` call whose edits change settings the request names (`MAX_RETRIES`) and
+    /// also others it never mentions (`TIMEOUT`): the others are not made, and the call's
+    /// result says so.
+    EditScope,
 }
 
 impl Assist {
-    pub const ALL: [Assist; 18] = [
+    pub const ALL: [Assist; 19] = [
         Self::TextCalls,
         Self::AttachFiles,
         Self::ProjectMap,
@@ -99,6 +103,7 @@ impl Assist {
         Self::LookupTerms,
         Self::CheckAnswerCode,
         Self::GroundHashes,
+        Self::EditScope,
     ];
 
     pub fn id(self) -> &'static str {
@@ -121,6 +126,7 @@ impl Assist {
             Self::LookupTerms => "lookup_terms",
             Self::CheckAnswerCode => "check_answer_code",
             Self::GroundHashes => "ground_hashes",
+            Self::EditScope => "edit_scope",
         }
     }
 }

@@ -8,6 +8,7 @@ mod answer_edits;
 mod assists;
 mod batch;
 mod context;
+mod edit_scope;
 mod eval;
 mod figures;
 mod ground_hashes;
