@@ -128,6 +128,8 @@ struct Hit {
     /// 1-based number of the first line shown.
     first_line: usize,
     lines: Vec<String>,
+    /// The definition the line is in (`def load_orders():`), as `git grep -p` shows it.
+    scope: Option<String>,
 }
 
 /// The `<context search=…>` part for `prompt`'s terms in the project at `cwd`, or `None` when
@@ -258,6 +260,7 @@ fn search(root: &Path, terms: &[Term], named: &[String]) -> Vec<Hit> {
                         path: relative.to_string(),
                         first_line: first + 1,
                         lines: lines[first..=at].iter().map(|l| shown(l)).collect(),
+                        scope: enclosing_definition(&lines, at).map(shown),
                     });
                 } else {
                     // Still counted, to tell a common term.
@@ -265,6 +268,7 @@ fn search(root: &Path, terms: &[Term], named: &[String]) -> Vec<Hit> {
                         path: String::new(),
                         first_line: 0,
                         lines: Vec::new(),
+                        scope: None,
                     });
                 }
             }
@@ -285,6 +289,36 @@ fn search(root: &Path, terms: &[Term], named: &[String]) -> Vec<Hit> {
         }
     }
     shown_hits
+}
+
+/// Words that open a definition, in the languages people ask about most.
+const DEFINITION_WORDS: [&str; 7] = ["def", "class", "fn", "function", "func", "impl", "trait"];
+
+/// Words that may come before a definition's word.
+const MODIFIERS: [&str; 8] = [
+    "async", "pub", "export", "default", "static", "unsafe", "public", "private",
+];
+
+/// The definition line `lines[at]` is in: the nearest line above it, indented less, that opens
+/// a function, class or impl (`async`, `pub`, `export` and the like before the word allowed).
+/// "Which function calls connect_db?" is answered by it.
+fn enclosing_definition<'a>(lines: &[&'a str], at: usize) -> Option<&'a str> {
+    let indent = |line: &str| line.len() - line.trim_start().len();
+    let depth = indent(lines[at]);
+    if depth == 0 {
+        return None;
+    }
+    lines[..at]
+        .iter()
+        .rev()
+        .filter(|line| !line.trim().is_empty() && indent(line) < depth)
+        .find(|line| {
+            line.split_whitespace()
+                .map(|word| word.split(['(', '<']).next().unwrap_or_default())
+                .find(|word| !MODIFIERS.contains(word))
+                .is_some_and(|word| DEFINITION_WORDS.contains(&word))
+        })
+        .map(|line| line.trim())
 }
 
 /// The file's text, where it is small, valid UTF-8 and has no NUL byte.
@@ -312,7 +346,10 @@ fn render(hits: &[Hit]) -> Option<ContentPart> {
     let mut body = String::new();
     for hit in hits {
         let last = hit.first_line + hit.lines.len() - 1;
-        body.push_str(&format!("{}, line {last}:\n", hit.path));
+        match &hit.scope {
+            Some(scope) => body.push_str(&format!("{}, line {last}, in `{scope}`:\n", hit.path)),
+            None => body.push_str(&format!("{}, line {last}:\n", hit.path)),
+        }
         for line in &hit.lines {
             body.push_str(line);
             body.push('\n');

@@ -83,7 +83,7 @@ async fn each_hit_comes_with_its_path_its_line_and_the_lines_above() {
         "{text}"
     );
     assert!(
-        text.contains("src/orders.py, line 5:\n\ndef load_orders():\n    conn = connect_db(\"sqlite://orders\")\n"),
+        text.contains("src/orders.py, line 5, in `def load_orders():`:\n\ndef load_orders():\n    conn = connect_db(\"sqlite://orders\")\n"),
         "{text}"
     );
     assert!(!text.contains("save_invoice"));
@@ -168,4 +168,22 @@ async fn links_out_of_the_project_and_special_files_are_not_read() {
     if made.is_ok_and(|s| s.success()) {
         assert!(fifo.exists());
     }
+}
+
+#[test]
+fn a_hit_is_placed_in_the_definition_around_it() {
+    let lines = [
+        "class Store:",
+        "    # the class of all stores",
+        "    pub(crate) async fn load(self):",
+        "        if ready:",
+        "            connect_db()",
+        "top = connect_db()",
+    ];
+    assert_eq!(
+        enclosing_definition(&lines, 4),
+        Some("pub(crate) async fn load(self):")
+    );
+    assert_eq!(enclosing_definition(&lines, 1), Some("class Store:"));
+    assert_eq!(enclosing_definition(&lines, 5), None);
 }

@@ -327,8 +327,7 @@ async fn the_prompts_terms_are_looked_up_and_the_lines_that_hold_them_ride_along
         reply(&backend, "load_orders calls it.");
         prompt_with(&backend, project.path(), "hermes", agent, words).await;
         let sent = backend.requests()[0].messages.last().unwrap().plain_text();
-        let hit =
-            "src/orders.py, line 2:\ndef load_orders():\n    return connect_db(\"sqlite://\")\n";
+        let hit = "src/orders.py, line 2, in `def load_orders():`:\ndef load_orders():\n    return connect_db(\"sqlite://\")\n";
         assert_eq!(sent.contains(hit), looked_up, "{sent}");
         assert!(sent.ends_with(words), "the question comes last: {sent}");
     }
