@@ -130,10 +130,10 @@ fn request_names(request: &str) -> BTreeSet<String> {
 
 /// The names `edit` binds, in its `old_text` or its `new_text`.
 fn bound_names(edit: &serde_json::Value) -> BTreeSet<String> {
-    let text = |key: &str| edit.get(key).and_then(|v| v.as_str()).unwrap_or_default();
-    bindings(text("old_text"))
+    let (old, new) = edit_texts(edit);
+    bindings(old)
         .into_iter()
-        .chain(bindings(text("new_text")))
+        .chain(bindings(new))
         .map(|(name, _)| name)
         .collect()
 }
@@ -141,9 +141,8 @@ fn bound_names(edit: &serde_json::Value) -> BTreeSet<String> {
 /// The names whose binding line `edit` changes: bound in its `old_text` and again, to
 /// something else, in its `new_text`.
 fn rebound_names(edit: &serde_json::Value) -> BTreeSet<String> {
-    let text = |key: &str| edit.get(key).and_then(|v| v.as_str()).unwrap_or_default();
-    let old = bindings(text("old_text"));
-    let new = bindings(text("new_text"));
+    let (old, new) = edit_texts(edit);
+    let (old, new) = (bindings(old), bindings(new));
     old.iter()
         .filter(|(name, line)| {
             new.iter()
@@ -151,6 +150,12 @@ fn rebound_names(edit: &serde_json::Value) -> BTreeSet<String> {
         })
         .map(|(name, _)| name.clone())
         .collect()
+}
+
+/// An edit's `old_text` and `new_text` (empty where missing).
+fn edit_texts(edit: &serde_json::Value) -> (&str, &str) {
+    let text = |key: &str| edit.get(key).and_then(|v| v.as_str()).unwrap_or_default();
+    (text("old_text"), text("new_text"))
 }
 
 /// The `NAME = …` / `NAME: … = …` lines of `text`, by name.

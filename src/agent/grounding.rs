@@ -110,28 +110,30 @@ pub fn hash_note(hash: &str) -> String {
 /// names and the first of its words that is a file in the project (a relative path that
 /// stays in it, links followed).
 fn checksum_command(request: &str, cwd: &Path) -> Option<String> {
-    let lower = request.to_lowercase();
-    let words: Vec<&str> = lower
-        .split(|c: char| c.is_whitespace() || c == ',' || c == '`' || c == '"' || c == '\'')
-        .map(|w| w.trim_end_matches(['?', '.', '!', ':', ';']))
-        .collect();
+    let words = request_words(request);
     let (_, program) = CHECKSUMS.iter().find(|(name, program)| {
-        words
-            .iter()
-            .any(|w| w == name || w == program || w.replace('-', "") == *name)
+        words.iter().any(|w| {
+            let w = w.to_lowercase();
+            w == *name || w == *program || w.replace('-', "") == *name
+        })
     })?;
     // The file as the request spells it, case and all.
-    let file = request
+    let file = words.into_iter().find(|w| {
+        !w.is_empty()
+            && !w.starts_with(['-', '/'])
+            && w.chars().all(|c| c.is_alphanumeric() || "._-/".contains(c))
+            && !w.split('/').any(|part| part == "..")
+            && in_project(cwd, w)
+    })?;
+    Some(format!("{program} {file}"))
+}
+
+/// The request's words, quotes and closing punctuation dropped.
+fn request_words(request: &str) -> Vec<&str> {
+    request
         .split(|c: char| c.is_whitespace() || c == ',' || c == '`' || c == '"' || c == '\'')
         .map(|w| w.trim_end_matches(['?', '.', '!', ':', ';']))
-        .find(|w| {
-            !w.is_empty()
-                && !w.starts_with(['-', '/'])
-                && w.chars().all(|c| c.is_alphanumeric() || "._-/".contains(c))
-                && !w.split('/').any(|part| part == "..")
-                && in_project(cwd, w)
-        })?;
-    Some(format!("{program} {file}"))
+        .collect()
 }
 
 /// Whether `relative` is a file under `cwd`, once links are followed.
