@@ -145,6 +145,34 @@ pub(crate) unsafe fn matmul<T: Sync>(
     });
 }
 
+/// How far ahead of the tile being multiplied the kernels ask for weights, in bytes. Decode
+/// reads every weight once, from memory, and one core left to the hardware prefetcher alone
+/// streamed a Q8_0 matrix at half the rate it sums plain memory (14 of 28 GB/s on a 2-core
+/// EPYC VM). Asking for the lines 16 KiB ahead, into L2, made decode 30–40% faster there on
+/// Q8_0 and Q4_K_M files (`examples/decode.rs`, runs taken in turn).
+const PREFETCH_AHEAD: usize = 16 * 1024;
+
+/// Asks the CPU to bring the lines of the tile-sized span [`PREFETCH_AHEAD`] bytes past `tile`
+/// into L2, when a kernel call is for `R = 1` activation row (decode). Tiles are stored in the
+/// order the kernels read them, so that span is what they read next; past the matrix's end the
+/// hint is merely wasted, since prefetches never fault. A call for more rows (prefill) is
+/// bound by its arithmetic, and the row steps after the first find the tiles in cache.
+#[inline(always)]
+pub(crate) fn prefetch_ahead<const R: usize, T>(tile: &T) {
+    #[cfg(target_arch = "x86_64")]
+    if R == 1 {
+        use std::arch::x86_64::{_MM_HINT_T1, _mm_prefetch};
+        let ahead = (tile as *const T).cast::<i8>().wrapping_add(PREFETCH_AHEAD);
+        for line in (0..size_of::<T>()).step_by(64) {
+            // SAFETY: a prefetch is a hint that never faults, whatever the address; SSE, which
+            // it needs, is part of x86_64.
+            unsafe { _mm_prefetch::<_MM_HINT_T1>(ahead.wrapping_add(line)) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = tile;
+}
+
 /// Calls the micro-kernel `$kernel::<R>(args…, first)` over the activation rows `$rows` in
 /// steps of `$mr` rows, then once for the rest (fewer than `$mr`, at most 7), so that every
 /// row of a slice shares the unpacked weights of its tile with others where it can.

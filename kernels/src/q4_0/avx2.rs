@@ -4,6 +4,7 @@ use std::ops::Range;
 
 use super::{TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
+use crate::tiled::prefetch_ahead;
 
 /// Activation rows per micro-kernel call: their i16 sums for both halves, the four unpacked
 /// weight registers and the two broadcast words about fill the sixteen registers. Measured on
@@ -66,6 +67,7 @@ unsafe fn rows<const R: usize>(
     let ones = _mm256_set1_epi16(1);
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
     for (block, tile) in tiles.iter().enumerate() {
+        prefetch_ahead::<R, _>(tile);
         let qs = tile.qs.as_ptr().cast::<__m256i>();
         let mut sums = [[_mm256_setzero_si256(); 2]; R];
         for q in 0..4 {

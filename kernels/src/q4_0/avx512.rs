@@ -8,7 +8,7 @@ use std::ops::Range;
 
 use super::{TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
-use crate::tiled::in_row_steps;
+use crate::tiled::{in_row_steps, prefetch_ahead};
 
 /// Activation rows per micro-kernel call: 8 unpacked weight registers, the scales, and two
 /// accumulators and a sum per row fit the 32 zmm registers.
@@ -61,6 +61,7 @@ unsafe fn micro_kernel<const R: usize>(
     let nibble = _mm512_set1_epi8(0x0f);
     let mut acc = [_mm512_setzero_ps(); R];
     for (block, tile) in tiles.iter().enumerate() {
+        prefetch_ahead::<R, _>(tile);
         let qs = tile.qs.as_ptr().cast::<__m512i>();
         let (mut low, mut high) = ([_mm512_setzero_si512(); 4], [_mm512_setzero_si512(); 4]);
         for q in 0..4 {

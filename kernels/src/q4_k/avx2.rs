@@ -4,6 +4,7 @@ use std::ops::Range;
 
 use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
+use crate::tiled::prefetch_ahead;
 
 /// Activation rows per micro-kernel call, as for Q4_0: their i16 sums and f32 accumulators
 /// for both halves of the tile, with the unpacked weights, about fill the sixteen registers.
@@ -64,6 +65,7 @@ unsafe fn rows<const R: usize>(
     let nibble = _mm256_set1_epi8(0x0f);
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
     for (s, tile) in tiles.iter().enumerate() {
+        prefetch_ahead::<R, _>(tile);
         // SAFETY: `d` and `dmin` are 16 f32 each at 64-byte aligned offsets of the tile.
         let (d, dmin) = unsafe {
             (

@@ -6,7 +6,7 @@ use std::ops::Range;
 
 use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
-use crate::tiled::in_row_steps;
+use crate::tiled::{in_row_steps, prefetch_ahead};
 
 /// Activation rows per micro-kernel call: 8 unpacked weight registers, the sub-block's scales
 /// and mins, and an accumulator and two sums per row fit the 32 zmm registers.
@@ -59,6 +59,7 @@ unsafe fn micro_kernel<const R: usize>(
     let nibble = _mm512_set1_epi8(0x0f);
     let mut acc = [_mm512_setzero_ps(); R];
     for (s, tile) in tiles.iter().enumerate() {
+        prefetch_ahead::<R, _>(tile);
         // SAFETY: `d` and `dmin` are 16 f32 each at 64-byte aligned offsets of the tile.
         let (d, dmin) = unsafe {
             (

@@ -7,6 +7,7 @@ use super::{TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 #[cfg(target_arch = "x86_64")]
 use crate::fifth_bits::FifthBits256;
+use crate::tiled::prefetch_ahead;
 
 /// Activation rows per micro-kernel call, as for Q5_0.
 const MR: usize = 4;
@@ -67,6 +68,7 @@ unsafe fn rows<const R: usize>(
     let ones = _mm256_set1_epi16(1);
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
     for (block, tile) in tiles.iter().enumerate() {
+        prefetch_ahead::<R, _>(tile);
         let qs = tile.qs.as_ptr().cast::<__m256i>();
         // SAFETY: `qh` is 64 bytes at offset 256 of the 64-byte aligned tile: rows 0–7, then
         // rows 8–15.

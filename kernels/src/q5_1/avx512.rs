@@ -8,7 +8,7 @@ use super::{TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 #[cfg(target_arch = "x86_64")]
 use crate::fifth_bits::FifthBits512;
-use crate::tiled::in_row_steps;
+use crate::tiled::{in_row_steps, prefetch_ahead};
 
 /// Activation rows per micro-kernel call, as for Q5_0.
 const MR: usize = 6;
@@ -59,6 +59,7 @@ unsafe fn micro_kernel<const R: usize>(
     );
     let mut acc = [_mm512_setzero_ps(); R];
     for (block, tile) in tiles.iter().enumerate() {
+        prefetch_ahead::<R, _>(tile);
         let qs = tile.qs.as_ptr().cast::<__m512i>();
         // SAFETY: `qh` is 64 bytes at offset 256 of the 64-byte aligned tile, in the byte
         // order of a `qs` word.

@@ -7,6 +7,7 @@ use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 #[cfg(target_arch = "x86_64")]
 use crate::fifth_bits::FifthBits256;
+use crate::tiled::prefetch_ahead;
 
 /// Activation rows per micro-kernel call, as for Q4_K.
 const MR: usize = 3;
@@ -66,6 +67,7 @@ unsafe fn rows<const R: usize>(
     );
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
     for (s, tile) in tiles.iter().enumerate() {
+        prefetch_ahead::<R, _>(tile);
         // SAFETY: `d` and `dmin` are 16 f32 each at 64-byte aligned offsets of the tile.
         let (d, dmin) = unsafe {
             (

@@ -4,6 +4,7 @@ use std::ops::Range;
 
 use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
+use crate::tiled::prefetch_ahead;
 
 /// Activation rows per micro-kernel call. The kernel takes the tile's two halves of 8 rows one
 /// after the other, so each row keeps two i16 sums (one per scale) next to two unpacked weight
@@ -65,6 +66,7 @@ unsafe fn rows<const R: usize>(
     let (nibble, high_bits) = (_mm256_set1_epi8(0x0f), _mm256_set1_epi8(0x30));
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
     for (s, tile) in tiles.iter().enumerate() {
+        prefetch_ahead::<R, _>(tile);
         for j in 0..SUBS {
             let block = s * SUBS + j;
             let (ql, qh) = (

@@ -6,6 +6,7 @@ use std::ops::Range;
 
 use super::{TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
+use crate::tiled::prefetch_ahead;
 
 /// Activation rows per call of the micro-kernel: 8 weight + 1 scale + 6 accumulator registers
 /// and the temporaries fit the 32 zmm registers with room to spare.
@@ -68,6 +69,7 @@ unsafe fn rows<const R: usize>(
     let scales = &acts.scales[first * blocks..(first + R) * blocks];
     let mut acc = [_mm512_setzero_ps(); R];
     for (block, tile) in tiles.iter().enumerate() {
+        prefetch_ahead::<R, _>(tile);
         let qs = tile.qs.as_ptr().cast::<__m512i>();
         let mut w = [_mm512_setzero_si512(); 8];
         for (q, w) in w.iter_mut().enumerate() {
