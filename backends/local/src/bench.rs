@@ -82,9 +82,9 @@ pub struct BenchReport {
 }
 
 impl BenchReport {
-    /// Decode tokens/s the memory bandwidth allows for the weights alone.
+    /// Decode tokens/s the memory bandwidth allows for the weights alone (depth 0).
     pub fn bound_tok_s(&self) -> f64 {
-        self.bandwidth_bytes_s / self.weight_bytes_per_token.max(1) as f64
+        self.bound_at(0)
     }
 
     /// Decode tokens/s the memory bandwidth allows at `depth`: each token reads every weight
