@@ -1,6 +1,7 @@
 //! Prints how long one decoded token's attention takes at a few depths, on one thread and on
 //! the whole pool, for the head layouts of common models, so the spread of decode attention
-//! over the cores can be seen apart from the rest of a forward pass:
+//! over the cores can be seen apart from the rest of a forward pass; then one prefill chunk's
+//! attention at a few depths, with the multiply-adds per second it reached:
 //!   cargo run --release -p hearth-kernels --example attention [threads]
 //! Threads default to the rayon pool's (`RAYON_NUM_THREADS`). A layout with fewer KV heads than
 //! threads only speeds up on more threads if the key range is split between them.
@@ -17,6 +18,10 @@ const LAYOUTS: [(&str, usize, usize, usize); 3] = [
 ];
 
 const DEPTHS: [usize; 3] = [1024, 4096, 16384];
+
+/// Query rows of one prefill chunk: the engine's default on the CPU.
+const CHUNK: usize = 256;
+const PREFILL_DEPTHS: [usize; 3] = [0, 1024, 4096];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let threads = std::env::args()
@@ -49,6 +54,34 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 micros(one),
                 micros(many),
                 one.as_secs_f64() / many.as_secs_f64()
+            );
+        }
+    }
+    println!("prefill attention, {CHUNK} new tokens, milliseconds per chunk on {threads} threads");
+    for (name, heads, kv_heads, head_dim) in LAYOUTS {
+        for depth in PREFILL_DEPTHS {
+            let shape = AttentionShape {
+                heads,
+                kv_heads,
+                head_dim,
+                queries: CHUNK,
+                offset: depth,
+                capacity: depth + CHUNK,
+            };
+            let cache = kv_heads * shape.capacity * head_dim;
+            let q = filled(heads * CHUNK * head_dim, 1);
+            let (k, v) = (filled(cache, 2), filled(cache, 3));
+            let mut out = vec![0f32; CHUNK * heads * head_dim];
+            let took =
+                per_call(|| all.install(|| causal_attention(&q, &k, &v, shape, &mut out)))?;
+            // Query row i reads keys 0..=depth + i: one multiply-add per dim for its score
+            // and one for its value, per query head.
+            let keys: usize = (0..CHUNK).map(|i| depth + i + 1).sum();
+            let macs = (heads * keys * head_dim * 2) as f64;
+            println!(
+                "{name:<24} depth {depth:>5}: {:>8.2} ms, {:>6.1} GMAC/s",
+                took.as_secs_f64() * 1e3,
+                macs / took.as_secs_f64() / 1e9
             );
         }
     }

@@ -606,5 +606,4 @@ fn exp_shifted(xs: &mut [f32], shift: f32) {
 }
 
 #[cfg(test)]
-#[path = "attention_tests.rs"]
 mod tests;
