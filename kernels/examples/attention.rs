@@ -2,8 +2,8 @@
 //! the whole pool, for the head layouts of common models, so the spread of decode attention
 //! over the cores can be seen apart from the rest of a forward pass; then one prefill chunk's
 //! attention at a few depths, with the multiply-adds per second it reached:
-//!   cargo run --release -p hearth-kernels --example attention [threads]
-//! Threads default to the rayon pool's (`RAYON_NUM_THREADS`). A layout with fewer KV heads than
+//!   cargo run --release -p hearth-kernels --example attention [threads] [decode|prefill]
+//! Threads default to the rayon pool's (`RAYON_NUM_THREADS`); both parts run by default. A layout with fewer KV heads than
 //! threads only speeds up on more threads if the key range is split between them.
 
 use std::time::{Duration, Instant};
@@ -28,8 +28,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .nth(1)
         .and_then(|t| t.parse().ok())
         .unwrap_or_else(rayon::current_num_threads);
-    let single = pool(1)?;
+    let part = std::env::args().nth(2).unwrap_or_default();
     let all = pool(threads)?;
+    if part != "prefill" {
+        decode(&pool(1)?, &all, threads)?;
+    }
+    if part != "decode" {
+        prefill(&all, threads)?;
+    }
+    Ok(())
+}
+
+fn decode(
+    single: &rayon::ThreadPool,
+    all: &rayon::ThreadPool,
+    threads: usize,
+) -> Result<(), ShapeError> {
     println!("decode attention, microseconds per token (1 thread / {threads} threads = speedup)");
     for (name, heads, kv_heads, head_dim) in LAYOUTS {
         for depth in DEPTHS {
@@ -48,7 +62,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let mut time = |pool: &rayon::ThreadPool| {
                 per_call(|| pool.install(|| causal_attention(&q, &k, &v, shape, &mut out)))
             };
-            let (one, many) = (time(&single)?, time(&all)?);
+            let (one, many) = (time(single)?, time(all)?);
             println!(
                 "{name:<24} depth {depth:>5}: {:>8.1} / {:>8.1} = {:.2}x",
                 micros(one),
@@ -57,6 +71,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             );
         }
     }
+    Ok(())
+}
+
+fn prefill(all: &rayon::ThreadPool, threads: usize) -> Result<(), ShapeError> {
     println!("prefill attention, {CHUNK} new tokens, milliseconds per chunk on {threads} threads");
     for (name, heads, kv_heads, head_dim) in LAYOUTS {
         for depth in PREFILL_DEPTHS {
@@ -72,8 +90,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let q = filled(heads * CHUNK * head_dim, 1);
             let (k, v) = (filled(cache, 2), filled(cache, 3));
             let mut out = vec![0f32; CHUNK * heads * head_dim];
-            let took =
-                per_call(|| all.install(|| causal_attention(&q, &k, &v, shape, &mut out)))?;
+            let took = per_call(|| all.install(|| causal_attention(&q, &k, &v, shape, &mut out)))?;
             // Query row i reads keys 0..=depth + i: one multiply-add per dim for its score
             // and one for its value, per query head.
             let keys: usize = (0..CHUNK).map(|i| depth + i + 1).sum();

@@ -71,9 +71,17 @@ fn max_abs_error(got: &[f32], want: &[f32]) -> f32 {
 #[test]
 fn matches_the_definition_for_every_mix_of_depth_chunk_and_head_layout() {
     let mut rng = Lcg(5);
-    // (heads, kv_heads, head_dim): grouped, multi-head, a dim that is not a multiple of 8.
-    for (heads, kv_heads, head_dim) in [(4, 2, 16), (3, 3, 8), (14, 2, 64), (4, 2, 128), (2, 1, 12)]
-    {
+    // (heads, kv_heads, head_dim): grouped, multi-head, a dim that is not a multiple of 8, and
+    // for the tiled kernel five heads per KV head (a tile of four and one of one) with a dim
+    // of 24 (registers of sixteen dims, then one of eight).
+    for (heads, kv_heads, head_dim) in [
+        (4, 2, 16),
+        (3, 3, 8),
+        (14, 2, 64),
+        (4, 2, 128),
+        (2, 1, 12),
+        (5, 1, 24),
+    ] {
         for (queries, offset) in [
             (1, 0),
             (1, 5),
@@ -179,12 +187,18 @@ fn keys_after_a_query_never_reach_it() {
     };
     let mut rng = Lcg(9);
     let q = rng.fill(2 * 4 * 8, 1.0);
-    let k = rng.fill(4 * 8, 1.0);
+    let mut k = rng.fill(4 * 8, 1.0);
     let mut v = rng.fill(4 * 8, 1.0);
     let mut before = vec![0f32; q.len()];
     causal_attention(&q, &k, &v, shape, &mut before).unwrap();
-    // Changing the last value row may only change the last query's output.
+    // Changing the last value row may only change the last query's output. Its key is made
+    // to score far above every other key for every query: a kernel that scores the whole
+    // block and masks afterwards must leave it out of the earlier rows' maximum too, or their
+    // weights underflow.
     v[3 * 8..].iter_mut().for_each(|x| *x += 100.0);
+    for (d, key) in k[3 * 8..].iter_mut().enumerate() {
+        *key = 1e4 * (q[d] + q[4 * 8 + d]).signum();
+    }
     let mut after = vec![0f32; q.len()];
     causal_attention(&q, &k, &v, shape, &mut after).unwrap();
     assert_eq!(before[..3 * 2 * 8], after[..3 * 2 * 8]);

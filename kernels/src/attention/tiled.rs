@@ -1,0 +1,353 @@
+//! Attention as small matrix products, with AVX2 and FMA.
+//!
+//! The portable kernel takes one query vector at a time, so each key or value it loads feeds
+//! one multiply-add, and each score ends in a sum across lanes. Here the query heads of one
+//! row that share a KV head (seven for Qwen2.5-0.5B) go through together, up to [`QUERIES`] at
+//! a time, and every key or value loaded feeds that many multiply-adds from registers. For the
+//! scores, each block of keys is transposed once, so that a register holds one dimension of
+//! eight keys: the scores come out eight keys to a register, ready for the softmax's vector
+//! max, exp and sum, with no sums across lanes. The transposed block is reused by every query
+//! row and head of the task.
+
+use std::arch::x86_64::*;
+use std::ops::Range;
+
+use super::{KEY_BLOCK, State, Task, exp_shifted};
+
+/// Query vectors that share each load: four queries × two key registers are eight
+/// accumulators, and with the loaded keys and a broadcast query they fit the sixteen registers.
+const QUERIES: usize = 4;
+const LANES: usize = 8;
+/// Keys per score tile: two registers.
+const KEY_TILE: usize = 2 * LANES;
+const _: () = assert!(KEY_BLOCK.is_multiple_of(KEY_TILE));
+
+impl Task<'_> {
+    /// [`Task::run`]'s work for a head size that is a multiple of 8.
+    ///
+    /// # Safety
+    /// The CPU has AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn run_tiled(&self, keys: Range<usize>, state: &mut State) {
+        let s = self.shape;
+        let dim = s.head_dim;
+        assert!(dim.is_multiple_of(LANES), "head size {dim}");
+        let groups = s.heads / s.kv_heads;
+        let cache = self.kv_head * s.capacity * dim..(self.kv_head + 1) * s.capacity * dim;
+        let (key_rows, values) = (&self.k[cache.clone()], &self.v[cache]);
+        let mut transposed = vec![0f32; dim * KEY_BLOCK];
+        let mut scores = [[0f32; KEY_BLOCK]; QUERIES];
+        let last = keys.end.min(self.visible());
+        let scale = 1.0 / (dim as f32).sqrt();
+        // State `i` is query head `kv_head · groups + i % groups` of row `rows.start + i / groups`.
+        let query = |i: usize| {
+            let (row, head) = (
+                self.rows.start + i / groups,
+                self.kv_head * groups + i % groups,
+            );
+            &self.q[(head * s.queries + row) * dim..][..dim]
+        };
+        for first in (keys.start..last).step_by(KEY_BLOCK) {
+            let block_end = last.min(first + KEY_BLOCK);
+            // SAFETY: the CPU has AVX2 (this function's contract).
+            unsafe {
+                transpose(
+                    &key_rows[first * dim..block_end * dim],
+                    dim,
+                    &mut transposed,
+                )
+            };
+            let block = |end: usize| Block {
+                transposed: &transposed,
+                values: &values[first * dim..end * dim],
+                count: end - first,
+                dim,
+                scale,
+            };
+            // Rows on the block's diagonal see part of it, each its own part; the rows after
+            // them see all of it, and their states, one run, are taken four at a time across
+            // rows, so that seven heads per KV head need no tile of three.
+            let whole = self
+                .rows
+                .clone()
+                .position(|row| s.offset + row + 1 >= block_end)
+                .unwrap_or(self.rows.len());
+            for r in 0..whole {
+                let end = s.offset + self.rows.start + r + 1;
+                if end > first {
+                    // SAFETY: the CPU has AVX2 and FMA.
+                    unsafe {
+                        block(end).attend_states(
+                            r * groups..(r + 1) * groups,
+                            &query,
+                            state,
+                            &mut scores,
+                        )
+                    };
+                }
+            }
+            let states = whole * groups..self.rows.len() * groups;
+            // SAFETY: as above.
+            unsafe { block(block_end).attend_states(states, &query, state, &mut scores) };
+        }
+    }
+}
+
+/// The keys of one block that one query row sees, with their values.
+struct Block<'a> {
+    /// The block's keys, transposed: dimension `d` of key `j` at `d · KEY_BLOCK + j`.
+    transposed: &'a [f32],
+    /// Rows `0..count` of the block's values.
+    values: &'a [f32],
+    /// Keys this row sees in the block, at least 1.
+    count: usize,
+    dim: usize,
+    scale: f32,
+}
+
+impl Block<'_> {
+    /// Folds the block into the states `states`, up to [`QUERIES`] at a time; `query(i)` is
+    /// state `i`'s query vector.
+    ///
+    /// # Safety
+    /// The CPU has AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn attend_states<'q>(
+        &self,
+        states: Range<usize>,
+        query: &impl Fn(usize) -> &'q [f32],
+        state: &mut State,
+        scores: &mut [[f32; KEY_BLOCK]; QUERIES],
+    ) {
+        let mut at = states.start;
+        while at < states.end {
+            let n = QUERIES.min(states.end - at);
+            let q = |i: usize| query(at + i);
+            // SAFETY (all four): the CPU has AVX2 and FMA.
+            unsafe {
+                match n {
+                    4 => self.attend::<4>([0, 1, 2, 3].map(q), state, at, scores),
+                    3 => self.attend::<3>([0, 1, 2].map(q), state, at, scores),
+                    2 => self.attend::<2>([0, 1].map(q), state, at, scores),
+                    _ => self.attend::<1>([q(0)], state, at, scores),
+                }
+            }
+            at += n;
+        }
+    }
+
+    /// Folds the block into the states `at..at + N`, one per query.
+    ///
+    /// # Safety
+    /// The CPU has AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn attend<const N: usize>(
+        &self,
+        queries: [&[f32]; N],
+        state: &mut State,
+        at: usize,
+        scores: &mut [[f32; KEY_BLOCK]; QUERIES],
+    ) {
+        let dim = self.dim;
+        assert!(
+            (1..=KEY_BLOCK).contains(&self.count)
+                && self.transposed.len() >= dim * KEY_BLOCK
+                && self.values.len() >= self.count * dim
+                && queries.iter().all(|q| q.len() == dim)
+                && state.acc.len() >= (at + N) * dim
+                && state.max.len() >= at + N
+        );
+        let tiles = self.count.div_ceil(KEY_TILE);
+        let scale = _mm256_set1_ps(self.scale);
+        for tile in 0..tiles {
+            let mut acc = [[_mm256_setzero_ps(); 2]; N];
+            for d in 0..dim {
+                // SAFETY: `d < dim` and the tile's 16 keys are inside a block of
+                // `KEY_BLOCK` (asserted above).
+                let (k0, k1) = unsafe {
+                    let k = self
+                        .transposed
+                        .as_ptr()
+                        .add(d * KEY_BLOCK + tile * KEY_TILE);
+                    (_mm256_loadu_ps(k), _mm256_loadu_ps(k.add(LANES)))
+                };
+                for (acc, query) in acc.iter_mut().zip(&queries) {
+                    // SAFETY: `d < dim = query.len()`.
+                    let q = _mm256_broadcast_ss(unsafe { query.get_unchecked(d) });
+                    acc[0] = _mm256_fmadd_ps(q, k0, acc[0]);
+                    acc[1] = _mm256_fmadd_ps(q, k1, acc[1]);
+                }
+            }
+            for (acc, scores) in acc.iter().zip(scores.iter_mut()) {
+                let to = &mut scores[tile * KEY_TILE..][..KEY_TILE];
+                // SAFETY: `to` holds 16 f32.
+                unsafe {
+                    _mm256_storeu_ps(to.as_mut_ptr(), _mm256_mul_ps(acc[0], scale));
+                    _mm256_storeu_ps(to.as_mut_ptr().add(LANES), _mm256_mul_ps(acc[1], scale));
+                }
+            }
+        }
+        let mut corrections = [0f32; N];
+        for (n, correction) in corrections.iter_mut().enumerate() {
+            let row = &mut scores[n][..tiles * KEY_TILE];
+            // Keys past the row's last one (the causal mask, or the block's end) were scored
+            // against stale data: they weigh nothing.
+            row[self.count..].fill(f32::NEG_INFINITY);
+            let block_max = max(row);
+            let i = at + n;
+            let new_max = state.max[i].max(block_max);
+            // exp(-inf) = 0 on a state's first block: nothing to rescale yet.
+            *correction = (state.max[i] - new_max).exp();
+            state.max[i] = new_max;
+            exp_shifted(row, new_max);
+            row[self.count..].fill(0.0);
+            state.sum[i] = state.sum[i] * *correction + sum(row);
+        }
+        let mut d = 0;
+        // SAFETY (both): the CPU has AVX2 and FMA; `d + 8 · V <= dim`.
+        while d + 2 * LANES <= dim {
+            unsafe { self.weigh_values::<N, 2>(scores, &corrections, state, at, d) };
+            d += 2 * LANES;
+        }
+        if d < dim {
+            unsafe { self.weigh_values::<N, 1>(scores, &corrections, state, at, d) };
+        }
+    }
+
+    /// `acc = correction · acc + Σ_j p_j · value j` for dimensions `d..d + 8·V` of the states
+    /// `at..at + N`, the probabilities `p` of query `n` in `scores[n]`.
+    ///
+    /// # Safety
+    /// The CPU has AVX2 and FMA; `d + 8 · V <= dim`, and [`Self::attend`]'s assertions hold.
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn weigh_values<const N: usize, const V: usize>(
+        &self,
+        scores: &[[f32; KEY_BLOCK]; QUERIES],
+        corrections: &[f32; N],
+        state: &mut State,
+        at: usize,
+        d: usize,
+    ) {
+        let dim = self.dim;
+        let acc_ptr = state.acc.as_mut_ptr();
+        let mut acc = [[_mm256_setzero_ps(); V]; N];
+        for (n, acc) in acc.iter_mut().enumerate() {
+            let correction = _mm256_set1_ps(corrections[n]);
+            for (v, acc) in acc.iter_mut().enumerate() {
+                // SAFETY: state `at + n` exists and `d + 8·V <= dim`.
+                let from = unsafe { _mm256_loadu_ps(acc_ptr.add((at + n) * dim + d + v * LANES)) };
+                *acc = _mm256_mul_ps(correction, from);
+            }
+        }
+        let values = self.values.as_ptr();
+        for j in 0..self.count {
+            // SAFETY: row `j < count` of the values, dimensions `d..d + 8·V`.
+            let x: [__m256; V] = std::array::from_fn(|v| unsafe {
+                _mm256_loadu_ps(values.add(j * dim + d + v * LANES))
+            });
+            for (acc, scores) in acc.iter_mut().zip(scores) {
+                // SAFETY: `j < count <= KEY_BLOCK`.
+                let p = _mm256_broadcast_ss(unsafe { scores.get_unchecked(j) });
+                for (acc, x) in acc.iter_mut().zip(x) {
+                    *acc = _mm256_fmadd_ps(p, x, *acc);
+                }
+            }
+        }
+        for (n, acc) in acc.iter().enumerate() {
+            for (v, acc) in acc.iter().enumerate() {
+                // SAFETY: as for the loads above.
+                unsafe { _mm256_storeu_ps(acc_ptr.add((at + n) * dim + d + v * LANES), *acc) };
+            }
+        }
+    }
+}
+
+/// The largest of `xs` (a multiple of 8 long).
+#[target_feature(enable = "avx2,fma")]
+fn max(xs: &[f32]) -> f32 {
+    let mut m = _mm256_set1_ps(f32::NEG_INFINITY);
+    for x in xs.chunks_exact(LANES) {
+        // SAFETY: `x` holds 8 f32.
+        m = _mm256_max_ps(m, unsafe { _mm256_loadu_ps(x.as_ptr()) });
+    }
+    let m = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    let m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)))
+}
+
+/// The sum of `xs` (a multiple of 8 long).
+#[target_feature(enable = "avx2,fma")]
+fn sum(xs: &[f32]) -> f32 {
+    let mut s = _mm256_setzero_ps();
+    for x in xs.chunks_exact(LANES) {
+        // SAFETY: `x` holds 8 f32.
+        s = _mm256_add_ps(s, unsafe { _mm256_loadu_ps(x.as_ptr()) });
+    }
+    let s = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)))
+}
+
+/// Writes the `keys.len() / dim` keys of `keys` into `out` transposed: dimension `d` of key
+/// `j` at `d · KEY_BLOCK + j`. Slots of keys past the end keep what they held.
+///
+/// # Safety
+/// The CPU has AVX2.
+#[target_feature(enable = "avx2,fma")]
+unsafe fn transpose(keys: &[f32], dim: usize, out: &mut [f32]) {
+    let count = keys.len() / dim;
+    assert!(count <= KEY_BLOCK && out.len() >= dim * KEY_BLOCK && dim.is_multiple_of(LANES));
+    let whole = count / LANES * LANES;
+    let (src, dst) = (keys.as_ptr(), out.as_mut_ptr());
+    for j in (0..whole).step_by(LANES) {
+        for d in (0..dim).step_by(LANES) {
+            // SAFETY: keys `j..j + 8` exist and `d + 8 <= dim`, so every load is inside
+            // `keys`; every store lands at `(d + i) · KEY_BLOCK + j..+8`, inside `out`.
+            unsafe {
+                let r: [__m256; LANES] =
+                    std::array::from_fn(|i| _mm256_loadu_ps(src.add((j + i) * dim + d)));
+                for (i, column) in transpose8(r).into_iter().enumerate() {
+                    _mm256_storeu_ps(dst.add((d + i) * KEY_BLOCK + j), column);
+                }
+            }
+        }
+    }
+    for j in whole..count {
+        for d in 0..dim {
+            out[d * KEY_BLOCK + j] = keys[j * dim + d];
+        }
+    }
+}
+
+/// The transpose of the 8 × 8 matrix whose rows are `r`.
+#[target_feature(enable = "avx2,fma")]
+fn transpose8(r: [__m256; LANES]) -> [__m256; LANES] {
+    // Pairs of rows interleaved, then pairs of pairs, leave in each 128-bit half four
+    // elements of one column: the halves are then swapped into place.
+    let t0 = _mm256_unpacklo_ps(r[0], r[1]);
+    let t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    let t2 = _mm256_unpacklo_ps(r[2], r[3]);
+    let t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    let t4 = _mm256_unpacklo_ps(r[4], r[5]);
+    let t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    let t6 = _mm256_unpacklo_ps(r[6], r[7]);
+    let t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    let u0 = _mm256_shuffle_ps::<0x44>(t0, t2);
+    let u1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
+    let u2 = _mm256_shuffle_ps::<0x44>(t1, t3);
+    let u3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
+    let u4 = _mm256_shuffle_ps::<0x44>(t4, t6);
+    let u5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
+    let u6 = _mm256_shuffle_ps::<0x44>(t5, t7);
+    let u7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
+    [
+        _mm256_permute2f128_ps::<0x20>(u0, u4),
+        _mm256_permute2f128_ps::<0x20>(u1, u5),
+        _mm256_permute2f128_ps::<0x20>(u2, u6),
+        _mm256_permute2f128_ps::<0x20>(u3, u7),
+        _mm256_permute2f128_ps::<0x31>(u0, u4),
+        _mm256_permute2f128_ps::<0x31>(u1, u5),
+        _mm256_permute2f128_ps::<0x31>(u2, u6),
+        _mm256_permute2f128_ps::<0x31>(u3, u7),
+    ]
+}
