@@ -19,6 +19,10 @@ const LAYOUTS: [(&str, usize, usize, usize); 3] = [
 
 const DEPTHS: [usize; 3] = [1024, 4096, 16384];
 
+/// Layers whose caches a decode step reads one after another (Qwen2.5-0.5B has 24): together
+/// they outgrow the caches, as in a forward pass.
+const LAYERS: usize = 24;
+
 /// Query rows of one prefill chunk: the engine's default on the CPU.
 const CHUNK: usize = 256;
 const PREFILL_DEPTHS: [usize; 3] = [0, 1024, 4096];
@@ -44,7 +48,11 @@ fn decode(
     all: &rayon::ThreadPool,
     threads: usize,
 ) -> Result<(), ShapeError> {
-    println!("decode attention, microseconds per token (1 thread / {threads} threads = speedup)");
+    println!(
+        "decode attention, microseconds per token and layer (1 thread / {threads} threads = \
+         speedup; then {threads} threads with the KV of {LAYERS} layers, read from memory \
+         as a forward pass reads it)"
+    );
     for (name, heads, kv_heads, head_dim) in LAYOUTS {
         for depth in DEPTHS {
             let shape = AttentionShape {
@@ -57,17 +65,31 @@ fn decode(
             };
             let cache = kv_heads * shape.capacity * head_dim;
             let q = filled(heads * head_dim, 1);
-            let (k, v) = (filled(cache, 2), filled(cache, 3));
+            let layers: Vec<(Vec<f32>, Vec<f32>)> = (0..LAYERS as u64)
+                .map(|l| (filled(cache, 2 + 2 * l), filled(cache, 3 + 2 * l)))
+                .collect();
+            let (k, v) = &layers[0];
             let mut out = vec![0f32; heads * head_dim];
             let mut time = |pool: &rayon::ThreadPool| {
-                per_call(|| pool.install(|| causal_attention(&q, &k, &v, shape, &mut out)))
+                per_call(|| pool.install(|| causal_attention(&q, k, v, shape, &mut out)))
             };
             let (one, many) = (time(single)?, time(all)?);
+            let mut out = vec![0f32; heads * head_dim];
+            let cold = per_call(|| {
+                all.install(|| {
+                    layers
+                        .iter()
+                        .try_for_each(|(k, v)| causal_attention(&q, k, v, shape, &mut out))
+                })
+            })? / LAYERS as u32;
+            let bytes = (2 * cache * std::mem::size_of::<f32>()) as f64;
             println!(
-                "{name:<24} depth {depth:>5}: {:>8.1} / {:>8.1} = {:.2}x",
+                "{name:<24} depth {depth:>5}: {:>8.1} / {:>8.1} = {:.2}x, cold {:>8.1} ({:.1} GB/s)",
                 micros(one),
                 micros(many),
-                one.as_secs_f64() / many.as_secs_f64()
+                one.as_secs_f64() / many.as_secs_f64(),
+                micros(cold),
+                bytes / cold.as_secs_f64() / 1e9
             );
         }
     }
