@@ -518,7 +518,11 @@ fn exp_shifted(xs: &mut [f32], shift: f32) {
         // integer in 1..=127 here) leaves it in the low bits of the sum's mantissa: integer
         // arithmetic that vectorizes, where `n as i32` (saturating, NaN to 0) became a scalar
         // conversion with two compares per lane and took a fifth of the attention's time.
-        let biased = (n + (127.0 + MANTISSA_ONE)).to_bits() - MANTISSA_ONE.to_bits();
+        // Wrapping: a row whose scores hold a NaN or an infinity gets a meaningless weight,
+        // as it did before, and never a panic.
+        let biased = (n + (127.0 + MANTISSA_ONE))
+            .to_bits()
+            .wrapping_sub(MANTISSA_ONE.to_bits());
         let pow2 = f32::from_bits(biased << 23);
         *x = e * pow2;
     }

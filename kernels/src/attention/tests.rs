@@ -274,3 +274,29 @@ fn sizes_whose_products_overflow_are_errors_not_wraps() {
     let err = causal_attention(&[], &[], &[], past_the_end, &mut out).unwrap_err();
     assert!(err.to_string().contains("exceed"), "{err}");
 }
+
+/// A poisoned model can write NaN or infinite keys into the cache; attention must finish (a
+/// debug build included: no overflowing integer arithmetic in the exp) for the engine to
+/// classify the fault.
+#[test]
+fn non_finite_inputs_finish_without_a_panic() {
+    let shape = AttentionShape {
+        heads: 14,
+        kv_heads: 2,
+        head_dim: 64,
+        queries: 20,
+        offset: 100,
+        capacity: 120,
+    };
+    let mut rng = Lcg(3);
+    let q = rng.fill(14 * 20 * 64, 1.0);
+    let v = rng.fill(2 * 120 * 64, 1.0);
+    for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 1e30] {
+        let mut k = rng.fill(2 * 120 * 64, 1.0);
+        k[70 * 64 + 5] = bad;
+        for simd in [Simd::Detect, Simd::Portable] {
+            let mut out = vec![0f32; q.len()];
+            attention_on(simd, 2, &q, &k, &v, shape, &mut out).unwrap();
+        }
+    }
+}
