@@ -55,14 +55,7 @@ fn decode(
     );
     for (name, heads, kv_heads, head_dim) in LAYOUTS {
         for depth in DEPTHS {
-            let shape = AttentionShape {
-                heads,
-                kv_heads,
-                head_dim,
-                queries: 1,
-                offset: depth,
-                capacity: depth + 1,
-            };
+            let shape = shape_of((heads, kv_heads, head_dim), 1, depth);
             let cache = kv_heads * shape.capacity * head_dim;
             let q = filled(heads * head_dim, 1);
             let layers: Vec<(Vec<f32>, Vec<f32>)> = (0..LAYERS as u64)
@@ -100,14 +93,7 @@ fn prefill(all: &rayon::ThreadPool, threads: usize) -> Result<(), ShapeError> {
     println!("prefill attention, {CHUNK} new tokens, milliseconds per chunk on {threads} threads");
     for (name, heads, kv_heads, head_dim) in LAYOUTS {
         for depth in PREFILL_DEPTHS {
-            let shape = AttentionShape {
-                heads,
-                kv_heads,
-                head_dim,
-                queries: CHUNK,
-                offset: depth,
-                capacity: depth + CHUNK,
-            };
+            let shape = shape_of((heads, kv_heads, head_dim), CHUNK, depth);
             let cache = kv_heads * shape.capacity * head_dim;
             let q = filled(heads * CHUNK * head_dim, 1);
             let (k, v) = (filled(cache, 2), filled(cache, 3));
@@ -125,6 +111,22 @@ fn prefill(all: &rayon::ThreadPool, threads: usize) -> Result<(), ShapeError> {
         }
     }
     Ok(())
+}
+
+/// `queries` new tokens after `depth` cached ones, in a cache just large enough to hold them.
+fn shape_of(
+    (heads, kv_heads, head_dim): (usize, usize, usize),
+    queries: usize,
+    depth: usize,
+) -> AttentionShape {
+    AttentionShape {
+        heads,
+        kv_heads,
+        head_dim,
+        queries,
+        offset: depth,
+        capacity: depth + queries,
+    }
 }
 
 fn pool(threads: usize) -> Result<rayon::ThreadPool, rayon::ThreadPoolBuildError> {

@@ -99,13 +99,14 @@ impl Task<'_> {
     }
 }
 
-/// The keys of one block that one query row sees, with their values.
+/// The keys of one block that a run of states sees (one row on the block's diagonal, or the
+/// rows past it), with their values.
 struct Block<'a> {
     /// The block's keys, transposed: dimension `d` of key `j` at `d · KEY_BLOCK + j`.
     transposed: &'a [f32],
     /// Rows `0..count` of the block's values.
     values: &'a [f32],
-    /// Keys this row sees in the block, at least 1.
+    /// Keys these states see in the block, at least 1.
     count: usize,
     dim: usize,
     scale: f32,
