@@ -2,13 +2,15 @@
 //! the whole pool, for the head layouts of common models, so the spread of decode attention
 //! over the cores can be seen apart from the rest of a forward pass; then one prefill chunk's
 //! attention at a few depths, with the multiply-adds per second it reached:
-//!   cargo run --release -p hearth-kernels --example attention [threads] [decode|prefill]
-//! Threads default to the rayon pool's (`RAYON_NUM_THREADS`); both parts run by default. A layout with fewer KV heads than
-//! threads only speeds up on more threads if the key range is split between them.
+//!   cargo run --release -p hearth-kernels --example attention [threads] [decode|prefill|both] [f16|f32]
+//! Threads default to the rayon pool's (`RAYON_NUM_THREADS`); both parts run by default, on an
+//! f16 cache (what the engine holds on the CPU). A layout with fewer KV heads than threads only
+//! speeds up on more threads if the key range is split between them.
 
 use std::time::{Duration, Instant};
 
-use hearth_kernels::{AttentionShape, ShapeError, causal_attention};
+use half::f16;
+use hearth_kernels::{AttentionShape, KvElement, ShapeError, causal_attention};
 
 /// (name, query heads, KV heads, head size).
 const LAYOUTS: [(&str, usize, usize, usize); 3] = [
@@ -34,32 +36,53 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or_else(rayon::current_num_threads);
     let part = std::env::args().nth(2).unwrap_or_default();
     let all = pool(threads)?;
+    match std::env::args().nth(3).as_deref() {
+        Some("f32") => run(&part, &all, threads, |x| x),
+        Some("f16") | None => run(&part, &all, threads, f16::from_f32),
+        Some(other) => Err(format!("cache type {other:?}: f16 or f32").into()),
+    }
+}
+
+fn run<E: KvElement>(
+    part: &str,
+    all: &rayon::ThreadPool,
+    threads: usize,
+    held: fn(f32) -> E,
+) -> Result<(), Box<dyn std::error::Error>> {
     if part != "prefill" {
-        decode(&pool(1)?, &all, threads)?;
+        decode(&pool(1)?, all, threads, held)?;
     }
     if part != "decode" {
-        prefill(&all, threads)?;
+        prefill(all, threads, held)?;
     }
     Ok(())
 }
 
-fn decode(
+fn decode<E: KvElement>(
     single: &rayon::ThreadPool,
     all: &rayon::ThreadPool,
     threads: usize,
+    held: fn(f32) -> E,
 ) -> Result<(), ShapeError> {
     println!(
-        "decode attention, microseconds per token and layer (1 thread / {threads} threads = \
-         speedup; then {threads} threads with the KV of {LAYERS} layers, read from memory \
-         as a forward pass reads it)"
+        "decode attention on a cache of {}, microseconds per token and layer (1 thread / \
+         {threads} threads = speedup; then {threads} threads with the KV of {LAYERS} layers, \
+         read from memory as a forward pass reads it)",
+        cache_name::<E>()
     );
     for (name, heads, kv_heads, head_dim) in LAYOUTS {
         for depth in DEPTHS {
             let shape = shape_of((heads, kv_heads, head_dim), 1, depth);
             let cache = kv_heads * shape.capacity * head_dim;
             let q = filled(heads * head_dim, 1);
-            let layers: Vec<(Vec<f32>, Vec<f32>)> = (0..LAYERS as u64)
-                .map(|l| (filled(cache, 2 + 2 * l), filled(cache, 3 + 2 * l)))
+            let layers: Vec<(Vec<E>, Vec<E>)> = (0..LAYERS as u64)
+                .map(|l| {
+                    let (k, v) = (filled(cache, 2 + 2 * l), filled(cache, 3 + 2 * l));
+                    (
+                        k.into_iter().map(held).collect(),
+                        v.into_iter().map(held).collect(),
+                    )
+                })
                 .collect();
             let (k, v) = &layers[0];
             let mut out = vec![0f32; heads * head_dim];
@@ -75,7 +98,7 @@ fn decode(
                         .try_for_each(|(k, v)| causal_attention(&q, k, v, shape, &mut out))
                 })
             })? / LAYERS as u32;
-            let bytes = (2 * cache * std::mem::size_of::<f32>()) as f64;
+            let bytes = (2 * cache * std::mem::size_of::<E>()) as f64;
             println!(
                 "{name:<24} depth {depth:>5}: {:>8.1} / {:>8.1} = {:.2}x, cold {:>8.1} ({:.1} GB/s)",
                 micros(one),
@@ -89,14 +112,23 @@ fn decode(
     Ok(())
 }
 
-fn prefill(all: &rayon::ThreadPool, threads: usize) -> Result<(), ShapeError> {
-    println!("prefill attention, {CHUNK} new tokens, milliseconds per chunk on {threads} threads");
+fn prefill<E: KvElement>(
+    all: &rayon::ThreadPool,
+    threads: usize,
+    held: fn(f32) -> E,
+) -> Result<(), ShapeError> {
+    println!(
+        "prefill attention on a cache of {}, {CHUNK} new tokens, milliseconds per chunk on \
+         {threads} threads",
+        cache_name::<E>()
+    );
     for (name, heads, kv_heads, head_dim) in LAYOUTS {
         for depth in PREFILL_DEPTHS {
             let shape = shape_of((heads, kv_heads, head_dim), CHUNK, depth);
             let cache = kv_heads * shape.capacity * head_dim;
             let q = filled(heads * CHUNK * head_dim, 1);
-            let (k, v) = (filled(cache, 2), filled(cache, 3));
+            let k: Vec<E> = filled(cache, 2).into_iter().map(held).collect();
+            let v: Vec<E> = filled(cache, 3).into_iter().map(held).collect();
             let mut out = vec![0f32; CHUNK * heads * head_dim];
             let took = per_call(|| all.install(|| causal_attention(&q, &k, &v, shape, &mut out)))?;
             // Query row i reads keys 0..=depth + i: one multiply-add per dim for its score
@@ -126,6 +158,14 @@ fn shape_of(
         queries,
         offset: depth,
         capacity: depth + queries,
+    }
+}
+
+/// The cache's element type, by its size (f16 and f32 are the two there are).
+fn cache_name<E>() -> &'static str {
+    match std::mem::size_of::<E>() {
+        2 => "f16",
+        _ => "f32",
     }
 }
 

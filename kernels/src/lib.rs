@@ -15,9 +15,9 @@
 //! Each format has an AVX-512 VNNI kernel (`vpdpbusd`, sixteen rows per register, sums in
 //! i32) and an AVX2 one (`vpmaddubsw` and `vpmaddwd`, eight rows per register); [`Isa`]
 //! picks the faster one the CPU runs when a matrix is packed.
-//! - [`causal_attention`]: attention over a preallocated f32 KV cache read in place, with an
-//!   online softmax instead of a materialized score matrix and mask, and the key range split
-//!   between threads when there are fewer KV heads than threads (decoding).
+//! - [`causal_attention`]: attention over a preallocated KV cache (f32 or f16) read in place,
+//!   with an online softmax instead of a materialized score matrix and mask, and the key range
+//!   split between threads when there are fewer KV heads than threads (decoding).
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -37,7 +37,7 @@ mod q8_0;
 mod test_support;
 mod tiled;
 
-pub use attention::{AttentionShape, ShapeError, causal_attention};
+pub use attention::{AttentionShape, KvElement, ShapeError, causal_attention};
 pub use isa::Isa;
 pub use packed::PackedMatrix;
 pub use q4_0::PackedQ4_0;

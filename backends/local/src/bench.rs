@@ -205,7 +205,7 @@ pub fn run_bench(config: &BenchConfig) -> Result<BenchReport, EngineError> {
     }
     let quantization = model.quantization().to_string();
     let kernels = model.kernels();
-    let kv_per_token = model.config().kv_bytes_per_token() as u64;
+    let kv_per_token = model.kv_bytes_per_token() as u64;
     let weight_bytes_per_token = model.weight_bytes_per_token();
     drop(model);
     let memory = Footprint {

@@ -1,4 +1,4 @@
-//! Causal attention over a preallocated f32 KV cache, read in place.
+//! Causal attention over a preallocated KV cache, in f32 or f16, read in place.
 //!
 //! The generic path (scores as a tensor, an additive mask, softmax, a second matmul) writes and
 //! rereads a `queries × keys` matrix per head and pays for a fresh allocation each time; at a
@@ -19,13 +19,16 @@
 //! With AVX2 and FMA, and a head size that is a multiple of 8, each task runs as small matrix
 //! products (`tiled.rs`): four query vectors share every key and value loaded, and the
 //! softmax works on eight scores to a register. Otherwise the portable code takes one query
-//! vector at a time.
+//! vector at a time. An f16 cache is widened as it is read: a key block once, into the
+//! transposed block the tiled kernel builds anyway, and the values eight at a time as they are
+//! weighed (see `element.rs` for why the cache is f16).
 
 use std::fmt;
 
 use rayon::prelude::*;
 
 use crate::OutPtr;
+pub use element::KvElement;
 
 /// Query positions per task (times the query heads of its KV head): they share every key
 /// block they read.
@@ -104,16 +107,16 @@ impl AttentionShape {
 /// `out = softmax(q kᵀ / √d + causal mask) v` for every query head.
 ///
 /// - `q`: `(heads, queries, head_dim)`, row-major, already rotated.
-/// - `k`, `v`: `(kv_heads, capacity, head_dim)`, with the new tokens already written at
+/// - `k`, `v`: `(kv_heads, capacity, head_dim)`, f32 or f16, with the new tokens already written at
 ///   `offset..offset + queries`. Query `i` sees keys `0..=offset + i`.
 /// - `out`: `(queries, heads, head_dim)`, token-major, ready for the output projection.
 ///
 /// Runs on the rayon pool, split by KV head and block of query rows, and by key range when
 /// that leaves threads idle (decoding).
-pub fn causal_attention(
+pub fn causal_attention<E: KvElement>(
     q: &[f32],
-    k: &[f32],
-    v: &[f32],
+    k: &[E],
+    v: &[E],
     shape: AttentionShape,
     out: &mut [f32],
 ) -> Result<(), ShapeError> {
@@ -136,12 +139,12 @@ enum Simd {
     Portable,
 }
 
-fn attention_on(
+fn attention_on<E: KvElement>(
     simd: Simd,
     threads: usize,
     q: &[f32],
-    k: &[f32],
-    v: &[f32],
+    k: &[E],
+    v: &[E],
     shape: AttentionShape,
     out: &mut [f32],
 ) -> Result<(), ShapeError> {
@@ -253,16 +256,16 @@ impl State {
 }
 
 /// Attention of the query heads of one KV head, for a block of query rows.
-struct Task<'a> {
+struct Task<'a, E> {
     q: &'a [f32],
-    k: &'a [f32],
-    v: &'a [f32],
+    k: &'a [E],
+    v: &'a [E],
     shape: AttentionShape,
     kv_head: usize,
     rows: std::ops::Range<usize>,
 }
 
-impl Task<'_> {
+impl<E: KvElement> Task<'_, E> {
     /// Keys the last row sees; earlier rows stop sooner.
     fn visible(&self) -> usize {
         self.shape.offset + self.rows.end
@@ -286,8 +289,9 @@ impl Task<'_> {
             && is_x86_feature_detected!("avx2")
             && is_x86_feature_detected!("fma")
         {
-            // SAFETY (both): the CPU has both features.
-            if self.shape.head_dim.is_multiple_of(8) {
+            // SAFETY (both): the CPU has the features each asks for. F16C came with AVX2 on
+            // every CPU that has both; a CPU without it takes the portable path.
+            if self.shape.head_dim.is_multiple_of(8) && is_x86_feature_detected!("f16c") {
                 return unsafe { self.run_tiled(keys, state) };
             }
             return unsafe { self.run_avx2(keys, state) };
@@ -329,14 +333,18 @@ impl Task<'_> {
         let scale = 1.0 / (dim as f32).sqrt();
         let State { max, sum, acc } = state;
         let mut scores = [0f32; KEY_BLOCK];
+        let (mut wide_keys, mut wide_values) = (Vec::new(), Vec::new());
         let last = keys.end.min(self.visible());
         for first in (keys.start..last).step_by(KEY_BLOCK) {
+            let block_end = last.min(first + KEY_BLOCK);
+            let key_block = E::as_f32(&key_rows[first * dim..block_end * dim], &mut wide_keys);
+            let value_block = E::as_f32(&values[first * dim..block_end * dim], &mut wide_values);
             for (r, row) in self.rows.clone().enumerate() {
-                let end = last.min(first + KEY_BLOCK).min(s.offset + row + 1);
+                let end = block_end.min(s.offset + row + 1);
                 if end <= first {
                     continue;
                 }
-                let block = &key_rows[first * dim..end * dim];
+                let block = &key_block[..(end - first) * dim];
                 for g in 0..groups {
                     let head = self.kv_head * groups + g;
                     let state = r * groups + g;
@@ -351,7 +359,7 @@ impl Task<'_> {
                     exp_shifted(scores, new_max);
                     sum[state] = sum[state] * correction + scores.iter().sum::<f32>();
                     let acc = &mut acc[state * dim..][..dim];
-                    let block_values = &values[first * dim..end * dim];
+                    let block_values = &value_block[..(end - first) * dim];
                     weighted_values::<D>(scores, block_values, correction, acc);
                 }
             }
@@ -528,6 +536,7 @@ fn exp_shifted(xs: &mut [f32], shift: f32) {
     }
 }
 
+mod element;
 #[cfg(target_arch = "x86_64")]
 mod tiled;
 

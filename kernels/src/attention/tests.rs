@@ -1,3 +1,5 @@
+use half::f16;
+
 use super::{
     AttentionShape, KEY_BLOCK, Simd, attention_on, causal_attention, exp_shifted, key_splits,
     split_keys,
@@ -55,6 +57,30 @@ fn reference(q: &[f32], k: &[f32], v: &[f32], s: AttentionShape) -> Vec<f32> {
     out
 }
 
+/// The attention of `q` over `k` and `v` held in f32, then held in f16, each against the
+/// definition over the values the cache holds; `check` gets what was held, and the error.
+fn in_f32_and_f16(
+    simd: Simd,
+    threads: usize,
+    (q, k, v): (&[f32], &[f32], &[f32]),
+    shape: AttentionShape,
+    check: impl Fn(&str, f32),
+) {
+    let want = reference(q, k, v, shape);
+    let mut got = vec![f32::NAN; want.len()];
+    attention_on(simd, threads, q, k, v, shape, &mut got).unwrap();
+    check("f32", max_abs_error(&got, &want));
+    let (k, v): (Vec<f16>, Vec<f16>) = (
+        k.iter().copied().map(f16::from_f32).collect(),
+        v.iter().copied().map(f16::from_f32).collect(),
+    );
+    let widen = |x: &[f16]| x.iter().map(|h| h.to_f32()).collect::<Vec<f32>>();
+    let want = reference(q, &widen(&k), &widen(&v), shape);
+    let mut got = vec![f32::NAN; want.len()];
+    attention_on(simd, threads, q, &k, &v, shape, &mut got).unwrap();
+    check("f16", max_abs_error(&got, &want));
+}
+
 /// The largest difference between matching elements, NaN if any element is NaN (an output
 /// never written stays NaN; `f32::max` alone would skip it).
 fn max_abs_error(got: &[f32], want: &[f32]) -> f32 {
@@ -102,12 +128,10 @@ fn matches_the_definition_for_every_mix_of_depth_chunk_and_head_layout() {
             let cache = kv_heads * shape.capacity * head_dim;
             let q = rng.fill(heads * queries * head_dim, 2.0);
             let (k, v) = (rng.fill(cache, 2.0), rng.fill(cache, 1.0));
-            let want = reference(&q, &k, &v, shape);
             for simd in [Simd::Detect, Simd::Portable] {
-                let mut got = vec![f32::NAN; want.len()];
-                attention_on(simd, 1, &q, &k, &v, shape, &mut got).unwrap();
-                let err = max_abs_error(&got, &want);
-                assert!(err < 2e-5, "{simd:?} {shape:?}: max abs error {err}");
+                in_f32_and_f16(simd, 1, (&q, &k, &v), shape, |held, err| {
+                    assert!(err < 2e-5, "{simd:?} {held} {shape:?}: max abs error {err}")
+                });
             }
         }
     }
@@ -131,16 +155,14 @@ fn a_key_range_split_between_threads_matches_the_definition() {
             let cache = kv_heads * shape.capacity * head_dim;
             let q = rng.fill(heads * queries * head_dim, 2.0);
             let (k, v) = (rng.fill(cache, 2.0), rng.fill(cache, 1.0));
-            let want = reference(&q, &k, &v, shape);
             for threads in [3, 8, 64] {
                 for simd in [Simd::Detect, Simd::Portable] {
-                    let mut got = vec![f32::NAN; want.len()];
-                    attention_on(simd, threads, &q, &k, &v, shape, &mut got).unwrap();
-                    let err = max_abs_error(&got, &want);
-                    assert!(
-                        err < 2e-5,
-                        "{simd:?} on {threads} threads {shape:?}: max abs error {err}"
-                    );
+                    in_f32_and_f16(simd, threads, (&q, &k, &v), shape, |held, err| {
+                        assert!(
+                            err < 2e-5,
+                            "{simd:?} {held} on {threads} threads {shape:?}: max abs error {err}"
+                        )
+                    });
                 }
             }
         }
@@ -263,7 +285,7 @@ fn sizes_whose_products_overflow_are_errors_not_wraps() {
         capacity: 1 << 62,
     };
     let mut out: [f32; 0] = [];
-    let err = causal_attention(&[], &[], &[], wraps, &mut out).unwrap_err();
+    let err = causal_attention::<f32>(&[], &[], &[], wraps, &mut out).unwrap_err();
     assert!(err.to_string().contains("overflow"), "{err}");
     let past_the_end = AttentionShape {
         queries: usize::MAX,
@@ -271,7 +293,7 @@ fn sizes_whose_products_overflow_are_errors_not_wraps() {
         capacity: usize::MAX,
         ..wraps
     };
-    let err = causal_attention(&[], &[], &[], past_the_end, &mut out).unwrap_err();
+    let err = causal_attention::<f32>(&[], &[], &[], past_the_end, &mut out).unwrap_err();
     assert!(err.to_string().contains("exceed"), "{err}");
 }
 

@@ -1,4 +1,4 @@
-//! Attention as small matrix products, with AVX2 and FMA.
+//! Attention as small matrix products, with AVX2, FMA and F16C.
 //!
 //! The portable kernel takes one query vector at a time, so each key or value it loads feeds
 //! one multiply-add, and each score ends in a sum across lanes. Here the query heads of one
@@ -7,12 +7,14 @@
 //! scores, each block of keys is transposed once, so that a register holds one dimension of
 //! eight keys: the scores come out eight keys to a register, ready for the softmax's vector
 //! max, exp and sum, with no sums across lanes. The transposed block is reused by every query
-//! row and head of the task.
+//! row and head of the task. An f16 cache is widened in the same two places the kernel loads
+//! from it: the transpose, once per key block, and the value rows, eight values at a time.
 
 use std::arch::x86_64::*;
 use std::ops::Range;
 
-use super::{KEY_BLOCK, State, Task, exp_shifted};
+use super::element::Kind;
+use super::{KEY_BLOCK, KvElement, State, Task, exp_shifted};
 
 /// Query vectors that share each load: four queries × two key registers are eight
 /// accumulators, and with the loaded keys and a broadcast query they fit the sixteen registers.
@@ -28,12 +30,12 @@ const _: () = assert!(KEY_BLOCK.is_multiple_of(KEY_TILE));
 /// and gave the portable kernel's logits to the bit in the real-model reference test.
 const DIM_CHUNK: usize = 8;
 
-impl Task<'_> {
+impl<E: KvElement> Task<'_, E> {
     /// [`Task::run`]'s work for a head size that is a multiple of 8.
     ///
     /// # Safety
-    /// The CPU has AVX2 and FMA.
-    #[target_feature(enable = "avx2,fma")]
+    /// The CPU has AVX2, FMA and F16C.
+    #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) unsafe fn run_tiled(&self, keys: Range<usize>, state: &mut State) {
         let s = self.shape;
         let dim = s.head_dim;
@@ -101,24 +103,24 @@ impl Task<'_> {
 
 /// The keys of one block that a run of states sees (one row on the block's diagonal, or the
 /// rows past it), with their values.
-struct Block<'a> {
+struct Block<'a, E> {
     /// The block's keys, transposed: dimension `d` of key `j` at `d · KEY_BLOCK + j`.
     transposed: &'a [f32],
-    /// Rows `0..count` of the block's values.
-    values: &'a [f32],
+    /// Rows `0..count` of the block's values, as the cache holds them.
+    values: &'a [E],
     /// Keys these states see in the block, at least 1.
     count: usize,
     dim: usize,
     scale: f32,
 }
 
-impl Block<'_> {
+impl<E: KvElement> Block<'_, E> {
     /// Folds the block into the states `states`, up to [`QUERIES`] at a time; `query(i)` is
     /// state `i`'s query vector.
     ///
     /// # Safety
-    /// The CPU has AVX2 and FMA.
-    #[target_feature(enable = "avx2,fma")]
+    /// The CPU has AVX2, FMA and F16C.
+    #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn attend_states<'q>(
         &self,
         states: Range<usize>,
@@ -146,8 +148,8 @@ impl Block<'_> {
     /// Folds the block into the states `at..at + N`, one per query.
     ///
     /// # Safety
-    /// The CPU has AVX2 and FMA.
-    #[target_feature(enable = "avx2,fma")]
+    /// The CPU has AVX2, FMA and F16C.
+    #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn attend<const N: usize>(
         &self,
         queries: [&[f32]; N],
@@ -232,8 +234,9 @@ impl Block<'_> {
     /// `at..at + N`, the probabilities `p` of query `n` in `scores[n]`.
     ///
     /// # Safety
-    /// The CPU has AVX2 and FMA; `d + 8 · V <= dim`, and [`Self::attend`]'s assertions hold.
-    #[target_feature(enable = "avx2,fma")]
+    /// The CPU has AVX2, FMA and F16C; `d + 8 · V <= dim`, and [`Self::attend`]'s assertions
+    /// hold.
+    #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn weigh_values<const N: usize, const V: usize>(
         &self,
         scores: &[[f32; KEY_BLOCK]; QUERIES],
@@ -256,9 +259,8 @@ impl Block<'_> {
         let values = self.values.as_ptr();
         for j in 0..self.count {
             // SAFETY: row `j < count` of the values, dimensions `d..d + 8·V`.
-            let x: [__m256; V] = std::array::from_fn(|v| unsafe {
-                _mm256_loadu_ps(values.add(j * dim + d + v * LANES))
-            });
+            let x: [__m256; V] =
+                std::array::from_fn(|v| unsafe { load8(values.add(j * dim + d + v * LANES)) });
             for (acc, scores) in acc.iter_mut().zip(scores) {
                 // SAFETY: `j < count <= KEY_BLOCK`.
                 let p = _mm256_broadcast_ss(unsafe { scores.get_unchecked(j) });
@@ -306,9 +308,9 @@ fn sum(xs: &[f32]) -> f32 {
 /// `j` at `d · KEY_BLOCK + j`. Slots of keys past the end keep what they held.
 ///
 /// # Safety
-/// The CPU has AVX2.
-#[target_feature(enable = "avx2,fma")]
-unsafe fn transpose(keys: &[f32], dim: usize, out: &mut [f32]) {
+/// The CPU has AVX2 and F16C.
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn transpose<E: KvElement>(keys: &[E], dim: usize, out: &mut [f32]) {
     let count = keys.len() / dim;
     assert!(count <= KEY_BLOCK && out.len() >= dim * KEY_BLOCK && dim.is_multiple_of(LANES));
     let whole = count / LANES * LANES;
@@ -318,8 +320,7 @@ unsafe fn transpose(keys: &[f32], dim: usize, out: &mut [f32]) {
             // SAFETY: keys `j..j + 8` exist and `d + 8 <= dim`, so every load is inside
             // `keys`; every store lands at `(d + i) · KEY_BLOCK + j..+8`, inside `out`.
             unsafe {
-                let r: [__m256; LANES] =
-                    std::array::from_fn(|i| _mm256_loadu_ps(src.add((j + i) * dim + d)));
+                let r: [__m256; LANES] = std::array::from_fn(|i| load8(src.add((j + i) * dim + d)));
                 for (i, column) in transpose8(r).into_iter().enumerate() {
                     _mm256_storeu_ps(dst.add((d + i) * KEY_BLOCK + j), column);
                 }
@@ -328,8 +329,23 @@ unsafe fn transpose(keys: &[f32], dim: usize, out: &mut [f32]) {
     }
     for j in whole..count {
         for d in 0..dim {
-            out[d * KEY_BLOCK + j] = keys[j * dim + d];
+            out[d * KEY_BLOCK + j] = keys[j * dim + d].widen();
         }
+    }
+}
+
+/// Eight consecutive elements from `p`, as f32.
+///
+/// # Safety
+/// The CPU has AVX2 and F16C; `p..p + 8` is readable.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn load8<E: KvElement>(p: *const E) -> __m256 {
+    // SAFETY (both): eight elements are readable from `p` (the contract), and `KIND` names
+    // their layout (the trait is sealed).
+    match E::KIND {
+        Kind::F32 => unsafe { _mm256_loadu_ps(p.cast()) },
+        Kind::F16 => unsafe { _mm256_cvtph_ps(_mm_loadu_si128(p.cast())) },
     }
 }
 

@@ -161,10 +161,11 @@ impl ModelConfig {
         self.num_kv_heads.saturating_mul(self.head_dim)
     }
 
-    /// Bytes of K and V one cached token takes (f32). Saturating: it is compared with memory
-    /// budgets, and any size past `usize::MAX` is over all of them.
-    pub fn kv_bytes_per_token(&self) -> usize {
-        [self.num_layers, self.kv_dim(), 4]
+    /// Bytes of K and V one cached token takes, at `element` bytes a value (see
+    /// [`crate::model::kv_dtype`]). Saturating: it is compared with memory budgets, and any
+    /// size past `usize::MAX` is over all of them.
+    pub fn kv_bytes_per_token(&self, element: usize) -> usize {
+        [self.num_layers, self.kv_dim(), element]
             .iter()
             .fold(2usize, |n, &f| n.saturating_mul(f))
     }

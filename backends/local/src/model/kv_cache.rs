@@ -12,11 +12,27 @@
 //! buffer goes back to the system when it is dropped. Per-layer buffers of a few MiB came off
 //! the heap instead, where the zeroing touched every page and freed buffers stayed resident:
 //! a 4k-token prompt on the 0.5B then held 150 MiB for 96 MiB of keys and values.
+//!
+//! On the CPU the cache holds f16 ([`kv_dtype`]): half the memory, and half the bytes that
+//! decoding at depth reads per token, which is what bounds its attention there. Keys and
+//! values are rounded to f16 once, as they are written, and widened as the attention reads
+//! them; llama.cpp's cache is f16 by default too.
 
 use candle_core::{DType, Device, Tensor};
 
 use crate::error::EngineError;
 use crate::model::ModelConfig;
+
+/// What a cache on `device` holds: f16 on the CPU, where hearth-kernels' attention reads it
+/// (see the module documentation); f32 elsewhere, where the generic attention's matmuls
+/// would need each step's whole cache converted to the queries' dtype first.
+pub fn kv_dtype(device: &Device) -> DType {
+    if device.is_cpu() {
+        DType::F16
+    } else {
+        DType::F32
+    }
+}
 
 /// Smallest allocation, in tokens, so short chats do not reallocate every step.
 const MIN_CAPACITY: usize = 256;
@@ -37,6 +53,7 @@ pub struct KvCache {
     capacity: usize,
     max_len: usize,
     device: Device,
+    dtype: DType,
 }
 
 impl KvCache {
@@ -51,6 +68,7 @@ impl KvCache {
             capacity: 0,
             max_len,
             device: device.clone(),
+            dtype: kv_dtype(device),
         }
     }
 
@@ -84,9 +102,16 @@ impl KvCache {
     /// Saturating: the sizes come from the model's header, and a count past `usize::MAX` is
     /// over every budget it is compared with.
     fn bytes_for(&self, tokens: usize) -> usize {
-        [self.num_layers, self.kv_heads, self.head_dim, tokens, 4]
-            .iter()
-            .fold(2usize, |n, &f| n.saturating_mul(f))
+        let element = self.dtype.size_in_bytes();
+        [
+            self.num_layers,
+            self.kv_heads,
+            self.head_dim,
+            tokens,
+            element,
+        ]
+        .iter()
+        .fold(2usize, |n, &f| n.saturating_mul(f))
     }
 
     /// Keeps the first `n` tokens. `n` beyond the current length is an error.
@@ -172,7 +197,7 @@ impl KvCache {
         // `(layers · 2, kv_heads, capacity, head_dim)`: layer `i`'s K is slice `2i`, its V
         // `2i + 1`, each one `(1, kv_heads, capacity, head_dim)` and contiguous.
         let shape = (self.num_layers * 2, self.kv_heads, new_cap, self.head_dim);
-        let all = Tensor::zeros(shape, DType::F32, &self.device)?;
+        let all = Tensor::zeros(shape, self.dtype, &self.device)?;
         let mut layers = Vec::with_capacity(self.num_layers);
         for i in 0..self.num_layers {
             let k = all.narrow(0, 2 * i, 1)?;
@@ -189,8 +214,8 @@ impl KvCache {
         Ok(())
     }
 
-    /// Writes `k`/`v` of shape `(1, kv_heads, L, head_dim)` for `layer` at position `len`.
-    /// Does not advance `len`; see [`Self::commit`].
+    /// Writes `k`/`v` of shape `(1, kv_heads, L, head_dim)` for `layer` at position `len`,
+    /// in the cache's dtype. Does not advance `len`; see [`Self::commit`].
     pub(crate) fn write(
         &mut self,
         layer: usize,
@@ -205,12 +230,15 @@ impl KvCache {
                 limit: self.capacity,
             });
         }
-        slot.k.slice_set(&k.contiguous()?, 2, self.len)?;
-        slot.v.slice_set(&v.contiguous()?, 2, self.len)?;
+        slot.k
+            .slice_set(&k.to_dtype(self.dtype)?.contiguous()?, 2, self.len)?;
+        slot.v
+            .slice_set(&v.to_dtype(self.dtype)?.contiguous()?, 2, self.len)?;
         Ok(())
     }
 
-    /// Views of `layer`'s K and V at positions `0..end`, `(1, kv_heads, end, head_dim)`.
+    /// Views of `layer`'s K and V at positions `0..end`, `(1, kv_heads, end, head_dim)`, in
+    /// the cache's dtype.
     pub(crate) fn view(&self, layer: usize, end: usize) -> Result<(Tensor, Tensor), EngineError> {
         let slot = self.layer(layer)?;
         Ok((slot.k.narrow(2, 0, end)?, slot.v.narrow(2, 0, end)?))

@@ -18,7 +18,7 @@ pub use config::{Arch, ModelConfig};
 pub use files::{ModelFiles, ModelHeader};
 pub(crate) use gguf::quantization_label;
 pub use gguf::{GgufFile, LoadStage};
-pub use kv_cache::KvCache;
+pub use kv_cache::{KvCache, kv_dtype};
 pub use linear::Kernels;
 pub use rope::Rope;
 pub use transformer::Model;

@@ -237,7 +237,7 @@ fn room_after_a_prompt_is_made_only_when_the_cache_grows() {
         ..TinySpec::qwen2()
     };
     let (model, _dir) = load(&spec);
-    let per_token = model.config().kv_bytes_per_token();
+    let per_token = model.kv_bytes_per_token();
     let mut cache = model.new_cache();
     cache.reserve_with_room(300, 200).unwrap();
     assert_eq!(cache.allocated_bytes(), 500 * per_token);

@@ -100,6 +100,12 @@ impl Model {
         self.weight_bytes_per_token
     }
 
+    /// Bytes of K and V one cached token takes in this model's caches.
+    pub fn kv_bytes_per_token(&self) -> usize {
+        let element = crate::model::kv_dtype(&self.device).size_in_bytes();
+        self.config.kv_bytes_per_token(element)
+    }
+
     /// A fresh cache for one sequence, bounded by the model's context length.
     pub fn new_cache(&self) -> KvCache {
         KvCache::new(&self.config, self.config.context_length, &self.device)
@@ -202,6 +208,7 @@ impl Model {
             Some(out) => out,
             None => {
                 let (k_all, v_all) = cache.view(index, offset + l)?;
+                let (k_all, v_all) = (k_all.to_dtype(q.dtype())?, v_all.to_dtype(q.dtype())?);
                 generic_attention(&q, &k_all, &v_all, mask.get()?, (heads, kv_heads, dim))?
             }
         };
