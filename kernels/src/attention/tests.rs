@@ -20,6 +20,29 @@ impl Lcg {
     fn fill(&mut self, n: usize, scale: f32) -> Vec<f32> {
         (0..n).map(|_| self.float() * scale).collect()
     }
+
+    /// `queries` random query rows after `offset` cached tokens, in a cache with `spare`
+    /// positions past them: the shape, then `q`, `k` and `v`.
+    fn case(
+        &mut self,
+        (heads, kv_heads, head_dim): (usize, usize, usize),
+        queries: usize,
+        offset: usize,
+        spare: usize,
+    ) -> (AttentionShape, Vec<f32>, Vec<f32>, Vec<f32>) {
+        let shape = AttentionShape {
+            heads,
+            kv_heads,
+            head_dim,
+            queries,
+            offset,
+            capacity: offset + queries + spare,
+        };
+        let cache = kv_heads * shape.capacity * head_dim;
+        let q = self.fill(heads * queries * head_dim, 2.0);
+        let (k, v) = (self.fill(cache, 2.0), self.fill(cache, 1.0));
+        (shape, q, k, v)
+    }
 }
 
 /// Softmax attention in f64 with an explicit mask, straight from the definition.
@@ -117,17 +140,7 @@ fn matches_the_definition_for_every_mix_of_depth_chunk_and_head_layout() {
             (17, 63),
             (40, 70),
         ] {
-            let shape = AttentionShape {
-                heads,
-                kv_heads,
-                head_dim,
-                queries,
-                offset,
-                capacity: offset + queries + 9,
-            };
-            let cache = kv_heads * shape.capacity * head_dim;
-            let q = rng.fill(heads * queries * head_dim, 2.0);
-            let (k, v) = (rng.fill(cache, 2.0), rng.fill(cache, 1.0));
+            let (shape, q, k, v) = rng.case((heads, kv_heads, head_dim), queries, offset, 9);
             for simd in [Simd::Detect, Simd::Portable] {
                 in_f32_and_f16(simd, 1, (&q, &k, &v), shape, |held, err| {
                     assert!(err < 2e-5, "{simd:?} {held} {shape:?}: max abs error {err}")
@@ -144,17 +157,7 @@ fn a_key_range_split_between_threads_matches_the_definition() {
     let mut rng = Lcg(11);
     for (heads, kv_heads, head_dim) in [(14, 2, 64), (8, 1, 128), (3, 1, 12)] {
         for (queries, offset) in [(1, 255), (1, 256), (1, 700), (1, 1500), (5, 600), (20, 900)] {
-            let shape = AttentionShape {
-                heads,
-                kv_heads,
-                head_dim,
-                queries,
-                offset,
-                capacity: offset + queries + 3,
-            };
-            let cache = kv_heads * shape.capacity * head_dim;
-            let q = rng.fill(heads * queries * head_dim, 2.0);
-            let (k, v) = (rng.fill(cache, 2.0), rng.fill(cache, 1.0));
+            let (shape, q, k, v) = rng.case((heads, kv_heads, head_dim), queries, offset, 3);
             for threads in [3, 8, 64] {
                 for simd in [Simd::Detect, Simd::Portable] {
                     in_f32_and_f16(simd, threads, (&q, &k, &v), shape, |held, err| {
