@@ -34,6 +34,11 @@ pub fn kv_dtype(device: &Device) -> DType {
     }
 }
 
+/// Bytes of K and V one token takes, all layers, in a cache of `config`'s model on `device`.
+pub(crate) fn token_bytes(config: &ModelConfig, device: &Device) -> usize {
+    config.kv_bytes_per_token(kv_dtype(device).size_in_bytes())
+}
+
 /// Smallest allocation, in tokens, so short chats do not reallocate every step.
 const MIN_CAPACITY: usize = 256;
 
@@ -53,7 +58,8 @@ pub struct KvCache {
     capacity: usize,
     max_len: usize,
     device: Device,
-    dtype: DType,
+    /// Bytes of K and V per token, all layers, in the cache's dtype.
+    token_bytes: usize,
 }
 
 impl KvCache {
@@ -68,7 +74,7 @@ impl KvCache {
             capacity: 0,
             max_len,
             device: device.clone(),
-            dtype: kv_dtype(device),
+            token_bytes: token_bytes(config, device),
         }
     }
 
@@ -102,16 +108,12 @@ impl KvCache {
     /// Saturating: the sizes come from the model's header, and a count past `usize::MAX` is
     /// over every budget it is compared with.
     fn bytes_for(&self, tokens: usize) -> usize {
-        let element = self.dtype.size_in_bytes();
-        [
-            self.num_layers,
-            self.kv_heads,
-            self.head_dim,
-            tokens,
-            element,
-        ]
-        .iter()
-        .fold(2usize, |n, &f| n.saturating_mul(f))
+        self.token_bytes.saturating_mul(tokens)
+    }
+
+    /// What the buffers hold: [`kv_dtype`] of the cache's device.
+    fn dtype(&self) -> DType {
+        kv_dtype(&self.device)
     }
 
     /// Keeps the first `n` tokens. `n` beyond the current length is an error.
@@ -197,7 +199,7 @@ impl KvCache {
         // `(layers · 2, kv_heads, capacity, head_dim)`: layer `i`'s K is slice `2i`, its V
         // `2i + 1`, each one `(1, kv_heads, capacity, head_dim)` and contiguous.
         let shape = (self.num_layers * 2, self.kv_heads, new_cap, self.head_dim);
-        let all = Tensor::zeros(shape, self.dtype, &self.device)?;
+        let all = Tensor::zeros(shape, self.dtype(), &self.device)?;
         let mut layers = Vec::with_capacity(self.num_layers);
         for i in 0..self.num_layers {
             let k = all.narrow(0, 2 * i, 1)?;
@@ -230,10 +232,11 @@ impl KvCache {
                 limit: self.capacity,
             });
         }
+        let dtype = self.dtype();
         slot.k
-            .slice_set(&k.to_dtype(self.dtype)?.contiguous()?, 2, self.len)?;
+            .slice_set(&k.to_dtype(dtype)?.contiguous()?, 2, self.len)?;
         slot.v
-            .slice_set(&v.to_dtype(self.dtype)?.contiguous()?, 2, self.len)?;
+            .slice_set(&v.to_dtype(dtype)?.contiguous()?, 2, self.len)?;
         Ok(())
     }
 

@@ -102,8 +102,7 @@ impl Model {
 
     /// Bytes of K and V one cached token takes in this model's caches.
     pub fn kv_bytes_per_token(&self) -> usize {
-        let element = crate::model::kv_dtype(&self.device).size_in_bytes();
-        self.config.kv_bytes_per_token(element)
+        crate::model::kv_cache::token_bytes(&self.config, &self.device)
     }
 
     /// A fresh cache for one sequence, bounded by the model's context length.
