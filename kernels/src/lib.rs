@@ -11,10 +11,13 @@
 //! - [`PackedQ4_K`], [`PackedQ5_K`] and [`PackedQ6_K`]: the K-quants of Q4_K_M and Q5_K_M
 //!   files, kept at their file size (nibbles, fifth bits and 2-bit high parts packed,
 //!   sub-block scales as small integers).
+//! - [`PackedQ2_K`] and [`PackedQ3_K`]: the low-bit K-quants of Q2_K and Q3_K_M files, kept
+//!   at their file size (2-bit planes, Q3_K's high bits beside them).
 //!
 //! Each format has an AVX-512 VNNI kernel (`vpdpbusd`, sixteen rows per register, sums in
 //! i32) and an AVX2 one (`vpmaddubsw` and `vpmaddwd`, eight rows per register); [`Isa`]
-//! picks the faster one the CPU runs when a matrix is packed.
+//! picks the faster one the CPU runs when a matrix is packed. Q2_K and Q3_K have the AVX2
+//! kernel alone, which AVX-512 CPUs run too.
 //! - [`causal_attention`]: attention over a preallocated KV cache (f32 or f16) read in place,
 //!   with an online softmax instead of a materialized score matrix and mask, and the key range
 //!   split between threads when there are fewer KV heads than threads (decoding).
@@ -26,6 +29,8 @@ mod attention;
 mod fifth_bits;
 mod isa;
 mod packed;
+mod q2_k;
+mod q3_k;
 mod q4_0;
 mod q4_k;
 mod q5_0;
@@ -36,10 +41,13 @@ mod q8_0;
 #[cfg(test)]
 mod test_support;
 mod tiled;
+mod two_bits;
 
 pub use attention::{AttentionShape, KvElement, ShapeError, causal_attention};
 pub use isa::Isa;
 pub use packed::PackedMatrix;
+pub use q2_k::PackedQ2_K;
+pub use q3_k::PackedQ3_K;
 pub use q4_0::PackedQ4_0;
 pub use q4_k::PackedQ4_K;
 pub use q5_0::PackedQ5_0;

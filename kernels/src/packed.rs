@@ -56,6 +56,8 @@ packed_matrix!(
     crate::PackedQ4_0 => "Q4_0",
     crate::PackedQ5_0 => "Q5_0",
     crate::PackedQ5_1 => "Q5_1",
+    crate::PackedQ2_K => "Q2_K",
+    crate::PackedQ3_K => "Q3_K",
     crate::PackedQ4_K => "Q4_K",
     crate::PackedQ5_K => "Q5_K",
     crate::PackedQ6_K => "Q6_K",

@@ -1,0 +1,160 @@
+//! The Q3_K kernel on AVX2 (see the module above for the arithmetic).
+
+use std::ops::Range;
+
+use super::{SUBS, TILE_ROWS, Tile};
+use crate::activations::QuantizedRows;
+use crate::tiled::prefetch_ahead;
+#[cfg(target_arch = "x86_64")]
+use crate::two_bits::values256;
+
+/// Activation rows per micro-kernel call. The kernel takes the tile's two halves of 8 rows one
+/// after the other, so each row keeps two i16 sums (one per scale) and one accumulator per
+/// half, next to the plane word, the high bits and the values unpacked from them.
+const MR: usize = 4;
+
+const _: () = assert!(TILE_ROWS == 16);
+
+/// Writes the 16 columns of one row group for activation rows `rows`.
+///
+/// # Safety
+/// The CPU has AVX2 and FMA; `out` is valid for writes of `rows.end` rows × `stride` f32 from
+/// the start of the output; `tiles` holds `acts.blocks / 8` tiles.
+#[cfg(target_arch = "x86_64")]
+pub(super) unsafe fn group(
+    tiles: &[Tile],
+    acts: &QuantizedRows,
+    rows: Range<usize>,
+    out: *mut f32,
+    stride: usize,
+) {
+    debug_assert_eq!(tiles.len() * SUBS, acts.blocks);
+    let mut first = rows.start;
+    // SAFETY (both calls): forwarded from the caller; each call covers rows `first..first + R`.
+    while first + MR <= rows.end {
+        unsafe { self::rows::<MR>(tiles, acts, first, out, stride) };
+        first += MR;
+    }
+    while first < rows.end {
+        unsafe { self::rows::<1>(tiles, acts, first, out, stride) };
+        first += 1;
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+pub(super) unsafe fn group(_: &[Tile], _: &QuantizedRows, _: Range<usize>, _: *mut f32, _: usize) {
+    unreachable!("the packed kernel is only built on x86_64, and `pack` refuses elsewhere")
+}
+
+/// The high bits of one tile half's sub-block, bit `i` of each byte (0..8) moved to bit 2
+/// and masked: what makes a 2-bit value 3-bit. Byte-wise, so the 16-bit shifts' carries
+/// across bytes land outside the mask (see `fifth_bits`).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2")]
+fn high_bit(high: std::arch::x86_64::__m256i, i: usize) -> std::arch::x86_64::__m256i {
+    use std::arch::x86_64::*;
+    let moved = match i {
+        0 => _mm256_slli_epi16(high, 2),
+        1 => _mm256_slli_epi16(high, 1),
+        2 => high,
+        3 => _mm256_srli_epi16(high, 1),
+        4 => _mm256_srli_epi16(high, 2),
+        5 => _mm256_srli_epi16(high, 3),
+        6 => _mm256_srli_epi16(high, 4),
+        _ => _mm256_srli_epi16(high, 5),
+    };
+    _mm256_and_si256(moved, _mm256_set1_epi8(4))
+}
+
+/// # Safety
+/// As for [`group`], for rows `first..first + R`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn rows<const R: usize>(
+    tiles: &[Tile],
+    acts: &QuantizedRows,
+    first: usize,
+    out: *mut f32,
+    stride: usize,
+) {
+    use std::arch::x86_64::*;
+    let blocks = acts.blocks;
+    let at = first * blocks..(first + R) * blocks;
+    let (words, scales, pair_sums) = (
+        &acts.words[at.clone()],
+        &acts.scales[at.clone()],
+        &acts.pair_sums[at],
+    );
+    let mut acc = [[_mm256_setzero_ps(); 2]; R];
+    for (s, tile) in tiles.iter().enumerate() {
+        prefetch_ahead::<R, _>(tile);
+        for j in 0..SUBS {
+            let block = s * SUBS + j;
+            let (low, high) = (
+                tile.low[j].as_ptr().cast::<__m256i>(),
+                tile.high[j].as_ptr().cast::<__m256i>(),
+            );
+            // The tile's rows 0–7, then 8–15: each half of a 64-byte plane word is one of them.
+            for h in 0..2 {
+                // SAFETY: `high[j]` is 64 bytes at a 64-byte aligned offset of the tile, rows
+                // 0–7 then 8–15.
+                let high = unsafe { _mm256_load_si256(high.add(h)) };
+                // `[row][values 0..16 or 16..32]`, i16 sums.
+                let mut sums = [[_mm256_setzero_si256(); 2]; R];
+                for w in 0..2 {
+                    // SAFETY: `low[j]` is 128 bytes at a 64-byte aligned offset of the tile;
+                    // word `w` is its 64 bytes from `w * 64` (rows 0–7, then 8–15).
+                    let raw = unsafe { _mm256_load_si256(low.add(2 * w + h)) };
+                    for k in 0..4 {
+                        let q = _mm256_or_si256(values256(raw, k), high_bit(high, 4 * w + k));
+                        for (r, sums) in sums.iter_mut().enumerate() {
+                            let a = _mm256_set1_epi32(words[r * blocks + block][w + 2 * k]);
+                            sums[k / 2] = _mm256_add_epi16(sums[k / 2], _mm256_maddubs_epi16(q, a));
+                        }
+                    }
+                }
+                // SAFETY: `scales[j]` is 2 × 16 bytes and `d` 16 f32 inside the tile; the
+                // loads take 8 of either at a time, unaligned.
+                let (sc, d) = unsafe {
+                    let sc = tile.scales[j].as_ptr().cast::<i8>();
+                    (
+                        [
+                            _mm_loadl_epi64(sc.add(8 * h).cast()),
+                            _mm_loadl_epi64(sc.add(16 + 8 * h).cast()),
+                        ],
+                        _mm256_loadu_ps(tile.d.as_ptr().add(8 * h)),
+                    )
+                };
+                // Each half's scale in both i16 halves of its row's lane, for `vpmaddwd`.
+                let (first, second) = (_mm256_cvtepi8_epi32(sc[0]), _mm256_cvtepi8_epi32(sc[1]));
+                let dup = [
+                    _mm256_blend_epi16::<0xaa>(first, _mm256_slli_epi32(first, 16)),
+                    _mm256_blend_epi16::<0xaa>(second, _mm256_slli_epi32(second, 16)),
+                ];
+                for (r, acc) in acc.iter_mut().enumerate() {
+                    let at = r * blocks + block;
+                    // 4 · the pair sums (each at most 1016 in magnitude) of either half.
+                    let offsets = [
+                        _mm256_slli_epi16(_mm256_set1_epi32(pair_sums[at][0]), 2),
+                        _mm256_slli_epi16(_mm256_set1_epi32(pair_sums[at][1]), 2),
+                    ];
+                    let dot = _mm256_add_epi32(
+                        _mm256_madd_epi16(_mm256_sub_epi16(sums[r][0], offsets[0]), dup[0]),
+                        _mm256_madd_epi16(_mm256_sub_epi16(sums[r][1], offsets[1]), dup[1]),
+                    );
+                    let scale = _mm256_mul_ps(d, _mm256_set1_ps(scales[at]));
+                    acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc[h]);
+                }
+            }
+        }
+    }
+    for (r, acc) in acc.iter().enumerate() {
+        // SAFETY: row `first + r` is one of the caller's rows; 16 columns from `out`.
+        unsafe {
+            let row = out.add((first + r) * stride);
+            _mm256_storeu_ps(row, acc[0]);
+            _mm256_storeu_ps(row.add(8), acc[1]);
+        }
+    }
+}

@@ -1,0 +1,226 @@
+//! Q3_K weights × f32 activations, packed for AVX2, the weights kept 3-bit.
+//!
+//! A GGUF Q3_K super-block holds 256 values of one row: 32 bytes `hmask` of high bits, 64
+//! bytes `qs` of 2-bit low parts, 12 bytes packing sixteen 6-bit scales (one per 16 values,
+//! stored with an offset of 32) and an f16 `d`. Value `v` is `q = low | high << 2` (0..8),
+//! its low part where [`crate::two_bits`] says, its high bit in `hmask[v % 32]` at bit
+//! `v / 32`, and it means `d · (scale[v / 16] − 32) · (q − 4)`.
+//!
+//! A [`Tile`] takes 16 rows of one super-block. Each 32-value sub-block (one activation block)
+//! keeps its low parts in a 2-bit plane and its high bits in a byte per pair of plane bytes
+//! that share a position in both plane words (see [`high_place`]); the scales become i8
+//! (`scale − 32`) and `d` f32. That is 116 bytes per row and super-block against the file's
+//! 110 (1.05×).
+//!
+//! The kernel multiplies the unsigned `q` by the signed activation bytes with `vpmaddubsw`
+//! (a pair at most 2 · 7 · 127), sums each 16-value half in i16 and subtracts 4 times the
+//! activations' pair sums there (a lane's true sum is at most 8 · 4 · 127), then widens it
+//! with `vpmaddwd` against the half's scale.
+//!
+//! There is no AVX-512 kernel: on AVX-512 CPUs, which all have AVX2 and FMA, the AVX2 one
+//! runs, and [`PackedQ3_K::isa`] says so.
+
+mod avx2;
+#[cfg(test)]
+mod reference;
+#[cfg(test)]
+mod tests;
+
+use half::f16;
+
+use crate::activations::BLOCK;
+use crate::isa::Isa;
+use crate::tiled::{self, PackError, TILE_ROWS};
+use crate::two_bits::{self, PLANE_BYTES};
+
+/// Values per super-block.
+const SUPER: usize = 256;
+/// Sub-blocks (of one activation block each) per super-block.
+const SUBS: usize = SUPER / BLOCK;
+/// Bytes per GGUF Q3_K super-block: `hmask`, `qs`, 12 bytes of scales and `d`.
+const BLOCK_BYTES: usize = SUPER / 8 + SUPER / 4 + 12 + 2;
+
+/// Sixteen rows × one super-block (see the module documentation).
+#[derive(Clone)]
+#[repr(C, align(64))]
+struct Tile {
+    /// Per sub-block, the low parts as [`crate::two_bits`] lays them out.
+    low: [[u8; PLANE_BYTES]; SUBS],
+    /// Per sub-block, the high bits: see [`high_place`].
+    high: [[u8; TILE_ROWS * BLOCK / 8]; SUBS],
+    /// `scales[j][half][row]`: the scale of values `16 · half..16 · half + 16` of sub-block `j`,
+    /// less 32.
+    scales: [[[i8; TILE_ROWS]; 2]; SUBS],
+    d: [f32; TILE_ROWS],
+}
+
+/// Where the high bit of value `v` (0..32) of `lane`'s sub-block lies in a tile's `high[j]`:
+/// the byte, and the bit. Byte `(lane % 8) · 4 + t` of the 32 bytes for rows 0–7 (then 8–15)
+/// sits where the plane's bytes for that row and `t` sit in either plane word `w`, and holds
+/// in bit `4w + k` the high bit of the value at bits `2k` there.
+fn high_place(lane: usize, v: usize) -> (usize, u32) {
+    let (b, k) = (v % 8, v / 8);
+    (
+        32 * (lane / 8) + (lane % 8) * 4 + b % 4,
+        (4 * (b / 4) + k) as u32,
+    )
+}
+
+/// The sixteen scales of a super-block from their 12 packed bytes, as ggml's
+/// `dequantize_row_q3_K` unpacks them (still offset by 32): scale `i` has its low four bits
+/// in byte `i % 8` (the low nibble for `i` < 8) and its high two in byte `8 + i % 4`, at bits
+/// `2 · (i / 4)`.
+fn unpack_scales(packed: &[u8]) -> [u8; 16] {
+    std::array::from_fn(|i| {
+        let low = (packed[i % 8] >> (4 * (i / 8))) & 0x0f;
+        let high = (packed[8 + i % 4] >> (2 * (i / 4))) & 3;
+        low | (high << 4)
+    })
+}
+
+/// A Q3_K matrix of `rows` × `cols` (one output per row), packed for
+/// [`PackedQ3_K::matmul`].
+#[expect(
+    non_camel_case_types,
+    reason = "ggml's name for the format, as in `PackedQ4_0`"
+)]
+pub struct PackedQ3_K {
+    rows: usize,
+    cols: usize,
+    /// `tiles[group * supers + s]`, where `supers = cols / 256`.
+    tiles: Vec<Tile>,
+}
+
+impl PackedQ3_K {
+    /// Whether this CPU runs the kernel (AVX2 and FMA).
+    pub fn supported() -> bool {
+        Isa::Avx2.available()
+    }
+
+    /// Repacks GGUF Q3_K `data` holding a `rows` × `cols` matrix.
+    pub fn pack(data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+        Self::pack_for(Isa::Avx2, data, rows, cols)
+    }
+
+    /// [`Self::pack`] where the CPU runs `isa`: either set runs the AVX2 kernel.
+    pub fn pack_for(isa: Isa, data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+        if !isa.available() || !Isa::Avx2.available() {
+            return Err(PackError::Unsupported);
+        }
+        Self::pack_portable(data, rows, cols)
+    }
+
+    /// The kernel this matrix runs on: AVX2, on every CPU.
+    pub fn isa(&self) -> Isa {
+        Isa::Avx2
+    }
+
+    /// The layout alone, which the tests check on any CPU.
+    fn pack_portable(data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+        let supers = tiled::check_blocks(data.len(), rows, cols, SUPER, BLOCK_BYTES)?;
+        let empty = Tile {
+            low: [[0; PLANE_BYTES]; SUBS],
+            high: [[0; TILE_ROWS * BLOCK / 8]; SUBS],
+            scales: [[[0; TILE_ROWS]; 2]; SUBS],
+            d: [0.0; TILE_ROWS],
+        };
+        let mut tiles = vec![empty; rows / TILE_ROWS * supers];
+        for (row, bytes) in data.chunks_exact(supers * BLOCK_BYTES).enumerate() {
+            let (group, lane) = (row / TILE_ROWS, row % TILE_ROWS);
+            for (s, raw) in bytes.chunks_exact(BLOCK_BYTES).enumerate() {
+                let tile = &mut tiles[group * supers + s];
+                let (q, scales, d) = decode(raw);
+                tile.d[lane] = d;
+                for (j, q) in q.chunks_exact(BLOCK).enumerate() {
+                    tile.scales[j][0][lane] = scales[2 * j] as i8 - 32;
+                    tile.scales[j][1][lane] = scales[2 * j + 1] as i8 - 32;
+                    for (v, &q) in q.iter().enumerate() {
+                        two_bits::set(&mut tile.low[j], lane, v, q & 3);
+                        let (at, bit) = high_place(lane, v);
+                        tile.high[j][at] |= (q >> 2) << bit;
+                    }
+                }
+            }
+        }
+        Ok(Self { rows, cols, tiles })
+    }
+
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// The unsigned 3-bit value `v` (0..32) of `lane`'s sub-block `j` in `tile`.
+    fn value(tile: &Tile, j: usize, lane: usize, v: usize) -> u8 {
+        let (at, bit) = high_place(lane, v);
+        two_bits::get(&tile.low[j], lane, v) | (((tile.high[j][at] >> bit) & 1) << 2)
+    }
+
+    /// Row `row` of the weight, dequantized into `out` (`cols` long) exactly as ggml and
+    /// candle do: an embedding lookup in a table tied to this matrix.
+    ///
+    /// # Panics
+    /// If `row` is out of range or `out` is not `cols` long.
+    pub fn dequantize_row(&self, row: usize, out: &mut [f32]) {
+        assert!(row < self.rows, "row {row} of {}", self.rows);
+        assert_eq!(out.len(), self.cols, "out is not cols long");
+        let (group, lane) = (row / TILE_ROWS, row % TILE_ROWS);
+        let supers = self.cols / SUPER;
+        let tiles = &self.tiles[group * supers..(group + 1) * supers];
+        for (tile, out) in tiles.iter().zip(out.chunks_exact_mut(SUPER)) {
+            for (j, out) in out.chunks_exact_mut(BLOCK).enumerate() {
+                for (v, out) in out.iter_mut().enumerate() {
+                    let scale = tile.d[lane] * f32::from(tile.scales[j][v / 16][lane]);
+                    let q = i16::from(Self::value(tile, j, lane, v)) - 4;
+                    *out = scale * f32::from(q);
+                }
+            }
+        }
+    }
+
+    /// `out = lhs · Wᵀ` for `m` rows of `lhs` (`m × cols`, row-major) into `out` (`m × rows`),
+    /// on `threads` threads of rayon's pool. The activations are quantized to Q8_0 blocks
+    /// first, one per sub-block.
+    ///
+    /// # Panics
+    /// If `lhs` or `out` do not have the sizes above.
+    pub fn matmul(&self, lhs: &[f32], m: usize, out: &mut [f32], threads: usize) {
+        let kernels = tiled::Kernels {
+            avx512: avx2::group,
+            avx2: avx2::group,
+        };
+        let shape = (self.rows, self.cols);
+        // SAFETY: `pack_for` checked that the CPU runs AVX2; each group's tiles are its own
+        // and as many as the kernel reads.
+        unsafe {
+            tiled::matmul(
+                Isa::Avx2,
+                &kernels,
+                &self.tiles,
+                shape,
+                lhs,
+                m,
+                out,
+                threads,
+            );
+        }
+    }
+}
+
+/// One GGUF Q3_K super-block's 256 unsigned 3-bit values, 16 scales (offset by 32) and `d`.
+fn decode(raw: &[u8]) -> ([u8; SUPER], [u8; SUPER / 16], f32) {
+    let (hmask, rest) = raw.split_at(SUPER / 8);
+    let (qs, rest) = rest.split_at(SUPER / 4);
+    let (scales, d) = rest.split_at(12);
+    let q = std::array::from_fn(|v| {
+        two_bits::ggml_value(qs, v) | (((hmask[v % 32] >> (v / 32)) & 1) << 2)
+    });
+    (
+        q,
+        unpack_scales(scales),
+        f16::from_le_bytes([d[0], d[1]]).to_f32(),
+    )
+}
