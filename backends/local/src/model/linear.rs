@@ -1,5 +1,5 @@
 //! A linear layer's weight on the fastest matmul this CPU has for it: Q8_0, Q4_0, Q5_0, Q5_1,
-//! Q4_K, Q5_K and Q6_K weights are repacked for hearth-kernels' AVX-512 VNNI or AVX2 kernels
+//! Q2_K, Q3_K, Q4_K, Q5_K and Q6_K weights are repacked for hearth-kernels' AVX-512 VNNI or AVX2 kernels
 //! where the CPU has one and the shape tiles (rows a multiple of 16, columns of the format's
 //! block: 32 values, or 256 for the K-quants). Candle's own fast path needs rows that are
 //! multiples of 256, which Qwen2.5-0.5B's 896-wide projections are not: prefill there ran at
@@ -8,8 +8,8 @@
 use candle_core::quantized::{GgmlDType, QMatMul};
 use candle_core::{DType, Device, Module, Tensor};
 use hearth_kernels::{
-    Isa, PackError, PackedMatrix, PackedQ4_0, PackedQ4_K, PackedQ5_0, PackedQ5_1, PackedQ5_K,
-    PackedQ6_K, PackedQ8_0,
+    Isa, PackError, PackedMatrix, PackedQ2_K, PackedQ3_K, PackedQ4_0, PackedQ4_K, PackedQ5_0,
+    PackedQ5_1, PackedQ5_K, PackedQ6_K, PackedQ8_0,
 };
 
 use crate::error::{EngineBug, EngineError};
@@ -65,6 +65,12 @@ fn packer(dtype: GgmlDType) -> Option<Packer> {
         GgmlDType::Q5_1 => {
             |isa, data, rows, cols| Ok(Box::new(PackedQ5_1::pack_for(isa, data, rows, cols)?))
         }
+        GgmlDType::Q2K => {
+            |isa, data, rows, cols| Ok(Box::new(PackedQ2_K::pack_for(isa, data, rows, cols)?))
+        }
+        GgmlDType::Q3K => {
+            |isa, data, rows, cols| Ok(Box::new(PackedQ3_K::pack_for(isa, data, rows, cols)?))
+        }
         GgmlDType::Q4K => {
             |isa, data, rows, cols| Ok(Box::new(PackedQ4_K::pack_for(isa, data, rows, cols)?))
         }
@@ -79,8 +85,8 @@ fn packer(dtype: GgmlDType) -> Option<Packer> {
 }
 
 impl Linear {
-    /// Packs `weight` when it is a Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K or Q6_K matrix on the
-    /// CPU and `kernels` has an instruction set this CPU runs.
+    /// Packs `weight` when it is a Q8_0, Q4_0, Q5_0, Q5_1 or K-quant (Q2_K to Q6_K) matrix on
+    /// the CPU and `kernels` has an instruction set this CPU runs.
     pub fn new(weight: QMatMul, kernels: Kernels) -> Result<Self, EngineError> {
         if let QMatMul::QTensor(t) = &weight
             && t.device().is_cpu()
@@ -171,9 +177,8 @@ mod tests {
         QTensor::quantize(&w, dtype).unwrap()
     }
 
-    /// Where the CPU packs Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K, the packed layer
-    /// answers as candle's
-    /// does: the same embedding rows for a tied table (bit for bit: the same dequantization),
+    /// Where the CPU packs Q8_0, Q4_0, Q5_0, Q5_1 and the K-quants, the packed layer answers
+    /// as candle's does: the same embedding rows for a tied table (bit for bit: the same dequantization),
     /// and the same products up to rounding.
     #[test]
     fn a_packed_weight_agrees_with_candle_on_rows_and_products() {
@@ -182,6 +187,8 @@ mod tests {
             (GgmlDType::Q4_0, 64),
             (GgmlDType::Q5_0, 64),
             (GgmlDType::Q5_1, 64),
+            (GgmlDType::Q2K, 512),
+            (GgmlDType::Q3K, 512),
             (GgmlDType::Q4K, 512),
             (GgmlDType::Q5K, 512),
             (GgmlDType::Q6K, 512),
@@ -193,7 +200,13 @@ mod tests {
     /// A K-quant matrix whose rows are not a multiple of 256 stays on candle's path.
     #[test]
     fn a_k_quant_weight_that_does_not_tile_stays_on_candle() {
-        for dtype in [GgmlDType::Q4K, GgmlDType::Q5K, GgmlDType::Q6K] {
+        for dtype in [
+            GgmlDType::Q2K,
+            GgmlDType::Q3K,
+            GgmlDType::Q4K,
+            GgmlDType::Q5K,
+            GgmlDType::Q6K,
+        ] {
             // 20 rows: a multiple of candle's block count but not of the 16-row tile.
             let weight = QMatMul::from_qtensor(quantized(dtype, 20, 256)).unwrap();
             assert!(
@@ -255,7 +268,12 @@ mod tests {
             // to the exact product with the same weights: the packed layer's largest error must
             // stay within twice candle's (over 100 random runs of the K-quants it was 0.5–0.6 of
             // candle's as a rule, 1.2 at most).
-            GgmlDType::Q5_1 | GgmlDType::Q4K | GgmlDType::Q5K | GgmlDType::Q6K => {
+            GgmlDType::Q5_1
+            | GgmlDType::Q2K
+            | GgmlDType::Q3K
+            | GgmlDType::Q4K
+            | GgmlDType::Q5K
+            | GgmlDType::Q6K => {
                 let weight = t.dequantize(&dev).unwrap();
                 let exact = x.broadcast_matmul(&weight.t().unwrap()).unwrap();
                 let (ours, theirs) = (max_diff(&got, &exact), max_diff(&want, &exact));
