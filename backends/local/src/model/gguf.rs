@@ -15,6 +15,7 @@ use candle_core::{Device, Tensor};
 use crate::error::EngineError;
 use crate::model::disk_rows::DiskRows;
 use crate::model::gguf_check::{self, GgufLayoutError};
+use crate::model::gguf_types;
 use crate::model::linear::{Kernels, Linear};
 use crate::model::stacked::SharedInput;
 use crate::model::transformer::{Attention, Block, Embedding, Mlp};
@@ -55,7 +56,17 @@ impl GgufFile {
         // (which may be the agent itself, reading the header for the context window).
         let read = catch_unwind(AssertUnwindSafe(|| Content::read(&mut reader)));
         let content = match read {
-            Ok(content) => content.map_err(|e| load_err(e.to_string()))?,
+            // candle names a type it lacks by its id alone; name the tensor and the type.
+            Ok(Err(e)) => {
+                let unreadable = File::open(path)
+                    .ok()
+                    .and_then(|f| gguf_types::unreadable_tensor(&mut BufReader::new(f)));
+                return Err(load_err(match unreadable {
+                    Some(tensor) => tensor.to_string(),
+                    None => e.to_string(),
+                }));
+            }
+            Ok(Ok(content)) => content,
             Err(panic) => {
                 return Err(load_err(format!(
                     "malformed header: {}",

@@ -7,6 +7,7 @@ mod disk_rows;
 mod files;
 mod gguf;
 mod gguf_check;
+mod gguf_types;
 mod kv_cache;
 mod linear;
 mod rope;
