@@ -1,16 +1,17 @@
 //! Prints every packed kernel's speed, on each instruction set this CPU runs, against the
-//! CPU's measured int8 multiply-accumulate peak: Q8_0, Q4_0, Q5_0 and Q5_1 on the shapes of
-//! Qwen2.5-0.5B's layers, the K-quants (Q2_K to Q6_K) on the shapes of K-quant files whose rows are
-//! multiples of 256 (the 0.5B's MLP down projection and the 1.5B's layers), for one token
-//! (decode) and for a prefill chunk of 256, so kernel changes can be compared in isolation:
+//! CPU's measured int8 multiply-accumulate peak: Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 on the shapes
+//! of Qwen2.5-0.5B's layers, the K-quants (Q2_K to Q6_K) on the shapes of K-quant files whose
+//! rows are multiples of 256 (the 0.5B's MLP down projection and the 1.5B's layers), for one
+//! token (decode) and for a prefill chunk of 256, so kernel changes can be compared in
+//! isolation:
 //!   cargo run --release -p hearth-kernels --example packed_matmul [threads]
 //! Threads default to the rayon pool's (`RAYON_NUM_THREADS`).
 
 use std::time::{Duration, Instant};
 
 use hearth_kernels::{
-    Isa, PackedQ2_K, PackedQ3_K, PackedQ4_0, PackedQ4_K, PackedQ5_0, PackedQ5_1, PackedQ5_K,
-    PackedQ6_K, PackedQ8_0,
+    Isa, PackedQ2_K, PackedQ3_K, PackedQ4_0, PackedQ4_1, PackedQ4_K, PackedQ5_0, PackedQ5_1,
+    PackedQ5_K, PackedQ6_K, PackedQ8_0,
 };
 
 /// (name, output rows, input columns): attention q/o, k/v, the MLP's gate/up and down.
@@ -44,7 +45,7 @@ fn boxed<T: 'static>(packed: T, call: fn(&T, &[f32], usize, &mut [f32], usize)) 
     Box::new(move |lhs, m, out, threads| call(&packed, lhs, m, out, threads))
 }
 
-const FORMATS: [Format; 9] = [
+const FORMATS: [Format; 10] = [
     Format {
         name: "Q8_0",
         block: (32, 34),
@@ -59,6 +60,14 @@ const FORMATS: [Format; 9] = [
         pack: |isa, data, rows, cols| {
             let packed = PackedQ4_0::pack_for(isa, data, rows, cols).ok()?;
             Some(boxed(packed, PackedQ4_0::matmul))
+        },
+    },
+    Format {
+        name: "Q4_1",
+        block: (32, 20),
+        pack: |isa, data, rows, cols| {
+            let packed = PackedQ4_1::pack_for(isa, data, rows, cols).ok()?;
+            Some(boxed(packed, PackedQ4_1::matmul))
         },
     },
     Format {
@@ -177,8 +186,8 @@ fn random_blocks(format: &Format, blocks: usize, next: &mut impl FnMut() -> u64)
     for _ in 0..blocks {
         let start = data.len();
         data.extend((0..bytes).map(|_| next() as u8));
-        // Where each format keeps its f16 scales: first (Q8_0, Q4_0, Q5_0, and Q5_1's `d`
-        // and `m`, Q4_K's and Q5_K's `d` and `dmin`), or last (Q3_K's and Q6_K's `d`, Q2_K's
+        // Where each format keeps its f16 scales: first (Q8_0, Q4_0, Q5_0, and Q4_1's and
+        // Q5_1's `d` and `m`, Q4_K's and Q5_K's `d` and `dmin`), or last (Q3_K's and Q6_K's `d`, Q2_K's
         // `d` and `dmin`).
         match format.name {
             "Q3_K" | "Q6_K" => data[start + bytes - 2..start + bytes].copy_from_slice(&scale),
@@ -186,7 +195,7 @@ fn random_blocks(format: &Format, blocks: usize, next: &mut impl FnMut() -> u64)
                 data[start + bytes - 4..start + bytes - 2].copy_from_slice(&scale);
                 data[start + bytes - 2..start + bytes].copy_from_slice(&scale);
             }
-            "Q5_1" | "Q4_K" | "Q5_K" => {
+            "Q4_1" | "Q5_1" | "Q4_K" | "Q5_K" => {
                 data[start..start + 2].copy_from_slice(&scale);
                 data[start + 2..start + 4].copy_from_slice(&scale);
             }

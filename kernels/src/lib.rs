@@ -6,6 +6,7 @@
 //!   path does not apply (rows whose length is not a multiple of 256, such as the 896-wide
 //!   projections of Qwen2.5-0.5B).
 //! - [`PackedQ4_0`]: Q4_0 weights, kept 4-bit, the nibbles multiplied as unsigned bytes.
+//! - [`PackedQ4_1`]: Q4_1 weights, kept 4-bit with their f16 scales and offsets.
 //! - [`PackedQ5_0`] and [`PackedQ5_1`]: Q5_0 and Q5_1 weights, kept 5-bit (nibbles and fifth
 //!   bits packed), the fifth bits shifted into place.
 //! - [`PackedQ4_K`], [`PackedQ5_K`] and [`PackedQ6_K`]: the K-quants of Q4_K_M and Q5_K_M
@@ -16,8 +17,8 @@
 //!
 //! Each format has an AVX-512 VNNI kernel (`vpdpbusd`, sixteen rows per register, sums in
 //! i32) and an AVX2 one (`vpmaddubsw` and `vpmaddwd`, eight rows per register); [`Isa`]
-//! picks the faster one the CPU runs when a matrix is packed. Q2_K and Q3_K have the AVX2
-//! kernel alone, which AVX-512 CPUs run too.
+//! picks the faster one the CPU runs when a matrix is packed. Q4_1, Q2_K and Q3_K have the
+//! AVX2 kernel alone, which AVX-512 CPUs run too.
 //! - [`causal_attention`]: attention over a preallocated KV cache (f32 or f16) read in place,
 //!   with an online softmax instead of a materialized score matrix and mask, and the key range
 //!   split between threads when there are fewer KV heads than threads (decoding).
@@ -32,6 +33,7 @@ mod packed;
 mod q2_k;
 mod q3_k;
 mod q4_0;
+mod q4_1;
 mod q4_k;
 mod q5_0;
 mod q5_1;
@@ -49,6 +51,7 @@ pub use packed::PackedMatrix;
 pub use q2_k::PackedQ2_K;
 pub use q3_k::PackedQ3_K;
 pub use q4_0::PackedQ4_0;
+pub use q4_1::PackedQ4_1;
 pub use q4_k::PackedQ4_K;
 pub use q5_0::PackedQ5_0;
 pub use q5_1::PackedQ5_1;

@@ -54,6 +54,7 @@ macro_rules! packed_matrix {
 packed_matrix!(
     crate::PackedQ8_0 => "Q8_0",
     crate::PackedQ4_0 => "Q4_0",
+    crate::PackedQ4_1 => "Q4_1",
     crate::PackedQ5_0 => "Q5_0",
     crate::PackedQ5_1 => "Q5_1",
     crate::PackedQ2_K => "Q2_K",

@@ -1,5 +1,5 @@
-//! A linear layer's weight on the fastest matmul this CPU has for it: Q8_0, Q4_0, Q5_0, Q5_1,
-//! Q2_K, Q3_K, Q4_K, Q5_K and Q6_K weights are repacked for hearth-kernels' AVX-512 VNNI or AVX2 kernels
+//! A linear layer's weight on the fastest matmul this CPU has for it: Q8_0, Q4_0, Q4_1, Q5_0,
+//! Q5_1, Q2_K, Q3_K, Q4_K, Q5_K and Q6_K weights are repacked for hearth-kernels' AVX-512 VNNI or AVX2 kernels
 //! where the CPU has one and the shape tiles (rows a multiple of 16, columns of the format's
 //! block: 32 values, or 256 for the K-quants). Candle's own fast path needs rows that are
 //! multiples of 256, which Qwen2.5-0.5B's 896-wide projections are not: prefill there ran at
@@ -8,8 +8,8 @@
 use candle_core::quantized::{GgmlDType, QMatMul};
 use candle_core::{DType, Device, Module, Tensor};
 use hearth_kernels::{
-    Isa, PackError, PackedMatrix, PackedQ2_K, PackedQ3_K, PackedQ4_0, PackedQ4_K, PackedQ5_0,
-    PackedQ5_1, PackedQ5_K, PackedQ6_K, PackedQ8_0,
+    Isa, PackError, PackedMatrix, PackedQ2_K, PackedQ3_K, PackedQ4_0, PackedQ4_1, PackedQ4_K,
+    PackedQ5_0, PackedQ5_1, PackedQ5_K, PackedQ6_K, PackedQ8_0,
 };
 
 use crate::error::{EngineBug, EngineError};
@@ -59,6 +59,9 @@ fn packer(dtype: GgmlDType) -> Option<Packer> {
         GgmlDType::Q4_0 => {
             |isa, data, rows, cols| Ok(Box::new(PackedQ4_0::pack_for(isa, data, rows, cols)?))
         }
+        GgmlDType::Q4_1 => {
+            |isa, data, rows, cols| Ok(Box::new(PackedQ4_1::pack_for(isa, data, rows, cols)?))
+        }
         GgmlDType::Q5_0 => {
             |isa, data, rows, cols| Ok(Box::new(PackedQ5_0::pack_for(isa, data, rows, cols)?))
         }
@@ -85,8 +88,8 @@ fn packer(dtype: GgmlDType) -> Option<Packer> {
 }
 
 impl Linear {
-    /// Packs `weight` when it is a Q8_0, Q4_0, Q5_0, Q5_1 or K-quant (Q2_K to Q6_K) matrix on
-    /// the CPU and `kernels` has an instruction set this CPU runs.
+    /// Packs `weight` when it is a Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 or K-quant (Q2_K to Q6_K)
+    /// matrix on the CPU and `kernels` has an instruction set this CPU runs.
     pub fn new(weight: QMatMul, kernels: Kernels) -> Result<Self, EngineError> {
         if let QMatMul::QTensor(t) = &weight
             && t.device().is_cpu()
@@ -177,14 +180,15 @@ mod tests {
         QTensor::quantize(&w, dtype).unwrap()
     }
 
-    /// Where the CPU packs Q8_0, Q4_0, Q5_0, Q5_1 and the K-quants, the packed layer answers
-    /// as candle's does: the same embedding rows for a tied table (bit for bit: the same dequantization),
+    /// Where the CPU packs Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and the K-quants, the packed layer
+    /// answers as candle's does: the same embedding rows for a tied table (bit for bit: the same dequantization),
     /// and the same products up to rounding.
     #[test]
     fn a_packed_weight_agrees_with_candle_on_rows_and_products() {
         for (dtype, cols) in [
             (GgmlDType::Q8_0, 64),
             (GgmlDType::Q4_0, 64),
+            (GgmlDType::Q4_1, 64),
             (GgmlDType::Q5_0, 64),
             (GgmlDType::Q5_1, 64),
             (GgmlDType::Q2K, 512),
@@ -263,12 +267,13 @@ mod tests {
         let want = candle.forward(&x).unwrap();
         match dtype {
             // Candle quantizes the activations of K-quant products per 256 values (Q8_K), the
-            // packed kernels per 32 as for Q8_0; and for Q5_1 it rounds each activation block's
-            // sum to f16 (Q8_1's `s`), where the packed kernels keep it exact. So these are held
-            // to the exact product with the same weights: the packed layer's largest error must
-            // stay within twice candle's (over 100 random runs of the K-quants it was 0.5–0.6 of
-            // candle's as a rule, 1.2 at most).
-            GgmlDType::Q5_1
+            // packed kernels per 32 as for Q8_0; and for Q4_1 and Q5_1 it rounds each activation
+            // block's sum to f16 (Q8_1's `s`), where the packed kernels keep it exact. So these
+            // are held to the exact product with the same weights: the packed layer's largest
+            // error must stay within twice candle's (over 100 random runs of the K-quants it was
+            // 0.5–0.6 of candle's as a rule, 1.2 at most).
+            GgmlDType::Q4_1
+            | GgmlDType::Q5_1
             | GgmlDType::Q2K
             | GgmlDType::Q3K
             | GgmlDType::Q4K

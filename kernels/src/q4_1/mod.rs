@@ -1,0 +1,165 @@
+//! Q4_1 weights × f32 activations, packed for AVX2, the weights kept 4-bit.
+//!
+//! A GGUF Q4_1 block is an f16 scale `d`, an f16 offset `m` and 16 bytes `qs` in Q4_0's
+//! order (byte `j` holds value `j` in its low nibble and `j + 16` in its high one); value `q`
+//! (0..=15) means `d · q + m`. A [`Tile`] takes 16 rows of one block in
+//! [`crate::PackedQ4_0`]'s tile order and keeps `d` and `m` as the f16 they are: 320 bytes per
+//! 16 × 32 tile, the file's size. The kernel widens them with F16C, a tile at a time.
+//!
+//! The kernel sums `q · a` in i16 as the Q4_0 one does (at most 16 · 15 · 127 per lane) and
+//! adds `d · a_scale` times that, plus `m · a_scale · Σa`, to f32 accumulators.
+//!
+//! There is no AVX-512 kernel: on AVX-512 CPUs, which all have AVX2, FMA and F16C, the AVX2
+//! one runs, and [`PackedQ4_1::isa`] says so.
+
+mod avx2;
+#[cfg(test)]
+mod reference;
+#[cfg(test)]
+mod tests;
+
+use half::f16;
+
+use crate::activations::BLOCK;
+use crate::isa::Isa;
+use crate::tiled::{self, PackError, TILE_ROWS};
+
+/// Bytes per GGUF Q4_1 block: an f16 scale and offset and 16 bytes of nibbles.
+const BLOCK_BYTES: usize = 2 + 2 + BLOCK / 2;
+
+/// Sixteen rows × one 32-column block (see the module documentation for the byte order).
+#[derive(Clone)]
+#[repr(C, align(64))]
+struct Tile {
+    /// `qs[(q * 16 + row) * 4 + t]` is byte `4q + t` of `row`'s block.
+    qs: [u8; TILE_ROWS * BLOCK / 2],
+    d: [f16; TILE_ROWS],
+    m: [f16; TILE_ROWS],
+}
+
+/// A Q4_1 matrix of `rows` × `cols` (one output per row), packed for
+/// [`PackedQ4_1::matmul`].
+pub struct PackedQ4_1 {
+    rows: usize,
+    cols: usize,
+    /// `tiles[group * blocks + block]`, where `blocks = cols / 32`.
+    tiles: Vec<Tile>,
+}
+
+/// AVX2, FMA and F16C, which the kernel needs.
+fn kernel_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return Isa::Avx2.available() && is_x86_feature_detected!("f16c");
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+impl PackedQ4_1 {
+    /// Whether this CPU runs the kernel (AVX2, FMA and F16C).
+    pub fn supported() -> bool {
+        kernel_available()
+    }
+
+    /// Repacks GGUF Q4_1 `data` holding a `rows` × `cols` matrix.
+    pub fn pack(data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+        Self::pack_for(Isa::Avx2, data, rows, cols)
+    }
+
+    /// [`Self::pack`] where the CPU runs `isa`: either set runs the AVX2 kernel.
+    pub fn pack_for(isa: Isa, data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+        if !isa.available() || !kernel_available() {
+            return Err(PackError::Unsupported);
+        }
+        Self::pack_portable(data, rows, cols)
+    }
+
+    /// The kernel this matrix runs on: AVX2, on every CPU.
+    pub fn isa(&self) -> Isa {
+        Isa::Avx2
+    }
+
+    /// The layout alone, which the tests check on any CPU.
+    fn pack_portable(data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+        let blocks = tiled::check_layout(data.len(), rows, cols, BLOCK_BYTES)?;
+        let empty = Tile {
+            qs: [0; TILE_ROWS * BLOCK / 2],
+            d: [f16::ZERO; TILE_ROWS],
+            m: [f16::ZERO; TILE_ROWS],
+        };
+        let mut tiles = vec![empty; rows / TILE_ROWS * blocks];
+        for (row, bytes) in data.chunks_exact(blocks * BLOCK_BYTES).enumerate() {
+            let (group, lane) = (row / TILE_ROWS, row % TILE_ROWS);
+            for (block, raw) in bytes.chunks_exact(BLOCK_BYTES).enumerate() {
+                let tile = &mut tiles[group * blocks + block];
+                tile.d[lane] = f16::from_le_bytes([raw[0], raw[1]]);
+                tile.m[lane] = f16::from_le_bytes([raw[2], raw[3]]);
+                for (j, &byte) in raw[4..].iter().enumerate() {
+                    tile.qs[qs_index(lane, j)] = byte;
+                }
+            }
+        }
+        Ok(Self { rows, cols, tiles })
+    }
+
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// Row `row` of the weight, dequantized into `out` (`cols` long) exactly as ggml and
+    /// candle do: an embedding lookup in a table tied to this matrix.
+    ///
+    /// # Panics
+    /// If `row` is out of range or `out` is not `cols` long.
+    pub fn dequantize_row(&self, row: usize, out: &mut [f32]) {
+        assert!(row < self.rows, "row {row} of {}", self.rows);
+        assert_eq!(out.len(), self.cols, "out is not cols long");
+        let (group, lane) = (row / TILE_ROWS, row % TILE_ROWS);
+        let blocks = self.cols / BLOCK;
+        let tiles = &self.tiles[group * blocks..(group + 1) * blocks];
+        for (tile, out) in tiles.iter().zip(out.chunks_exact_mut(BLOCK)) {
+            let (d, m) = (tile.d[lane].to_f32(), tile.m[lane].to_f32());
+            for j in 0..BLOCK / 2 {
+                let byte = tile.qs[qs_index(lane, j)];
+                // Unfused, as candle writes it.
+                out[j] = f32::from(byte & 0x0f) * d + m;
+                out[j + BLOCK / 2] = f32::from(byte >> 4) * d + m;
+            }
+        }
+    }
+
+    /// `out = lhs · Wᵀ` for `m` rows of `lhs` (`m × cols`, row-major) into `out` (`m × rows`),
+    /// on `threads` threads of rayon's pool. The activations are quantized to Q8_0 first.
+    ///
+    /// # Panics
+    /// If `lhs` or `out` do not have the sizes above.
+    pub fn matmul(&self, lhs: &[f32], m: usize, out: &mut [f32], threads: usize) {
+        let kernels = tiled::Kernels {
+            avx512: avx2::group,
+            avx2: avx2::group,
+        };
+        let shape = (self.rows, self.cols);
+        // SAFETY: `pack_for` checked that the CPU runs the AVX2 kernel; each group's tiles
+        // are its own and as many as the kernel reads.
+        unsafe {
+            tiled::matmul(
+                Isa::Avx2,
+                &kernels,
+                &self.tiles,
+                shape,
+                lhs,
+                m,
+                out,
+                threads,
+            );
+        }
+    }
+}
+
+/// Where byte `j` (0..16) of `lane`'s block lies in a tile's `qs`.
+fn qs_index(lane: usize, j: usize) -> usize {
+    (j / 4 * TILE_ROWS + lane) * 4 + j % 4
+}
