@@ -28,6 +28,8 @@
 mod activations;
 mod attention;
 mod fifth_bits;
+#[cfg(test)]
+mod format_checks;
 mod isa;
 mod packed;
 mod q2_k;

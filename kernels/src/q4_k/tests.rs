@@ -2,9 +2,9 @@ use half::f16;
 
 use super::reference::dequantize_gguf;
 use super::{BLOCK_BYTES, PackedQ4_K, SUPER};
+use crate::format_checks::packed_format_tests;
 use crate::isa::{Isa, kernels_here};
-use crate::test_support::{Lcg, dense_matmul, max_relative_error, random_rows};
-use crate::tiled::PackError;
+use crate::test_support::Lcg;
 
 /// Random GGUF Q4_K bytes for a `rows` × `cols` matrix: random nibbles and 6-bit scales and
 /// mins, `d` and `dmin` spread over two orders of magnitude.
@@ -31,70 +31,24 @@ fn uniform_q4_k(rows: usize, cols: usize, d: f32, dmin: f32, byte: u8) -> Vec<u8
     data
 }
 
-#[test]
-fn dequantized_rows_are_ggmls_dequantization_bit_for_bit() {
-    let mut rng = Lcg(29);
-    let (rows, cols) = (32, 512);
-    let mut data = random_q4_k(&mut rng, rows, cols);
-    // One super-block with extreme `d` and `dmin`, the largest finite f16.
+/// Random rows with one super-block at the largest finite f16 `d` and `dmin`.
+fn extreme_rows() -> (Vec<u8>, usize, usize) {
+    let mut data = random_q4_k(&mut Lcg(29), 32, 512);
     data[..2].copy_from_slice(&f16::MAX.to_le_bytes());
     data[2..4].copy_from_slice(&f16::MAX.to_le_bytes());
-    let dense = dequantize_gguf(&data);
-    let packed = PackedQ4_K::pack_portable(Isa::Avx2, &data, rows, cols).unwrap();
-    let mut row = vec![0f32; cols];
-    for r in 0..rows {
-        packed.dequantize_row(r, &mut row);
-        let want = &dense[r * cols..(r + 1) * cols];
-        assert!(
-            row.iter()
-                .zip(want)
-                .all(|(a, b)| a.to_bits() == b.to_bits()),
-            "row {r}"
-        );
-    }
+    (data, 32, 512)
 }
 
-#[test]
-fn the_reference_agrees_with_dense_math_on_the_unpacked_weights() {
-    let mut rng = Lcg(31);
-    for (m, rows, cols) in [(1, 16, 256), (3, 32, 512), (5, 48, 1024)] {
-        let data = random_q4_k(&mut rng, rows, cols);
-        let dense = dequantize_gguf(&data);
-        let lhs = random_rows(&mut rng, m, cols);
-        let packed = PackedQ4_K::pack_portable(Isa::Avx2, &data, rows, cols).unwrap();
-        let mut got = vec![0f32; m * rows];
-        packed.matmul_reference(&lhs, m, &mut got);
-        let want = dense_matmul(&lhs, &dense, m, rows, cols);
-        let err = max_relative_error(&got, &want);
-        assert!(err < 0.02, "{m}x{rows}x{cols}: relative error {err}");
-    }
-}
-
-#[test]
-fn the_kernel_matches_the_reference_for_every_row_remainder_and_thread_count() {
-    let mut rng = Lcg(37);
-    for (isa, (rows, cols)) in kernels_here()
-        .into_iter()
-        .flat_map(|isa| [(16, 256), (48, 512), (64, 1024)].map(|shape| (isa, shape)))
-    {
-        let data = random_q4_k(&mut rng, rows, cols);
-        let packed = PackedQ4_K::pack_for(isa, &data, rows, cols).unwrap();
-        for m in [1, 2, 3, 4, 5, 7, 16, 33] {
-            let lhs = random_rows(&mut rng, m, cols);
-            let mut want = vec![0f32; m * rows];
-            packed.matmul_reference(&lhs, m, &mut want);
-            for threads in 1..=4 {
-                let mut got = vec![f32::NAN; m * rows];
-                packed.matmul(&lhs, m, &mut got, threads);
-                let err = max_relative_error(&got, &want);
-                assert!(
-                    err < 1e-5,
-                    "{isa:?} {m}x{rows}x{cols}, {threads} threads: {err}"
-                );
-            }
-        }
-    }
-}
+packed_format_tests!(
+    PackedQ4_K,
+    block: (SUPER, BLOCK_BYTES),
+    random: random_q4_k,
+    decode: dequantize_gguf,
+    portable: |data, rows, cols| PackedQ4_K::pack_portable(Isa::Avx2, data, rows, cols),
+    rows: extreme_rows(),
+    dense: [(1, 16, 256), (3, 32, 512), (5, 48, 1024)],
+    kernels: [(16, 256), (48, 512), (64, 1024)],
+);
 
 #[test]
 fn the_extreme_values_do_not_overflow_the_integer_sums() {
@@ -115,37 +69,4 @@ fn the_extreme_values_do_not_overflow_the_integer_sums() {
             }
         }
     }
-}
-
-#[test]
-fn shapes_and_lengths_that_do_not_pack_are_refused() {
-    for (rows, cols) in [(8, 256), (16, 288), (16, 32), (0, 256)] {
-        assert_eq!(
-            PackedQ4_K::pack_portable(Isa::Avx2, &[], rows, cols).err(),
-            Some(PackError::Shape { rows, cols })
-        );
-    }
-    for len in [0, 16 * BLOCK_BYTES - 1, 16 * BLOCK_BYTES + 1] {
-        assert!(matches!(
-            PackedQ4_K::pack_portable(Isa::Avx2, &vec![0; len], 16, 256),
-            Err(PackError::Length { want, .. }) if want == 16 * BLOCK_BYTES
-        ));
-    }
-    // A crafted header's dimensions: `2^63 · 144` wraps to 0 in a release build.
-    assert_eq!(
-        PackedQ4_K::pack_portable(Isa::Avx2, &[], 1 << 63, 256).err(),
-        Some(PackError::Overflow {
-            rows: 1 << 63,
-            cols: 256
-        })
-    );
-}
-
-/// `m · cols` and `m · rows` both wrap to 0 for `m = 2^60`: empty buffers must still be
-/// refused before the kernel writes through its pointers.
-#[test]
-#[should_panic(expected = "lhs is not m x cols")]
-fn a_row_count_whose_sizes_wrap_is_refused() {
-    let packed = PackedQ4_K::pack_portable(Isa::Avx2, &[0; 16 * BLOCK_BYTES], 16, 256).unwrap();
-    packed.matmul(&[], 1 << 60, &mut [], 1);
 }

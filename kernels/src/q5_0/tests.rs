@@ -2,12 +2,12 @@ use half::f16;
 
 use super::reference::dequantize_gguf;
 use super::{BLOCK, BLOCK_BYTES, PackedQ5_0};
+use crate::format_checks::packed_format_tests;
 use crate::isa::{Isa, kernels_here};
-use crate::test_support::{Lcg, dense_matmul, max_relative_error, random_rows};
-use crate::tiled::PackError;
+use crate::test_support::Lcg;
 
-/// Random GGUF Q5_0 bytes for a `rows` × `cols` matrix, and the matrix they decode to.
-fn random_q5_0(rng: &mut Lcg, rows: usize, cols: usize) -> (Vec<u8>, Vec<f32>) {
+/// Random GGUF Q5_0 bytes for a `rows` × `cols` matrix.
+fn random_q5_0(rng: &mut Lcg, rows: usize, cols: usize) -> Vec<u8> {
     let mut data = Vec::with_capacity(rows * cols / BLOCK * BLOCK_BYTES);
     for _ in 0..rows * cols / BLOCK {
         let scale = f16::from_f32(0.001 + rng.float().abs() * 0.02);
@@ -15,8 +15,7 @@ fn random_q5_0(rng: &mut Lcg, rows: usize, cols: usize) -> (Vec<u8>, Vec<f32>) {
         data.extend_from_slice(&rng.next().to_le_bytes());
         data.extend((0..BLOCK / 2).map(|_| (rng.next() % 256) as u8));
     }
-    let dense = dequantize_gguf(&data);
-    (data, dense)
+    data
 }
 
 /// The GGUF bytes of `rows × cols / 32` blocks, each with scale `d` and every value `q`.
@@ -31,6 +30,17 @@ fn uniform_q5_0(rows: usize, cols: usize, d: f32, q: u8) -> Vec<u8> {
     }
     data
 }
+
+packed_format_tests!(
+    PackedQ5_0,
+    block: (BLOCK, BLOCK_BYTES),
+    random: random_q5_0,
+    decode: dequantize_gguf,
+    portable: |data, rows, cols| PackedQ5_0::pack_portable(Isa::Avx2, data, rows, cols),
+    rows: (random_q5_0(&mut Lcg(23), 32, 96), 32, 96),
+    dense: [(1, 16, 32), (3, 32, 96), (5, 48, 896)],
+    kernels: [(16, 32), (48, 96), (64, 896), (32, 4864)],
+);
 
 /// The reference decoder reads the block layout as the format defines it: a value's fifth
 /// bit from `qh`, its low bits from the nibble of byte `v % 16`.
@@ -50,47 +60,6 @@ fn the_gguf_reference_decodes_a_hand_made_block() {
     want[1] = (0xa - 16) as f32 * 0.5;
     want[17] = (0x15 - 16) as f32 * 0.5;
     assert_eq!(got, want);
-}
-
-#[test]
-fn the_reference_agrees_with_dense_math_on_the_unpacked_weights() {
-    let mut rng = Lcg(17);
-    for (m, rows, cols) in [(1, 16, 32), (3, 32, 96), (5, 48, 896)] {
-        let (data, dense) = random_q5_0(&mut rng, rows, cols);
-        let lhs = random_rows(&mut rng, m, cols);
-        let packed = PackedQ5_0::pack_portable(Isa::Avx2, &data, rows, cols).unwrap();
-        let mut got = vec![0f32; m * rows];
-        packed.matmul_reference(&lhs, m, &mut got);
-        let want = dense_matmul(&lhs, &dense, m, rows, cols);
-        let err = max_relative_error(&got, &want);
-        assert!(err < 0.02, "{m}x{rows}x{cols}: relative error {err}");
-    }
-}
-
-#[test]
-fn the_kernel_matches_the_reference_for_every_row_remainder_and_thread_count() {
-    let mut rng = Lcg(19);
-    for (isa, (rows, cols)) in kernels_here()
-        .into_iter()
-        .flat_map(|isa| [(16, 32), (48, 96), (64, 896), (32, 4864)].map(|shape| (isa, shape)))
-    {
-        let (data, _) = random_q5_0(&mut rng, rows, cols);
-        let packed = PackedQ5_0::pack_for(isa, &data, rows, cols).unwrap();
-        for m in [1, 2, 3, 7, 16, 33] {
-            let lhs = random_rows(&mut rng, m, cols);
-            let mut want = vec![0f32; m * rows];
-            packed.matmul_reference(&lhs, m, &mut want);
-            for threads in 1..=4 {
-                let mut got = vec![f32::NAN; m * rows];
-                packed.matmul(&lhs, m, &mut got, threads);
-                let err = max_relative_error(&got, &want);
-                assert!(
-                    err < 1e-5,
-                    "{isa:?} {m}x{rows}x{cols}, {threads} threads: {err}"
-                );
-            }
-        }
-    }
 }
 
 /// Every value 31 (+15), 0 (−16) or 16 (0) against activations of one sign at the quantized
@@ -117,60 +86,6 @@ fn the_extreme_values_do_not_overflow_the_i16_sums() {
             }
         }
     }
-}
-
-#[test]
-fn dequantized_rows_are_the_gguf_reference_bit_for_bit() {
-    let mut rng = Lcg(23);
-    let (rows, cols) = (32, 96);
-    let (data, dense) = random_q5_0(&mut rng, rows, cols);
-    let packed = PackedQ5_0::pack_portable(Isa::Avx2, &data, rows, cols).unwrap();
-    let mut row = vec![0f32; cols];
-    for r in 0..rows {
-        packed.dequantize_row(r, &mut row);
-        let want = &dense[r * cols..(r + 1) * cols];
-        assert!(
-            row.iter()
-                .zip(want)
-                .all(|(a, b)| a.to_bits() == b.to_bits()),
-            "row {r}"
-        );
-    }
-}
-
-#[test]
-fn shapes_and_lengths_that_do_not_pack_are_refused() {
-    assert_eq!(
-        PackedQ5_0::pack_portable(Isa::Avx2, &[0; BLOCK_BYTES * 8], 8, 32).err(),
-        Some(PackError::Shape { rows: 8, cols: 32 })
-    );
-    assert_eq!(
-        PackedQ5_0::pack_portable(Isa::Avx2, &[0; BLOCK_BYTES * 16], 16, 48).err(),
-        Some(PackError::Shape { rows: 16, cols: 48 })
-    );
-    for len in [0, 16 * BLOCK_BYTES - 1, 16 * BLOCK_BYTES + 1] {
-        assert!(matches!(
-            PackedQ5_0::pack_portable(Isa::Avx2, &vec![0; len], 16, 32),
-            Err(PackError::Length { got, want, .. }) if got == len && want == 16 * BLOCK_BYTES
-        ));
-    }
-    // A crafted header's dimensions: `2^63 · 2 · 22` wraps to 0 in a release build.
-    assert_eq!(
-        PackedQ5_0::pack_portable(Isa::Avx2, &[], 1 << 63, 64).err(),
-        Some(PackError::Overflow {
-            rows: 1 << 63,
-            cols: 64
-        })
-    );
-}
-
-/// `m · cols` and `m · rows` both wrap to 0 for `m = 2^60`: empty buffers must still be
-/// refused before the kernel writes through its pointers.
-#[test]
-#[should_panic(expected = "lhs is not m x cols")]
-fn a_row_count_whose_sizes_wrap_is_refused() {
-    let packed = PackedQ5_0::pack_portable(Isa::Avx2, &[0; 16 * BLOCK_BYTES], 16, 32).unwrap();
-    packed.matmul(&[], 1 << 60, &mut [], 1);
 }
 
 /// The packed tiles take at most 1.1 times the file's bytes.

@@ -1,0 +1,213 @@
+//! The checks every packed format's tests run, each on the format's own data and scalar
+//! references: the packing against ggml's dequantization, the reference product against
+//! dense math, every SIMD kernel against the reference, and the layouts packing must refuse.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use crate::isa::{Isa, kernels_here};
+use crate::test_support::{Lcg, dense_matmul, max_relative_error, random_rows};
+use crate::tiled::PackError;
+
+/// What the checks need of a packed format (its tests implement it from its inherent
+/// methods and references).
+pub(crate) trait Format: Sized {
+    /// Values and GGUF bytes per block (a super-block for the K-quants).
+    const BLOCK: (usize, usize);
+    /// Random GGUF bytes for a `rows` × `cols` matrix, scales finite and small.
+    fn random(rng: &mut Lcg, rows: usize, cols: usize) -> Vec<u8>;
+    /// ggml's dequantization of GGUF bytes, written from its loops.
+    fn dequantize_gguf(data: &[u8]) -> Vec<f32>;
+    /// The layout alone, on any CPU.
+    fn pack_portable(data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError>;
+    fn pack_for(isa: Isa, data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError>;
+    fn dequantize_row(&self, row: usize, out: &mut [f32]);
+    fn matmul(&self, lhs: &[f32], m: usize, out: &mut [f32], threads: usize);
+    /// What `matmul` computes, one value at a time from the packed tiles.
+    fn matmul_reference(&self, lhs: &[f32], m: usize, out: &mut [f32]);
+}
+
+/// Every packed row dequantizes to ggml's values for `data`, bit for bit (an embedding lookup
+/// in a tied table must read what candle would).
+pub(crate) fn rows_are_the_gguf_decode_bit_for_bit<F: Format>(
+    data: &[u8],
+    rows: usize,
+    cols: usize,
+) {
+    let dense = F::dequantize_gguf(data);
+    let packed = F::pack_portable(data, rows, cols).unwrap();
+    let mut row = vec![0f32; cols];
+    for r in 0..rows {
+        packed.dequantize_row(r, &mut row);
+        let want = &dense[r * cols..(r + 1) * cols];
+        let same = row
+            .iter()
+            .zip(want)
+            .all(|(a, b)| a.to_bits() == b.to_bits());
+        assert!(same, "row {r}");
+    }
+}
+
+/// The reference product is the dense product of the decoded weights, up to the activations'
+/// 8-bit quantization, for each `(m, rows, cols)`.
+pub(crate) fn the_reference_is_dense_math<F: Format>(seed: u64, shapes: &[(usize, usize, usize)]) {
+    let mut rng = Lcg(seed);
+    for &(m, rows, cols) in shapes {
+        let data = F::random(&mut rng, rows, cols);
+        let dense = F::dequantize_gguf(&data);
+        let lhs = random_rows(&mut rng, m, cols);
+        let packed = F::pack_portable(&data, rows, cols).unwrap();
+        let mut got = vec![0f32; m * rows];
+        packed.matmul_reference(&lhs, m, &mut got);
+        let want = dense_matmul(&lhs, &dense, m, rows, cols);
+        let err = max_relative_error(&got, &want);
+        assert!(err < 0.02, "{m}x{rows}x{cols}: relative error {err}");
+    }
+}
+
+/// Every kernel this CPU runs computes what the reference does, for activation row counts
+/// that leave every remainder of the kernels' row steps, on 1 to 8 threads.
+pub(crate) fn the_kernels_match_the_reference<F: Format>(seed: u64, shapes: &[(usize, usize)]) {
+    let mut rng = Lcg(seed);
+    for isa in kernels_here() {
+        for &(rows, cols) in shapes {
+            let data = F::random(&mut rng, rows, cols);
+            let packed = match F::pack_for(isa, &data, rows, cols) {
+                Ok(packed) => packed,
+                Err(PackError::Unsupported) => {
+                    eprintln!("{isa:?}: this CPU lacks a feature the kernel needs");
+                    return;
+                }
+                Err(err) => panic!("{rows}x{cols}: {err}"),
+            };
+            for m in [1, 2, 3, 4, 5, 6, 7, 11, 16, 33] {
+                let lhs = random_rows(&mut rng, m, cols);
+                let mut want = vec![0f32; m * rows];
+                packed.matmul_reference(&lhs, m, &mut want);
+                for threads in [1, 2, 3, 8] {
+                    let mut got = vec![f32::NAN; m * rows];
+                    packed.matmul(&lhs, m, &mut got, threads);
+                    let err = max_relative_error(&got, &want);
+                    assert!(
+                        err < 1e-5,
+                        "{isa:?} {m}x{rows}x{cols}, {threads} threads: {err}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Packing refuses shapes that do not tile, data of the wrong length and dimensions whose
+/// byte size overflows (a crafted header's); a matmul refuses a row count whose buffer sizes
+/// wrap to 0, before its kernel writes through raw pointers.
+pub(crate) fn bad_layouts_are_refused<F: Format>() {
+    let (values, bytes) = F::BLOCK;
+    for (rows, cols) in [
+        (8, values),
+        (16, values + 16),
+        (16, values / 8),
+        (0, values),
+        (16, 0),
+    ] {
+        assert_eq!(
+            F::pack_portable(&[], rows, cols).err(),
+            Some(PackError::Shape { rows, cols }),
+            "{rows}x{cols}"
+        );
+    }
+    for len in [0, 16 * bytes - 1, 16 * bytes + 1] {
+        assert!(matches!(
+            F::pack_portable(&vec![0; len], 16, values),
+            Err(PackError::Length { want, .. }) if want == 16 * bytes
+        ));
+    }
+    assert_eq!(
+        F::pack_portable(&[], 1 << 63, values).err(),
+        Some(PackError::Overflow {
+            rows: 1 << 63,
+            cols: values
+        })
+    );
+    let packed = F::pack_portable(&vec![0; 16 * bytes], 16, values).unwrap();
+    let wrapped = catch_unwind(AssertUnwindSafe(|| packed.matmul(&[], 1 << 60, &mut [], 1)));
+    let message = wrapped.expect_err("a wrapping row count must panic");
+    let message = message
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .unwrap_or_default();
+    assert!(message.contains("lhs is not m x cols"), "{message}");
+}
+
+/// Implements [`Format`] for a packed type from its inherent methods, and writes the four
+/// shared tests for it:
+/// - `rows`: `(data, rows, cols)` whose packed rows must decode as ggml does;
+/// - `dense`: `(m, rows, cols)` products for the reference against dense math;
+/// - `kernels`: `(rows, cols)` shapes for the kernels against the reference.
+macro_rules! packed_format_tests {
+    (
+        $ty:ty,
+        block: $block:expr,
+        random: $random:path,
+        decode: $decode:path,
+        portable: |$data:ident, $rows:ident, $cols:ident| $portable:expr,
+        rows: $rows_case:expr,
+        dense: $dense:expr,
+        kernels: $kernels:expr $(,)?
+    ) => {
+        impl $crate::format_checks::Format for $ty {
+            const BLOCK: (usize, usize) = $block;
+            fn random(rng: &mut $crate::test_support::Lcg, rows: usize, cols: usize) -> Vec<u8> {
+                $random(rng, rows, cols)
+            }
+            fn dequantize_gguf(data: &[u8]) -> Vec<f32> {
+                $decode(data)
+            }
+            fn pack_portable(
+                $data: &[u8],
+                $rows: usize,
+                $cols: usize,
+            ) -> Result<Self, $crate::tiled::PackError> {
+                $portable
+            }
+            fn pack_for(
+                isa: $crate::isa::Isa,
+                data: &[u8],
+                rows: usize,
+                cols: usize,
+            ) -> Result<Self, $crate::tiled::PackError> {
+                <$ty>::pack_for(isa, data, rows, cols)
+            }
+            fn dequantize_row(&self, row: usize, out: &mut [f32]) {
+                <$ty>::dequantize_row(self, row, out)
+            }
+            fn matmul(&self, lhs: &[f32], m: usize, out: &mut [f32], threads: usize) {
+                <$ty>::matmul(self, lhs, m, out, threads)
+            }
+            fn matmul_reference(&self, lhs: &[f32], m: usize, out: &mut [f32]) {
+                <$ty>::matmul_reference(self, lhs, m, out)
+            }
+        }
+
+        #[test]
+        fn dequantized_rows_are_ggmls_dequantization_bit_for_bit() {
+            let (data, rows, cols): (Vec<u8>, usize, usize) = $rows_case;
+            $crate::format_checks::rows_are_the_gguf_decode_bit_for_bit::<$ty>(&data, rows, cols);
+        }
+
+        #[test]
+        fn the_reference_agrees_with_dense_math_on_the_unpacked_weights() {
+            $crate::format_checks::the_reference_is_dense_math::<$ty>(43, &$dense);
+        }
+
+        #[test]
+        fn the_kernels_match_the_reference_for_every_row_remainder_and_thread_count() {
+            $crate::format_checks::the_kernels_match_the_reference::<$ty>(47, &$kernels);
+        }
+
+        #[test]
+        fn shapes_lengths_and_sizes_that_do_not_pack_are_refused() {
+            $crate::format_checks::bad_layouts_are_refused::<$ty>();
+        }
+    };
+}
+pub(crate) use packed_format_tests;
