@@ -27,6 +27,7 @@
 
 mod activations;
 mod attention;
+mod avx2_frame;
 mod fifth_bits;
 #[cfg(test)]
 mod format_checks;

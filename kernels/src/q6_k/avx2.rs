@@ -1,9 +1,10 @@
 //! The Q6_K kernel on AVX2 (see the module above for the arithmetic).
 
-use std::ops::Range;
-
 use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
+use crate::avx2_frame::avx2_group;
+#[cfg(target_arch = "x86_64")]
+use crate::avx2_frame::store_rows;
 use crate::tiled::prefetch_ahead;
 
 /// Activation rows per micro-kernel call. The kernel takes the tile's two halves of 8 rows one
@@ -13,36 +14,7 @@ const MR: usize = 4;
 
 const _: () = assert!(TILE_ROWS == 16);
 
-/// Writes the 16 columns of one row group for activation rows `rows`.
-///
-/// # Safety
-/// The CPU has AVX2 and FMA; `out` is valid for writes of `rows.end` rows × `stride` f32 from
-/// the start of the output; `tiles` holds `acts.blocks / 8` tiles.
-#[cfg(target_arch = "x86_64")]
-pub(super) unsafe fn group(
-    tiles: &[Tile],
-    acts: &QuantizedRows,
-    rows: Range<usize>,
-    out: *mut f32,
-    stride: usize,
-) {
-    debug_assert_eq!(tiles.len() * SUBS, acts.blocks);
-    let mut first = rows.start;
-    // SAFETY (both calls): forwarded from the caller; each call covers rows `first..first + R`.
-    while first + MR <= rows.end {
-        unsafe { self::rows::<MR>(tiles, acts, first, out, stride) };
-        first += MR;
-    }
-    while first < rows.end {
-        unsafe { self::rows::<1>(tiles, acts, first, out, stride) };
-        first += 1;
-    }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-pub(super) unsafe fn group(_: &[Tile], _: &QuantizedRows, _: Range<usize>, _: *mut f32, _: usize) {
-    unreachable!("the packed kernel is only built on x86_64, and `pack` refuses elsewhere")
-}
+avx2_group!(Tile, SUBS);
 
 /// # Safety
 /// As for [`group`], for rows `first..first + R`.
@@ -145,12 +117,6 @@ unsafe fn rows<const R: usize>(
             }
         }
     }
-    for (r, acc) in acc.iter().enumerate() {
-        // SAFETY: row `first + r` is one of the caller's rows; 16 columns from `out`.
-        unsafe {
-            let row = out.add((first + r) * stride);
-            _mm256_storeu_ps(row, acc[0]);
-            _mm256_storeu_ps(row.add(8), acc[1]);
-        }
-    }
+    // SAFETY: rows `first..first + R` are the caller's.
+    unsafe { store_rows(&acc, out, first, stride) }
 }
