@@ -3,7 +3,7 @@
 //! one, and the store of the accumulated rows.
 
 #[cfg(target_arch = "x86_64")]
-use std::arch::x86_64::{__m256, _mm256_storeu_ps};
+use std::arch::x86_64::*;
 
 /// Writes a format's AVX2 `group` for its tile type `$tile`, one tile per `$blocks` activation
 /// blocks: it calls the module's micro-kernel `rows::<MR>` for as many whole steps of its
@@ -74,4 +74,50 @@ pub(crate) unsafe fn store_rows<const R: usize>(
             _mm256_storeu_ps(row.add(8), acc[1]);
         }
     }
+}
+
+/// The sums of `q · a` over one 32-value block of a tile's 16 weight rows held as nibbles in
+/// [`crate::PackedQ4_0`]'s order (`qs`: 256 bytes, word `q` holding bytes `4q..4q + 4` of every
+/// row, rows 0–7 then 8–15; a byte's low nibble meets activation word `q`, its high one word
+/// `q + 4`), for activation block `block` of `R` rows (`words`, a row every `blocks` entries).
+/// `[row][half]`, half 0 holding the tile's rows 0–7; each i16 lane sums 16 products of a
+/// nibble and a byte, at most 16 · 15 · 127, so none saturates.
+///
+/// # Safety
+/// `qs` points to those 256 bytes, 32-byte aligned.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn nibble_sums<const R: usize>(
+    qs: *const u8,
+    words: &[[i32; 8]],
+    blocks: usize,
+    block: usize,
+) -> [[__m256i; 2]; R] {
+    let qs = qs.cast::<__m256i>();
+    let nibble = _mm256_set1_epi8(0x0f);
+    let mut sums = [[_mm256_setzero_si256(); 2]; R];
+    for q in 0..4 {
+        // SAFETY: word `q` is the 64 bytes from `q * 64`, inside the caller's 256.
+        let raw = unsafe {
+            [
+                _mm256_load_si256(qs.add(2 * q)),
+                _mm256_load_si256(qs.add(2 * q + 1)),
+            ]
+        };
+        let low = raw.map(|raw| _mm256_and_si256(raw, nibble));
+        let high = raw.map(|raw| _mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble));
+        for (r, sums) in sums.iter_mut().enumerate() {
+            let row = &words[r * blocks + block];
+            let (a_low, a_high) = (_mm256_set1_epi32(row[q]), _mm256_set1_epi32(row[q + 4]));
+            for h in 0..2 {
+                let products = _mm256_add_epi16(
+                    _mm256_maddubs_epi16(low[h], a_low),
+                    _mm256_maddubs_epi16(high[h], a_high),
+                );
+                sums[h] = _mm256_add_epi16(sums[h], products);
+            }
+        }
+    }
+    sums
 }

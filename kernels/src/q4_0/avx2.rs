@@ -4,7 +4,7 @@ use super::{TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
-use crate::avx2_frame::store_rows;
+use crate::avx2_frame::{nibble_sums, store_rows};
 use crate::tiled::prefetch_ahead;
 
 /// Activation rows per micro-kernel call: their i16 sums for both halves, the four unpacked
@@ -35,42 +35,12 @@ unsafe fn rows<const R: usize>(
         &acts.scales[at.clone()],
         &acts.offsets[at],
     );
-    let nibble = _mm256_set1_epi8(0x0f);
     let ones = _mm256_set1_epi16(1);
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
     for (block, tile) in tiles.iter().enumerate() {
         prefetch_ahead::<R, _>(tile);
-        let qs = tile.qs.as_ptr().cast::<__m256i>();
-        let mut sums = [[_mm256_setzero_si256(); 2]; R];
-        for q in 0..4 {
-            // SAFETY: `qs` is 256 bytes at the 64-byte aligned start of the tile; byte group
-            // `q` is its 64 bytes from `q * 64`, rows 0–7 then rows 8–15.
-            let raw = unsafe {
-                [
-                    _mm256_load_si256(qs.add(2 * q)),
-                    _mm256_load_si256(qs.add(2 * q + 1)),
-                ]
-            };
-            let low = [
-                _mm256_and_si256(raw[0], nibble),
-                _mm256_and_si256(raw[1], nibble),
-            ];
-            let high = [
-                _mm256_and_si256(_mm256_srli_epi16(raw[0], 4), nibble),
-                _mm256_and_si256(_mm256_srli_epi16(raw[1], 4), nibble),
-            ];
-            for (r, sums) in sums.iter_mut().enumerate() {
-                let row = &words[r * blocks + block];
-                let (a_low, a_high) = (_mm256_set1_epi32(row[q]), _mm256_set1_epi32(row[q + 4]));
-                for h in 0..2 {
-                    let products = _mm256_add_epi16(
-                        _mm256_maddubs_epi16(low[h], a_low),
-                        _mm256_maddubs_epi16(high[h], a_high),
-                    );
-                    sums[h] = _mm256_add_epi16(sums[h], products);
-                }
-            }
-        }
+        // SAFETY: the tile's first 256 bytes, 64-byte aligned, are its nibbles.
+        let sums = unsafe { nibble_sums::<R>(tile.qs.as_ptr(), words, blocks, block) };
         // SAFETY: the 16 scales follow the 256 bytes of `qs`, 64-byte aligned.
         let weight_scales = unsafe {
             [

@@ -4,7 +4,7 @@ use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
-use crate::avx2_frame::store_rows;
+use crate::avx2_frame::{nibble_sums, store_rows};
 use crate::tiled::prefetch_ahead;
 
 /// Activation rows per micro-kernel call, as for Q4_0: their i16 sums and f32 accumulators
@@ -34,7 +34,6 @@ unsafe fn rows<const R: usize>(
         &acts.scales[at.clone()],
         &acts.offsets[at],
     );
-    let nibble = _mm256_set1_epi8(0x0f);
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
     for (s, tile) in tiles.iter().enumerate() {
         prefetch_ahead::<R, _>(tile);
@@ -53,38 +52,8 @@ unsafe fn rows<const R: usize>(
         };
         for j in 0..SUBS {
             let block = s * SUBS + j;
-            let qs = tile.qs[j].as_ptr().cast::<__m256i>();
-            let mut sums = [[_mm256_setzero_si256(); 2]; R];
-            for q in 0..4 {
-                // SAFETY: `qs[j]` is 256 bytes at a 64-byte aligned offset of the tile; byte
-                // group `q` is its 64 bytes from `q * 64`, rows 0–7 then rows 8–15.
-                let raw = unsafe {
-                    [
-                        _mm256_load_si256(qs.add(2 * q)),
-                        _mm256_load_si256(qs.add(2 * q + 1)),
-                    ]
-                };
-                let low = [
-                    _mm256_and_si256(raw[0], nibble),
-                    _mm256_and_si256(raw[1], nibble),
-                ];
-                let high = [
-                    _mm256_and_si256(_mm256_srli_epi16(raw[0], 4), nibble),
-                    _mm256_and_si256(_mm256_srli_epi16(raw[1], 4), nibble),
-                ];
-                for (r, sums) in sums.iter_mut().enumerate() {
-                    let row = &words[r * blocks + block];
-                    let (a_low, a_high) =
-                        (_mm256_set1_epi32(row[q]), _mm256_set1_epi32(row[q + 4]));
-                    for h in 0..2 {
-                        let products = _mm256_add_epi16(
-                            _mm256_maddubs_epi16(low[h], a_low),
-                            _mm256_maddubs_epi16(high[h], a_high),
-                        );
-                        sums[h] = _mm256_add_epi16(sums[h], products);
-                    }
-                }
-            }
+            // SAFETY: `qs[j]` is sub-block `j`'s 256 bytes of nibbles, 64-byte aligned.
+            let sums = unsafe { nibble_sums::<R>(tile.qs[j].as_ptr(), words, blocks, block) };
             // SAFETY: `scales[j]` and `mins[j]` are 16 bytes each inside the tile; the loads
             // take 8 of them at a time, unaligned.
             let (sc, mins) = unsafe {
