@@ -3,15 +3,16 @@
 //! of Qwen2.5-0.5B's layers, the K-quants (Q2_K to Q6_K) on the shapes of K-quant files whose
 //! rows are multiples of 256 (the 0.5B's MLP down projection and the 1.5B's layers), for one
 //! token (decode) and for a prefill chunk of 256, so kernel changes can be compared in
-//! isolation:
-//!   cargo run --release -p hearth-kernels --example packed_matmul [threads]
-//! Threads default to the rayon pool's (`RAYON_NUM_THREADS`).
+//! isolation. A second table has each format decode from memory rather than cache, against the
+//! memory's read bandwidth (the bound `hearth bench` prints):
+//!   cargo run --release -p hearth-kernels --example packed_matmul [threads] [compute|memory]
+//! Threads default to the rayon pool's (`RAYON_NUM_THREADS`); both tables by default.
 
 use std::time::{Duration, Instant};
 
 use hearth_kernels::{
-    Isa, PackedQ2_K, PackedQ3_K, PackedQ4_0, PackedQ4_1, PackedQ4_K, PackedQ5_0, PackedQ5_1,
-    PackedQ5_K, PackedQ6_K, PackedQ8_0,
+    Isa, PackedMatrix, PackedQ2_K, PackedQ3_K, PackedQ4_0, PackedQ4_1, PackedQ4_K, PackedQ5_0,
+    PackedQ5_1, PackedQ5_K, PackedQ6_K, PackedQ8_0, measure_bandwidth,
 };
 
 /// (name, output rows, input columns): attention q/o, k/v, the MLP's gate/up and down.
@@ -31,149 +32,209 @@ const K_SHAPES: [(&str, usize, usize); 4] = [
     ("down 1536x8960", 1536, 8960),
 ];
 
-/// A packed matrix of any format, behind the one call the table times.
-type Matmul = Box<dyn Fn(&[f32], usize, &mut [f32], usize)>;
-
 /// A format's name, its GGUF block (values, bytes), and how to pack it for a kernel.
 struct Format {
     name: &'static str,
     block: (usize, usize),
-    pack: fn(Isa, &[u8], usize, usize) -> Option<Matmul>,
+    pack: fn(Isa, &[u8], usize, usize) -> Option<Packed>,
 }
 
-fn boxed<T: 'static>(packed: T, call: fn(&T, &[f32], usize, &mut [f32], usize)) -> Matmul {
-    Box::new(move |lhs, m, out, threads| call(&packed, lhs, m, out, threads))
-}
+/// A matrix of any format, packed for one instruction set.
+type Packed = Box<dyn PackedMatrix>;
 
 const FORMATS: [Format; 10] = [
     Format {
         name: "Q8_0",
         block: (32, 34),
         pack: |isa, data, rows, cols| {
-            let packed = PackedQ8_0::pack_for(isa, data, rows, cols).ok()?;
-            Some(boxed(packed, PackedQ8_0::matmul))
+            Some(Box::new(PackedQ8_0::pack_for(isa, data, rows, cols).ok()?))
         },
     },
     Format {
         name: "Q4_0",
         block: (32, 18),
         pack: |isa, data, rows, cols| {
-            let packed = PackedQ4_0::pack_for(isa, data, rows, cols).ok()?;
-            Some(boxed(packed, PackedQ4_0::matmul))
+            Some(Box::new(PackedQ4_0::pack_for(isa, data, rows, cols).ok()?))
         },
     },
     Format {
         name: "Q4_1",
         block: (32, 20),
         pack: |isa, data, rows, cols| {
-            let packed = PackedQ4_1::pack_for(isa, data, rows, cols).ok()?;
-            Some(boxed(packed, PackedQ4_1::matmul))
+            Some(Box::new(PackedQ4_1::pack_for(isa, data, rows, cols).ok()?))
         },
     },
     Format {
         name: "Q5_0",
         block: (32, 22),
         pack: |isa, data, rows, cols| {
-            let packed = PackedQ5_0::pack_for(isa, data, rows, cols).ok()?;
-            Some(boxed(packed, PackedQ5_0::matmul))
+            Some(Box::new(PackedQ5_0::pack_for(isa, data, rows, cols).ok()?))
         },
     },
     Format {
         name: "Q5_1",
         block: (32, 24),
         pack: |isa, data, rows, cols| {
-            let packed = PackedQ5_1::pack_for(isa, data, rows, cols).ok()?;
-            Some(boxed(packed, PackedQ5_1::matmul))
+            Some(Box::new(PackedQ5_1::pack_for(isa, data, rows, cols).ok()?))
         },
     },
     Format {
         name: "Q2_K",
         block: (256, 84),
         pack: |isa, data, rows, cols| {
-            let packed = PackedQ2_K::pack_for(isa, data, rows, cols).ok()?;
-            Some(boxed(packed, PackedQ2_K::matmul))
+            Some(Box::new(PackedQ2_K::pack_for(isa, data, rows, cols).ok()?))
         },
     },
     Format {
         name: "Q3_K",
         block: (256, 110),
         pack: |isa, data, rows, cols| {
-            let packed = PackedQ3_K::pack_for(isa, data, rows, cols).ok()?;
-            Some(boxed(packed, PackedQ3_K::matmul))
+            Some(Box::new(PackedQ3_K::pack_for(isa, data, rows, cols).ok()?))
         },
     },
     Format {
         name: "Q4_K",
         block: (256, 144),
         pack: |isa, data, rows, cols| {
-            let packed = PackedQ4_K::pack_for(isa, data, rows, cols).ok()?;
-            Some(boxed(packed, PackedQ4_K::matmul))
+            Some(Box::new(PackedQ4_K::pack_for(isa, data, rows, cols).ok()?))
         },
     },
     Format {
         name: "Q5_K",
         block: (256, 176),
         pack: |isa, data, rows, cols| {
-            let packed = PackedQ5_K::pack_for(isa, data, rows, cols).ok()?;
-            Some(boxed(packed, PackedQ5_K::matmul))
+            Some(Box::new(PackedQ5_K::pack_for(isa, data, rows, cols).ok()?))
         },
     },
     Format {
         name: "Q6_K",
         block: (256, 210),
         pack: |isa, data, rows, cols| {
-            let packed = PackedQ6_K::pack_for(isa, data, rows, cols).ok()?;
-            Some(boxed(packed, PackedQ6_K::matmul))
+            Some(Box::new(PackedQ6_K::pack_for(isa, data, rows, cols).ok()?))
         },
     },
 ];
 
 fn main() {
-    let threads = std::env::args()
-        .nth(1)
+    let mut args = std::env::args().skip(1);
+    let threads = args
+        .next()
         .and_then(|t| t.parse().ok())
         .unwrap_or_else(rayon::current_num_threads);
+    let tables = args.next();
     let isas: Vec<Isa> = Isa::ALL.into_iter().filter(|i| i.available()).collect();
     if isas.is_empty() {
         eprintln!("this CPU has neither AVX-512 VNNI nor AVX2");
         std::process::exit(1);
     }
+    let mut next = xorshift(0x2545_f491_4f6c_dd1d);
+    if tables.as_deref() != Some("memory") {
+        compute_table(&isas, threads, &mut next);
+    }
+    if tables.as_deref() != Some("compute") {
+        memory_table(&isas, threads, &mut next);
+    }
+}
+
+/// Each format on each shape, for one activation row and for 256, from cache: the matrix is
+/// multiplied again and again.
+fn compute_table(isas: &[Isa], threads: usize, next: &mut impl FnMut() -> u64) {
     println!("{threads} threads; int8 multiply-accumulate peak, measured:");
-    for &isa in &isas {
+    for &isa in isas {
         println!("  {isa:?}: {:.0} GMAC/s", int8_peak(isa, threads) / 1e9);
     }
     print!("\n{:<5} {:<18} {:>4}", "fmt", "shape", "m");
-    for isa in &isas {
+    for isa in isas {
         print!(" {:>12} {:>7}", format!("{isa:?} ms"), "GMAC/s");
     }
     println!();
-    let mut next = xorshift(0x2545_f491_4f6c_dd1d);
     for format in &FORMATS {
-        let shapes = if format.block.0 == 256 {
-            K_SHAPES
-        } else {
-            SHAPES
-        };
-        for (name, rows, cols) in shapes {
-            let blocks = rows * cols / format.block.0;
-            let data = random_blocks(format, blocks, &mut next);
-            let packed: Vec<Matmul> = isas
+        for (name, rows, cols) in format.shapes() {
+            let data = random_blocks(format, rows * cols / format.block.0, next);
+            let packed: Vec<Packed> = isas
                 .iter()
                 .filter_map(|&isa| (format.pack)(isa, &data, rows, cols))
                 .collect();
             for m in [1, 256] {
-                let lhs: Vec<f32> = (0..m * cols)
-                    .map(|_| (next() % 2000) as f32 / 1000.0 - 1.0)
-                    .collect();
+                let lhs = activations(m * cols, next);
                 let mut out = vec![0f32; m * rows];
                 let macs = (m * rows * cols) as f64;
                 print!("{:<5} {name:<18} {m:>4}", format.name);
-                for matmul in &packed {
-                    let time = best_time(|| matmul(&lhs, m, &mut out, threads));
+                for matrix in &packed {
+                    let time = best_time(|| matrix.matmul(&lhs, m, &mut out, threads));
                     print!(" {:>12.3} {:>7.1}", time * 1e3, macs / time / 1e9);
                 }
                 println!();
             }
+        }
+    }
+}
+
+/// What decoding meets: one activation row against weights that come from memory, not cache.
+/// Distinct copies of a format's gate/up matrix, [`STREAM_BYTES`] of them in all, are each
+/// multiplied once per round, and the file's bytes over the best round's time are set against
+/// the memory's read bandwidth (`hearth bench`'s bound), measured before and after.
+fn memory_table(isas: &[Isa], threads: usize, next: &mut impl FnMut() -> u64) {
+    let bandwidth = measure_bandwidth(threads);
+    println!(
+        "\ndecode from memory, {threads} threads; read bandwidth {:.1} GB/s",
+        bandwidth / 1e9
+    );
+    print!("{:<5} {:<18} {:>6}", "fmt", "shape", "copies");
+    for isa in isas {
+        print!(" {:>12} {:>9}", format!("{isa:?} GB/s"), "of bound");
+    }
+    println!();
+    for format in &FORMATS {
+        let (name, rows, cols) = format.shapes()[2];
+        let data = random_blocks(format, rows * cols / format.block.0, next);
+        let copies = STREAM_BYTES.div_ceil(data.len());
+        let lhs = activations(cols, next);
+        let mut out = vec![0f32; rows];
+        print!("{:<5} {name:<18} {copies:>6}", format.name);
+        for &isa in isas {
+            let Some(matrices) = (0..copies)
+                .map(|_| (format.pack)(isa, &data, rows, cols))
+                .collect::<Option<Vec<_>>>()
+            else {
+                continue;
+            };
+            let round = (0..4)
+                .map(|_| {
+                    let start = Instant::now();
+                    for matrix in &matrices {
+                        matrix.matmul(&lhs, 1, &mut out, threads);
+                    }
+                    start.elapsed().as_secs_f64()
+                })
+                .fold(f64::INFINITY, f64::min);
+            let rate = (copies * data.len()) as f64 / round;
+            print!(" {:>12.1} {:>8.0}%", rate / 1e9, 100.0 * rate / bandwidth);
+        }
+        println!();
+    }
+    println!(
+        "read bandwidth after: {:.1} GB/s",
+        measure_bandwidth(threads) / 1e9
+    );
+}
+
+/// Bytes of distinct weights the memory table streams per format: far past any cache.
+const STREAM_BYTES: usize = 512 << 20;
+
+fn activations(len: usize, next: &mut impl FnMut() -> u64) -> Vec<f32> {
+    (0..len)
+        .map(|_| (next() % 2000) as f32 / 1000.0 - 1.0)
+        .collect()
+}
+
+impl Format {
+    /// The shapes a format is timed on: the 0.5B's for 32-value blocks, K-quant ones for the
+    /// 256-value blocks that need rows of that multiple.
+    fn shapes(&self) -> [(&'static str, usize, usize); 4] {
+        match self.block.0 {
+            256 => K_SHAPES,
+            _ => SHAPES,
         }
     }
 }
@@ -187,8 +248,8 @@ fn random_blocks(format: &Format, blocks: usize, next: &mut impl FnMut() -> u64)
         let start = data.len();
         data.extend((0..bytes).map(|_| next() as u8));
         // Where each format keeps its f16 scales: first (Q8_0, Q4_0, Q5_0, and Q4_1's and
-        // Q5_1's `d` and `m`, Q4_K's and Q5_K's `d` and `dmin`), or last (Q3_K's and Q6_K's `d`, Q2_K's
-        // `d` and `dmin`).
+        // Q5_1's `d` and `m`, Q4_K's and Q5_K's `d` and `dmin`), or last (Q3_K's and Q6_K's
+        // `d`, Q2_K's `d` and `dmin`).
         match format.name {
             "Q3_K" | "Q6_K" => data[start + bytes - 2..start + bytes].copy_from_slice(&scale),
             "Q2_K" => {

@@ -121,3 +121,47 @@ pub(crate) unsafe fn nibble_sums<const R: usize>(
     }
     sums
 }
+
+/// The scales of half `h` of a tile (rows `8h..8h + 8`) for the formats whose 16-value halves
+/// of a sub-block carry signed 8-bit scales (Q3_K, Q6_K): each row's two scales, each in both
+/// i16 halves of the row's lane for `vpmaddwd`, and the rows' `d`.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(crate) fn signed_half_scales(
+    scales: &[[i8; 16]; 2],
+    d: &[f32; 16],
+    h: usize,
+) -> ([__m256i; 2], __m256) {
+    let rows = 8 * h..8 * h + 8;
+    let (first, second, d) = (&scales[0][rows.clone()], &scales[1][rows.clone()], &d[rows]);
+    // SAFETY: each slice is 8 elements long, as many as each load reads.
+    let (first, second, d) = unsafe {
+        (
+            _mm256_cvtepi8_epi32(_mm_loadl_epi64(first.as_ptr().cast())),
+            _mm256_cvtepi8_epi32(_mm_loadl_epi64(second.as_ptr().cast())),
+            _mm256_loadu_ps(d.as_ptr()),
+        )
+    };
+    let dup = |s: __m256i| _mm256_blend_epi16::<0xaa>(s, _mm256_slli_epi32(s, 16));
+    ([dup(first), dup(second)], d)
+}
+
+/// One row's dot product over a sub-block half for the formats stored with an offset (Q3_K's
+/// values are 4 more than they mean, Q6_K's 32 more): `sums` (the i16 sums of the stored values
+/// times the activations, over the half's two 16-value parts) less `2^SHIFT` times the
+/// activations' `pair_sums`, each part by its scale in `dup`, summed in i32.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(crate) fn offset_dot<const SHIFT: i32>(
+    sums: [__m256i; 2],
+    pair_sums: [i32; 2],
+    dup: [__m256i; 2],
+) -> __m256i {
+    let offset = |pair_sum| _mm256_slli_epi16::<SHIFT>(_mm256_set1_epi32(pair_sum));
+    _mm256_add_epi32(
+        _mm256_madd_epi16(_mm256_sub_epi16(sums[0], offset(pair_sums[0])), dup[0]),
+        _mm256_madd_epi16(_mm256_sub_epi16(sums[1], offset(pair_sums[1])), dup[1]),
+    )
+}

@@ -22,12 +22,15 @@
 //! - [`causal_attention`]: attention over a preallocated KV cache (f32 or f16) read in place,
 //!   with an online softmax instead of a materialized score matrix and mask, and the key range
 //!   split between threads when there are fewer KV heads than threads (decoding).
+//! - [`measure_bandwidth`] and [`BandwidthProbe`]: the memory's read bandwidth, the roof decode
+//!   works under (each token reads every weight once).
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod activations;
 mod attention;
 mod avx2_frame;
+mod bandwidth;
 mod fifth_bits;
 #[cfg(test)]
 mod format_checks;
@@ -49,6 +52,7 @@ mod tiled;
 mod two_bits;
 
 pub use attention::{AttentionShape, KvElement, ShapeError, causal_attention};
+pub use bandwidth::{BandwidthProbe, measure_bandwidth};
 pub use isa::Isa;
 pub use packed::PackedMatrix;
 pub use q2_k::PackedQ2_K;

@@ -5,7 +5,7 @@ use crate::activations::QuantizedRows;
 use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
 use crate::avx2_frame::store_rows;
-use crate::tiled::prefetch_ahead;
+use crate::tiled::prefetch_part;
 #[cfg(target_arch = "x86_64")]
 use crate::two_bits::values256;
 
@@ -40,8 +40,8 @@ unsafe fn rows<const R: usize>(
     let nibble = _mm256_set1_epi32(0x0f);
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
     for (s, tile) in tiles.iter().enumerate() {
-        prefetch_ahead::<R, _>(tile);
         for j in 0..SUBS {
+            prefetch_part::<R, SUBS, _>(tile, j);
             let block = s * SUBS + j;
             let low = tile.low[j].as_ptr().cast::<__m256i>();
             // The tile's rows 0–7, then 8–15: each half of a 64-byte plane word is one of them.

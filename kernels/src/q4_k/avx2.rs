@@ -5,7 +5,7 @@ use crate::activations::QuantizedRows;
 use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
 use crate::avx2_frame::{nibble_sums, store_rows};
-use crate::tiled::prefetch_ahead;
+use crate::tiled::prefetch_part;
 
 /// Activation rows per micro-kernel call, as for Q4_0: their i16 sums and f32 accumulators
 /// for both halves of the tile, with the unpacked weights, about fill the sixteen registers.
@@ -36,7 +36,6 @@ unsafe fn rows<const R: usize>(
     );
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
     for (s, tile) in tiles.iter().enumerate() {
-        prefetch_ahead::<R, _>(tile);
         // SAFETY: `d` and `dmin` are 16 f32 each at 64-byte aligned offsets of the tile.
         let (d, dmin) = unsafe {
             (
@@ -51,6 +50,7 @@ unsafe fn rows<const R: usize>(
             )
         };
         for j in 0..SUBS {
+            prefetch_part::<R, SUBS, _>(tile, j);
             let block = s * SUBS + j;
             // SAFETY: `qs[j]` is sub-block `j`'s 256 bytes of nibbles, 64-byte aligned.
             let sums = unsafe { nibble_sums::<R>(tile.qs[j].as_ptr(), words, blocks, block) };

@@ -6,7 +6,7 @@ use std::ops::Range;
 
 use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
-use crate::tiled::{in_row_steps, prefetch_ahead};
+use crate::tiled::{in_row_steps, prefetch_part};
 
 /// Activation rows per micro-kernel call: 8 unpacked weight registers, the sub-block's scales
 /// and mins, and an accumulator and two sums per row fit the 32 zmm registers.
@@ -59,7 +59,6 @@ unsafe fn micro_kernel<const R: usize>(
     let nibble = _mm512_set1_epi8(0x0f);
     let mut acc = [_mm512_setzero_ps(); R];
     for (s, tile) in tiles.iter().enumerate() {
-        prefetch_ahead::<R, _>(tile);
         // SAFETY: `d` and `dmin` are 16 f32 each at 64-byte aligned offsets of the tile.
         let (d, dmin) = unsafe {
             (
@@ -68,6 +67,7 @@ unsafe fn micro_kernel<const R: usize>(
             )
         };
         for j in 0..SUBS {
+            prefetch_part::<R, SUBS, _>(tile, j);
             let block = s * SUBS + j;
             let qs = tile.qs[j].as_ptr().cast::<__m512i>();
             let (mut low, mut high) = ([_mm512_setzero_si512(); 4], [_mm512_setzero_si512(); 4]);

@@ -8,7 +8,7 @@ use crate::avx2_frame::avx2_group;
 use crate::avx2_frame::store_rows;
 #[cfg(target_arch = "x86_64")]
 use crate::fifth_bits::FifthBits256;
-use crate::tiled::prefetch_ahead;
+use crate::tiled::prefetch_part;
 
 /// Activation rows per micro-kernel call, as for Q4_K.
 const MR: usize = 3;
@@ -39,7 +39,6 @@ unsafe fn rows<const R: usize>(
     );
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
     for (s, tile) in tiles.iter().enumerate() {
-        prefetch_ahead::<R, _>(tile);
         // SAFETY: `d` and `dmin` are 16 f32 each at 64-byte aligned offsets of the tile.
         let (d, dmin) = unsafe {
             (
@@ -54,6 +53,7 @@ unsafe fn rows<const R: usize>(
             )
         };
         for j in 0..SUBS {
+            prefetch_part::<R, SUBS, _>(tile, j);
             let block = s * SUBS + j;
             let qs = tile.qs[j].as_ptr().cast::<__m256i>();
             // SAFETY: `qh[j]` is 64 bytes at a 64-byte aligned offset of the tile: rows 0–7,

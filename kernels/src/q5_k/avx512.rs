@@ -9,7 +9,7 @@ use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 #[cfg(target_arch = "x86_64")]
 use crate::fifth_bits::FifthBits512;
-use crate::tiled::{in_row_steps, prefetch_ahead};
+use crate::tiled::{in_row_steps, prefetch_part};
 
 /// Activation rows per micro-kernel call: 8 unpacked weight registers, the sub-block's scales
 /// and mins, and an accumulator and two sums per row fit the 32 zmm registers.
@@ -61,7 +61,6 @@ unsafe fn micro_kernel<const R: usize>(
     );
     let mut acc = [_mm512_setzero_ps(); R];
     for (s, tile) in tiles.iter().enumerate() {
-        prefetch_ahead::<R, _>(tile);
         // SAFETY: `d` and `dmin` are 16 f32 each at 64-byte aligned offsets of the tile.
         let (d, dmin) = unsafe {
             (
@@ -70,6 +69,7 @@ unsafe fn micro_kernel<const R: usize>(
             )
         };
         for j in 0..SUBS {
+            prefetch_part::<R, SUBS, _>(tile, j);
             let block = s * SUBS + j;
             let qs = tile.qs[j].as_ptr().cast::<__m512i>();
             // SAFETY: `qh[j]` is 64 bytes at a 64-byte aligned offset of the tile, in the byte

@@ -4,8 +4,8 @@ use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
-use crate::avx2_frame::store_rows;
-use crate::tiled::prefetch_ahead;
+use crate::avx2_frame::{offset_dot, signed_half_scales, store_rows};
+use crate::tiled::prefetch_part;
 
 /// Activation rows per micro-kernel call. The kernel takes the tile's two halves of 8 rows one
 /// after the other, so each row keeps two i16 sums (one per scale) next to two unpacked weight
@@ -38,8 +38,8 @@ unsafe fn rows<const R: usize>(
     let (nibble, high_bits) = (_mm256_set1_epi8(0x0f), _mm256_set1_epi8(0x30));
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
     for (s, tile) in tiles.iter().enumerate() {
-        prefetch_ahead::<R, _>(tile);
         for j in 0..SUBS {
+            prefetch_part::<R, SUBS, _>(tile, j);
             let block = s * SUBS + j;
             let (ql, qh) = (
                 tile.ql[j].as_ptr().cast::<__m256i>(),
@@ -82,35 +82,11 @@ unsafe fn rows<const R: usize>(
                         sums[1] = _mm256_add_epi16(sums[1], _mm256_maddubs_epi16(upper, a_high));
                     }
                 }
-                // SAFETY: `scales[j]` is 2 × 16 bytes and `d` 16 f32 inside the tile; the
-                // loads take 8 of either at a time, unaligned.
-                let (sc, d) = unsafe {
-                    let sc = tile.scales[j].as_ptr().cast::<i8>();
-                    (
-                        [
-                            _mm_loadl_epi64(sc.add(8 * h).cast()),
-                            _mm_loadl_epi64(sc.add(16 + 8 * h).cast()),
-                        ],
-                        _mm256_loadu_ps(tile.d.as_ptr().add(8 * h)),
-                    )
-                };
-                // Each half's scale in both i16 halves of its row's lane, for `vpmaddwd`.
-                let (first, second) = (_mm256_cvtepi8_epi32(sc[0]), _mm256_cvtepi8_epi32(sc[1]));
-                let dup = [
-                    _mm256_blend_epi16::<0xaa>(first, _mm256_slli_epi32(first, 16)),
-                    _mm256_blend_epi16::<0xaa>(second, _mm256_slli_epi32(second, 16)),
-                ];
+                let (dup, d) = signed_half_scales(&tile.scales[j], &tile.d, h);
                 for (r, acc) in acc.iter_mut().enumerate() {
                     let at = r * blocks + block;
-                    // 32 · the pair sums (each at most 1016 in magnitude) of either half.
-                    let offsets = [
-                        _mm256_slli_epi16(_mm256_set1_epi32(pair_sums[at][0]), 5),
-                        _mm256_slli_epi16(_mm256_set1_epi32(pair_sums[at][1]), 5),
-                    ];
-                    let dot = _mm256_add_epi32(
-                        _mm256_madd_epi16(_mm256_sub_epi16(sums[r][0], offsets[0]), dup[0]),
-                        _mm256_madd_epi16(_mm256_sub_epi16(sums[r][1], offsets[1]), dup[1]),
-                    );
+                    // Less 32 · the pair sums (each at most 1016 in magnitude).
+                    let dot = offset_dot::<5>(sums[r], pair_sums[at], dup);
                     let scale = _mm256_mul_ps(d, _mm256_set1_ps(scales[at]));
                     acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc[h]);
                 }

@@ -8,7 +8,7 @@ use std::ops::Range;
 
 use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
-use crate::tiled::{in_row_steps, prefetch_ahead};
+use crate::tiled::{in_row_steps, prefetch_part};
 
 /// Activation rows per micro-kernel call: 8 unpacked weight registers, the two halves'
 /// scales, and an accumulator and two sums per row fit the 32 zmm registers.
@@ -67,10 +67,10 @@ unsafe fn micro_kernel<const R: usize>(
     let (nibble, high_bits) = (_mm512_set1_epi8(0x0f), _mm512_set1_epi8(0x30));
     let mut acc = [_mm512_setzero_ps(); R];
     for (s, tile) in tiles.iter().enumerate() {
-        prefetch_ahead::<R, _>(tile);
         // SAFETY: `d` is 16 f32 at a 64-byte aligned offset of the tile.
         let d = unsafe { _mm512_load_ps(tile.d.as_ptr()) };
         for j in 0..SUBS {
+            prefetch_part::<R, SUBS, _>(tile, j);
             let block = s * SUBS + j;
             let (ql, qh) = (
                 tile.ql[j].as_ptr().cast::<__m512i>(),
