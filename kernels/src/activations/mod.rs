@@ -2,6 +2,11 @@
 
 use half::f16;
 
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+#[cfg(test)]
+mod tests;
+
 /// Values per block, in GGUF's Q8_0 and Q4_0 alike.
 pub(crate) const BLOCK: usize = 32;
 
@@ -62,7 +67,8 @@ impl QuantizedRows {
 /// Below this many rows per thread, spawning costs more than quantizing.
 const QUANTIZE_MIN_ROWS_PER_THREAD: usize = 8;
 
-/// ggml's Q8_0 quantization (`quantize_row_q8_0`) of consecutive 32-value blocks of `lhs`.
+/// ggml's Q8_0 quantization (`quantize_row_q8_0`) of consecutive 32-value blocks of `lhs`, on
+/// AVX2 where the CPU has it, with the same results to the bit (see [`quantize_blocks_scalar`]).
 fn quantize_blocks(
     lhs: &[f32],
     words: &mut [[i32; 8]],
@@ -70,18 +76,64 @@ fn quantize_blocks(
     offsets: &mut [i32],
     pair_sums: &mut [[i32; 2]],
 ) {
-    let out = words
-        .iter_mut()
-        .zip(scales.iter_mut())
-        .zip(offsets.iter_mut())
-        .zip(pair_sums.iter_mut());
-    for (block, (((words, scale), offset), pairs)) in lhs.chunks_exact(BLOCK).zip(out) {
+    #[cfg(target_arch = "x86_64")]
+    if is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2, checked just above.
+        unsafe { avx2::quantize_blocks(lhs, words, scales, offsets, pair_sums) };
+        return;
+    }
+    quantize_blocks_scalar(lhs, words, scales, offsets, pair_sums);
+}
+
+/// A 32-value block of the input and the entries it quantizes into.
+type BlockSlots<'a> = (
+    &'a [f32],
+    &'a mut [i32; 8],
+    &'a mut f32,
+    &'a mut i32,
+    &'a mut [i32; 2],
+);
+
+/// Each whole block of `lhs` with its entry of each output.
+fn block_slots<'a>(
+    lhs: &'a [f32],
+    words: &'a mut [[i32; 8]],
+    scales: &'a mut [f32],
+    offsets: &'a mut [i32],
+    pair_sums: &'a mut [[i32; 2]],
+) -> impl Iterator<Item = BlockSlots<'a>> {
+    lhs.chunks_exact(BLOCK)
+        .zip(words)
+        .zip(scales)
+        .zip(offsets)
+        .zip(pair_sums)
+        .map(|((((block, words), scale), offset), pairs)| (block, words, scale, offset, pairs))
+}
+
+/// A block's scale from its largest magnitude, as ggml computes it: the f32 `inverse` that
+/// quantizes, and the scale stored, rounded to f16 (its block format) as ggml does.
+fn block_scale(amax: f32) -> (f32, f32) {
+    let exact = amax / 127.0;
+    let inverse = if exact == 0.0 { 0.0 } else { 1.0 / exact };
+    (inverse, f16::from_f32(exact).to_f32())
+}
+
+/// [`quantize_blocks`] one value at a time: the portable path, and the reference the AVX2 one
+/// is held to.
+fn quantize_blocks_scalar(
+    lhs: &[f32],
+    words: &mut [[i32; 8]],
+    scales: &mut [f32],
+    offsets: &mut [i32],
+    pair_sums: &mut [[i32; 2]],
+) {
+    for (block, words, scale, offset, pairs) in block_slots(lhs, words, scales, offsets, pair_sums)
+    {
         let amax = block.iter().fold(0f32, |a, x| a.max(x.abs()));
-        let exact = amax / 127.0;
-        let inverse = if exact == 0.0 { 0.0 } else { 1.0 / exact };
         // ggml rounds the stored scale to f16 (its block format) but quantizes with the f32
         // one; doing the same keeps results identical to candle's and llama.cpp's Q8_0 paths.
-        *scale = f16::from_f32(exact).to_f32();
+        let inverse;
+        (inverse, *scale) = block_scale(amax);
         let mut q = [0i8; BLOCK];
         for (q, x) in q.iter_mut().zip(block) {
             *q = (x * inverse).round() as i8;

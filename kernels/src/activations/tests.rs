@@ -1,0 +1,90 @@
+use super::{BLOCK, QuantizedRows, quantize_blocks_scalar};
+
+/// Quantizes `lhs` (whole blocks) by the scalar path alone.
+fn scalar(lhs: &[f32]) -> QuantizedRows {
+    let blocks = lhs.len() / BLOCK;
+    let mut rows = QuantizedRows {
+        blocks,
+        words: vec![[0; BLOCK / 4]; blocks],
+        scales: vec![0.0; blocks],
+        offsets: vec![0; blocks],
+        pair_sums: vec![[0; 2]; blocks],
+    };
+    quantize_blocks_scalar(
+        lhs,
+        &mut rows.words,
+        &mut rows.scales,
+        &mut rows.offsets,
+        &mut rows.pair_sums,
+    );
+    rows
+}
+
+fn assert_same(lhs: &[f32]) {
+    let (fast, slow) = (QuantizedRows::quantize(lhs, 1, lhs.len(), 1), scalar(lhs));
+    for b in 0..slow.blocks {
+        let block = &lhs[b * BLOCK..][..BLOCK];
+        assert_eq!(fast.words[b], slow.words[b], "words of {block:?}");
+        assert_eq!(
+            fast.scales[b].to_bits(),
+            slow.scales[b].to_bits(),
+            "{block:?}"
+        );
+        assert_eq!(fast.offsets[b], slow.offsets[b], "offset of {block:?}");
+        assert_eq!(fast.pair_sums[b], slow.pair_sums[b], "pairs of {block:?}");
+    }
+}
+
+/// Blocks of every kind the engine meets and some it should not: random magnitudes, values
+/// that land exactly on a half (127 · k / 254 of the largest), all equal, all zero, one
+/// nonzero value, and non-finite values.
+#[test]
+fn the_vector_path_quantizes_as_the_scalar_one_to_the_bit() {
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut lhs = Vec::new();
+    for round in 0..400 {
+        let magnitude = 10f32.powi(round % 12 - 6);
+        lhs.extend(
+            (0..BLOCK)
+                .map(|_| (next() % 20001) as f32 / 10000.0 - 1.0)
+                .map(|v| v * magnitude),
+        );
+    }
+    // Halves: with the largest value 127, each value `k + 0.5` quantizes on a tie.
+    lhs.extend((0..BLOCK).map(|i| {
+        if i == 0 {
+            127.0
+        } else {
+            (i as f32 - 16.0) + 0.5
+        }
+    }));
+    lhs.extend((0..BLOCK).map(|i| if i == 0 { -127.0 } else { -(i as f32) - 0.5 }));
+    lhs.extend([0.75f32; BLOCK]);
+    lhs.extend([0.0f32; BLOCK]);
+    lhs.extend((0..BLOCK).map(|i| if i == 9 { -3.0 } else { 0.0 }));
+    for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+        lhs.extend((0..BLOCK).map(|i| if i % 5 == 0 { bad } else { i as f32 }));
+    }
+    assert_same(&lhs);
+}
+
+/// Extreme sums: every value at +127 or −127 after quantizing, so the pair sums reach ±1016.
+#[test]
+fn extreme_blocks_keep_their_pair_sums_and_offsets() {
+    let mut lhs = vec![1.0f32; BLOCK];
+    lhs.extend([-1.0f32; BLOCK]);
+    lhs.extend((0..BLOCK).map(|i| if i % 2 == 0 { 1.0 } else { -1.0 }));
+    assert_same(&lhs);
+    let rows = scalar(&lhs);
+    assert_eq!(rows.offsets[0], -128 * 127 * 32);
+    assert_eq!(
+        rows.pair_sums[1][0],
+        i32::from_le_bytes([0x08, 0xfc, 0x08, 0xfc])
+    );
+}
