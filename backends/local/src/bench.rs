@@ -12,6 +12,7 @@ use crate::memory::{peak_rss, release_freed, reset_peak_rss};
 use crate::model::{GgufFile, Kernels, KvCache, Model};
 use crate::sampler::{SamplingParams, argmax};
 use crate::tokenizer::TextTokenizer;
+use hearth_kernels::BandwidthProbe;
 
 /// What to measure.
 #[derive(Debug, Clone)]
@@ -55,6 +56,10 @@ pub struct DepthRow {
     pub depth: usize,
     pub prefill_tok_s: f64,
     pub decode_tok_s: f64,
+    /// The memory's read bandwidth, measured between this row's decode rounds: the bound its
+    /// decode is set against, taken beside it because on a shared machine the bandwidth moves
+    /// by a third from one minute to the next.
+    pub bandwidth_bytes_s: f64,
 }
 
 /// The figures.
@@ -77,6 +82,7 @@ pub struct BenchReport {
     /// Size of the model file.
     pub file_bytes: u64,
     pub kv_bytes_per_token: u64,
+    /// The best read bandwidth measured beside the rows' decoding.
     pub bandwidth_bytes_s: f64,
     pub weight_bytes_per_token: usize,
 }
@@ -91,9 +97,14 @@ impl BenchReport {
     /// and, in attention, the keys and values of the `depth` tokens before it (100 MB at 4k
     /// for Qwen2.5-0.5B, a quarter of its Q4_K_M weights).
     pub fn bound_at(&self, depth: usize) -> f64 {
+        self.bound_with(depth, self.bandwidth_bytes_s)
+    }
+
+    /// [`bound_at`](Self::bound_at) for a bandwidth of `bytes_s`.
+    fn bound_with(&self, depth: usize, bytes_s: f64) -> f64 {
         let bytes =
             self.weight_bytes_per_token as f64 + (self.kv_bytes_per_token * depth as u64) as f64;
-        self.bandwidth_bytes_s / bytes.max(1.0)
+        bytes_s / bytes.max(1.0)
     }
 
     /// How far `memory`'s peak went past the file plus the keys and values of its longest
@@ -141,15 +152,16 @@ impl fmt::Display for BenchReport {
             .collect();
         writeln!(f, "kernels    {}", kernels.join(", "))?;
         writeln!(f, "load       {:.2} s", self.load.as_secs_f64())?;
-        writeln!(f, "depth  prefill tok/s  decode tok/s  of bound")?;
+        writeln!(f, "depth  prefill tok/s  decode tok/s  of bound (GB/s)")?;
         for r in &self.rows {
             writeln!(
                 f,
-                "{:>5}  {:>13.1}  {:>12.1}  {:>7.0}%",
+                "{:>5}  {:>13.1}  {:>12.1}  {:>7.0}% ({:.1})",
                 r.depth,
                 r.prefill_tok_s,
                 r.decode_tok_s,
-                100.0 * r.decode_tok_s / self.bound_at(r.depth)
+                100.0 * r.decode_tok_s / self.bound_with(r.depth, r.bandwidth_bytes_s),
+                r.bandwidth_bytes_s / 1e9
             )?;
         }
         self.write_memory(f, "peak rss", &self.memory)?;
@@ -177,6 +189,9 @@ impl fmt::Display for BenchReport {
 /// Runs the benchmark. Takes minutes on a small CPU at the default depths.
 pub fn run_bench(config: &BenchConfig) -> Result<BenchReport, EngineError> {
     let device = crate::device::open(crate::device::DeviceChoice::Auto)?;
+    // Allocated first and resident throughout, so the peak memory below is the probe's
+    // size more than the engine's own, exactly (subtracted there).
+    let probe = BandwidthProbe::new();
     let mut file = GgufFile::open(&config.model_path)?;
     let max_depth = config.depths.iter().copied().max().unwrap_or(0);
     let need = max_depth + config.prefill_tokens + config.decode_tokens + 1;
@@ -201,7 +216,7 @@ pub fn run_bench(config: &BenchConfig) -> Result<BenchReport, EngineError> {
         .map_err(|e| EngineError::EngineGone(format!("cannot start the bench's threads: {e}")))?;
     let mut rows = Vec::new();
     for &depth in &config.depths {
-        rows.push(pool.install(|| measure_depth(&model, &text, depth, config))?);
+        rows.push(pool.install(|| measure_depth(&model, &text, depth, config, &probe))?);
     }
     let quantization = model.quantization().to_string();
     let kernels = model.kernels();
@@ -209,9 +224,14 @@ pub fn run_bench(config: &BenchConfig) -> Result<BenchReport, EngineError> {
     let weight_bytes_per_token = model.weight_bytes_per_token();
     drop(model);
     let memory = Footprint {
-        peak_rss_bytes: peak_rss(),
+        peak_rss_bytes: peak_rss().map(|peak| peak.saturating_sub(probe.bytes() as u64)),
         kv_tokens: max_depth + config.prefill_tokens.max(config.decode_tokens),
     };
+    let bandwidth_bytes_s = match rows.iter().map(|r| r.bandwidth_bytes_s).reduce(f64::max) {
+        Some(best) => best,
+        None => probe.measure(candle_core::utils::get_num_threads()),
+    };
+    drop(probe);
     // The engine loads the model again: what the bench's copy left on the heap goes back
     // first, and the peak starts over, so the engine's own is read.
     release_freed();
@@ -237,7 +257,7 @@ pub fn run_bench(config: &BenchConfig) -> Result<BenchReport, EngineError> {
         ttft_memory,
         file_bytes: std::fs::metadata(&config.model_path)?.len(),
         kv_bytes_per_token: kv_per_token,
-        bandwidth_bytes_s: measure_bandwidth(candle_core::utils::get_num_threads()),
+        bandwidth_bytes_s,
         weight_bytes_per_token,
     })
 }
@@ -262,6 +282,9 @@ fn prefill(model: &Model, cache: &mut KvCache, tokens: &[u32]) -> Result<Vec<f32
     }
 }
 
+/// Timed decodes per depth row.
+const DECODE_ROUNDS: usize = 3;
+
 /// Prefill and decode speed at `depth`, measured as llama-bench measures `pp @ d` and `tg @ d`:
 /// each starts from a context of exactly `depth` tokens. (Decoding after the timed prefill
 /// instead would measure it `prefill_tokens` deeper.)
@@ -270,19 +293,28 @@ fn measure_depth(
     text: &[u32],
     depth: usize,
     config: &BenchConfig,
+    probe: &BandwidthProbe,
 ) -> Result<DepthRow, EngineError> {
     let mut cache = model.new_cache();
     // As the engine does: room for the context and what follows it, made once.
     cache.reserve(depth + config.prefill_tokens.max(config.decode_tokens))?;
     prefill(model, &mut cache, &text[..depth])?;
-    let t = Instant::now();
-    let mut token = text[depth];
-    for _ in 0..config.decode_tokens {
-        let logits = model.forward(&[token], &mut cache)?.to_vec1::<f32>()?;
-        token = argmax(&logits);
+    // The best of a few rounds, the bandwidth measured before and after each: decode and its
+    // bound are then taken in the same minute, each at its best.
+    let threads = candle_core::utils::get_num_threads();
+    let mut bandwidth_bytes_s = probe.measure(threads);
+    let mut decode_tok_s = 0f64;
+    for _ in 0..DECODE_ROUNDS {
+        let t = Instant::now();
+        let mut token = text[depth];
+        for _ in 0..config.decode_tokens {
+            let logits = model.forward(&[token], &mut cache)?.to_vec1::<f32>()?;
+            token = argmax(&logits);
+        }
+        decode_tok_s = decode_tok_s.max(config.decode_tokens as f64 / t.elapsed().as_secs_f64());
+        cache.truncate(depth)?;
+        bandwidth_bytes_s = bandwidth_bytes_s.max(probe.measure(threads));
     }
-    let decode_tok_s = config.decode_tokens as f64 / t.elapsed().as_secs_f64();
-    cache.truncate(depth)?;
     let timed = &text[depth..depth + config.prefill_tokens];
     let t = Instant::now();
     prefill(model, &mut cache, timed)?;
@@ -291,6 +323,7 @@ fn measure_depth(
         depth,
         prefill_tok_s,
         decode_tok_s,
+        bandwidth_bytes_s,
     })
 }
 
@@ -326,43 +359,6 @@ fn first_token_time(engine: &Engine, prompt: &[u32]) -> Result<Duration, EngineE
         }
     }
     Ok(ttft.unwrap_or_else(|| t.elapsed()))
-}
-
-/// Read bandwidth in bytes/s: the best of a few sums over a 256 MiB buffer, split over
-/// `threads` threads as decode splits its weights (one core alone reads far less than the
-/// memory gives: on a 2-core VM, 14–17 GB/s against 23–28).
-pub fn measure_bandwidth(threads: usize) -> f64 {
-    let words = (256usize << 20) / 8;
-    let buf: Vec<u64> = (0..words as u64).collect();
-    let part = words.div_ceil(threads.max(1));
-    let mut best = f64::MAX;
-    let mut sink = 0u64;
-    for _ in 0..3 {
-        let t = Instant::now();
-        let sums: Vec<u64> = std::thread::scope(|scope| {
-            let handles: Vec<_> = buf
-                .chunks(part)
-                .map(|part| scope.spawn(move || sum_words(part)))
-                .collect();
-            // A thread that panicked summed nothing; the figure is only a guide.
-            handles.into_iter().map(|h| h.join().unwrap_or(0)).collect()
-        });
-        sink = sums.iter().fold(sink, |x, y| x.wrapping_add(*y));
-        best = best.min(t.elapsed().as_secs_f64());
-    }
-    std::hint::black_box(sink);
-    (words * 8) as f64 / best
-}
-
-/// Eight independent running sums, so the loop is bound by memory, not by one add chain.
-fn sum_words(words: &[u64]) -> u64 {
-    let mut acc = [0u64; 8];
-    for chunk in words.chunks_exact(8) {
-        for (a, v) in acc.iter_mut().zip(chunk) {
-            *a = a.wrapping_add(*v);
-        }
-    }
-    acc.iter().fold(0u64, |x, y| x.wrapping_add(*y))
 }
 
 #[cfg(test)]
@@ -404,27 +400,29 @@ mod tests {
         assert_eq!(report.bound_at(4000), 40.0);
     }
 
+    /// Each row is set against the bandwidth measured beside it, not the report's best.
     #[test]
     fn each_depth_row_says_what_share_of_its_bound_decode_reached() {
-        let row = |depth, decode_tok_s| DepthRow {
+        let row = |depth, decode_tok_s, bandwidth_bytes_s| DepthRow {
             depth,
             prefill_tok_s: 300.0,
             decode_tok_s,
+            bandwidth_bytes_s,
         };
-        let text = report(vec![row(0, 45.0), row(4000, 20.0)]).to_string();
+        // 45 of 20 GB/s / 400 MB; 20 of 10 GB/s / 500 MB (400 MB of weights, 100 of KV).
+        let rows = vec![row(0, 45.0, 20e9), row(4000, 20.0, 10e9)];
+        let text = report(rows).to_string();
         let lines: Vec<&str> = text.lines().collect();
-        let at = |depth: &str| {
-            lines
+        let share = |depth: &str| {
+            let line = lines
                 .iter()
                 .find(|l| l.split_whitespace().next() == Some(depth))
-                .unwrap_or_else(|| panic!("no row for depth {depth} in:\n{text}"))
-                .split_whitespace()
-                .last()
-                .unwrap()
-                .to_string()
+                .unwrap_or_else(|| panic!("no row for depth {depth} in:\n{text}"));
+            let words: Vec<&str> = line.split_whitespace().collect();
+            (words[3].to_string(), words[4].to_string())
         };
-        assert_eq!(at("0"), "90%");
-        assert_eq!(at("4000"), "50%");
+        assert_eq!(share("0"), ("90%".into(), "(20.0)".into()));
+        assert_eq!(share("4000"), ("100%".into(), "(10.0)".into()));
         assert!(text.contains("= 50.0 tok/s at depth 0"), "{text}");
     }
 }

@@ -1,7 +1,7 @@
 //! A linear layer's weight on the fastest matmul this CPU has for it: Q8_0, Q4_0, Q4_1, Q5_0,
-//! Q5_1, Q2_K, Q3_K, Q4_K, Q5_K and Q6_K weights are repacked for hearth-kernels' AVX-512 VNNI or AVX2 kernels
-//! where the CPU has one and the shape tiles (rows a multiple of 16, columns of the format's
-//! block: 32 values, or 256 for the K-quants). Candle's own fast path needs rows that are
+//! Q5_1, Q2_K, Q3_K, Q4_K, Q5_K and Q6_K weights are repacked for hearth-kernels' AVX-512 VNNI
+//! or AVX2 kernels where the CPU has one and the shape tiles (rows a multiple of 16, columns of
+//! the format's block: 32 values, or 256 for the K-quants). Candle's own fast path needs rows that are
 //! multiples of 256, which Qwen2.5-0.5B's 896-wide projections are not: prefill there ran at
 //! about a sixth of the speed. Everything else stays on candle's `QMatMul`.
 
@@ -181,8 +181,8 @@ mod tests {
     }
 
     /// Where the CPU packs Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and the K-quants, the packed layer
-    /// answers as candle's does: the same embedding rows for a tied table (bit for bit: the same dequantization),
-    /// and the same products up to rounding.
+    /// answers as candle's does: the same embedding rows for a tied table (bit for bit: the
+    /// same dequantization), and the same products up to rounding.
     #[test]
     fn a_packed_weight_agrees_with_candle_on_rows_and_products() {
         for (dtype, cols) in [
