@@ -58,6 +58,20 @@ pub(crate) fn values256(raw: __m256i, k: usize) -> __m256i {
     _mm256_and_si256(shifted, _mm256_set1_epi8(3))
 }
 
+/// [`values256`] on a whole 64-byte plane word: all sixteen rows at once.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw")]
+pub(crate) fn values512(raw: __m512i, k: usize) -> __m512i {
+    let shifted = match k {
+        0 => raw,
+        1 => _mm512_srli_epi16(raw, 2),
+        2 => _mm512_srli_epi16(raw, 4),
+        _ => _mm512_srli_epi16(raw, 6),
+    };
+    _mm512_and_si512(shifted, _mm512_set1_epi8(3))
+}
+
 #[cfg(test)]
 mod tests {
     use super::{PLANE_BYTES, TILE_ROWS, get, ggml_value, plane_place, set};

@@ -27,6 +27,12 @@ pub(crate) struct QuantizedRows {
     pub pair_sums: Vec<[i32; 2]>,
 }
 
+/// `Σ a` over one half of an activation block, from the two i16 pair sums packed in `pairs`
+/// (see [`QuantizedRows::pair_sums`]).
+pub(crate) fn half_sum(pairs: i32) -> i32 {
+    i32::from(pairs as i16) + (pairs >> 16)
+}
+
 impl QuantizedRows {
     /// Quantizes the `m` rows of `lhs`, spread over `threads` when there are rows enough.
     pub fn quantize(lhs: &[f32], m: usize, cols: usize, threads: usize) -> Self {

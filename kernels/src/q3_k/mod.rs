@@ -1,4 +1,4 @@
-//! Q3_K weights × f32 activations, packed for AVX2, the weights kept 3-bit.
+//! Q3_K weights × f32 activations, packed for AVX-512 VNNI or AVX2, the weights kept 3-bit.
 //!
 //! A GGUF Q3_K super-block holds 256 values of one row: 32 bytes `hmask` of high bits, 64
 //! bytes `qs` of 2-bit low parts, 12 bytes packing sixteen 6-bit scales (one per 16 values,
@@ -12,15 +12,14 @@
 //! (`scale − 32`) and `d` f32. That is 116 bytes per row and super-block against the file's
 //! 110 (1.05×).
 //!
-//! The kernel multiplies the unsigned `q` by the signed activation bytes with `vpmaddubsw`
-//! (a pair at most 2 · 7 · 127), sums each 16-value half in i16 and subtracts 4 times the
-//! activations' pair sums there (a lane's true sum is at most 8 · 4 · 127), then widens it
-//! with `vpmaddwd` against the half's scale.
-//!
-//! There is no AVX-512 kernel: on AVX-512 CPUs, which all have AVX2 and FMA, the AVX2 one
-//! runs, and [`PackedQ3_K::isa`] says so.
+//! The AVX2 kernel multiplies the unsigned `q` by the signed activation bytes with
+//! `vpmaddubsw` (a pair at most 2 · 7 · 127), sums each 16-value half in i16 and subtracts 4
+//! times the activations' pair sums there (a lane's true sum is at most 8 · 4 · 127), then
+//! widens it with `vpmaddwd` against the half's scale. The AVX-512 kernel sums each half in
+//! i32 with `vpdpbusd`, starting from −4 · Σa, and scales the halves by `d · scale` in f32.
 
 mod avx2;
+mod avx512;
 #[cfg(test)]
 mod reference;
 #[cfg(test)]
@@ -85,6 +84,7 @@ fn unpack_scales(packed: &[u8]) -> [u8; 16] {
     reason = "ggml's name for the format, as in `PackedQ4_0`"
 )]
 pub struct PackedQ3_K {
+    isa: Isa,
     rows: usize,
     cols: usize,
     /// `tiles[group * supers + s]`, where `supers = cols / 256`.
@@ -92,31 +92,37 @@ pub struct PackedQ3_K {
 }
 
 impl PackedQ3_K {
-    /// Whether this CPU runs the kernel (AVX2 and FMA).
+    /// Whether this CPU runs a packed kernel (AVX-512 VNNI, or AVX2 and FMA).
     pub fn supported() -> bool {
-        Isa::Avx2.available()
+        Isa::detect().is_some()
     }
 
-    /// Repacks GGUF Q3_K `data` holding a `rows` × `cols` matrix.
+    /// Repacks GGUF Q3_K `data` holding a `rows` × `cols` matrix, for the fastest kernel
+    /// this CPU has.
     pub fn pack(data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
-        Self::pack_for(Isa::Avx2, data, rows, cols)
+        Self::pack_for(
+            Isa::detect().ok_or(PackError::Unsupported)?,
+            data,
+            rows,
+            cols,
+        )
     }
 
-    /// [`Self::pack`] where the CPU runs `isa`: either set runs the AVX2 kernel.
+    /// [`Self::pack`] for a given kernel (tests run every kernel the CPU has).
     pub fn pack_for(isa: Isa, data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
-        if !isa.available() || !Isa::Avx2.available() {
+        if !isa.available() {
             return Err(PackError::Unsupported);
         }
-        Self::pack_portable(data, rows, cols)
+        Self::pack_portable(isa, data, rows, cols)
     }
 
-    /// The kernel this matrix runs on: AVX2, on every CPU.
+    /// The kernel this matrix runs on.
     pub fn isa(&self) -> Isa {
-        Isa::Avx2
+        self.isa
     }
 
     /// The layout alone, which the tests check on any CPU.
-    fn pack_portable(data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+    fn pack_portable(isa: Isa, data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
         let supers = tiled::check_blocks(data.len(), rows, cols, SUPER, BLOCK_BYTES)?;
         let empty = Tile {
             low: [[0; PLANE_BYTES]; SUBS],
@@ -142,7 +148,12 @@ impl PackedQ3_K {
                 }
             }
         }
-        Ok(Self { rows, cols, tiles })
+        Ok(Self {
+            isa,
+            rows,
+            cols,
+            tiles,
+        })
     }
 
     pub fn rows(&self) -> usize {
@@ -189,23 +200,14 @@ impl PackedQ3_K {
     /// If `lhs` or `out` do not have the sizes above.
     pub fn matmul(&self, lhs: &[f32], m: usize, out: &mut [f32], threads: usize) {
         let kernels = tiled::Kernels {
-            avx512: None,
+            avx512: Some(avx512::group),
             avx2: avx2::group,
         };
         let shape = (self.rows, self.cols);
-        // SAFETY: `pack_for` checked that the CPU runs AVX2; each group's tiles are its own
-        // and as many as the kernel reads.
+        // SAFETY: `pack_for` checked that the CPU runs `isa`; each group's tiles are its own
+        // and as many as the kernels read.
         unsafe {
-            tiled::matmul(
-                Isa::Avx2,
-                &kernels,
-                &self.tiles,
-                shape,
-                lhs,
-                m,
-                out,
-                threads,
-            );
+            tiled::matmul(self.isa, &kernels, &self.tiles, shape, lhs, m, out, threads);
         }
     }
 }

@@ -1,4 +1,4 @@
-//! Q4_1 weights × f32 activations, packed for AVX2, the weights kept 4-bit.
+//! Q4_1 weights × f32 activations, packed for AVX-512 VNNI or AVX2, the weights kept 4-bit.
 //!
 //! A GGUF Q4_1 block is an f16 scale `d`, an f16 offset `m` and 16 bytes `qs` in Q4_0's
 //! order (byte `j` holds value `j` in its low nibble and `j + 16` in its high one); value `q`
@@ -6,13 +6,12 @@
 //! [`crate::PackedQ4_0`]'s tile order and keeps `d` and `m` as the f16 they are: 320 bytes per
 //! 16 × 32 tile, the file's size. The kernel widens them with F16C, a tile at a time.
 //!
-//! The kernel sums `q · a` in i16 as the Q4_0 one does (at most 16 · 15 · 127 per lane) and
-//! adds `d · a_scale` times that, plus `m · a_scale · Σa`, to f32 accumulators.
-//!
-//! There is no AVX-512 kernel: on AVX-512 CPUs, which all have AVX2, FMA and F16C, the AVX2
-//! one runs, and [`PackedQ4_1::isa`] says so.
+//! The AVX2 kernel sums `q · a` in i16 as the Q4_0 one does (at most 16 · 15 · 127 per lane),
+//! the AVX-512 one in i32 with `vpdpbusd`; both add `d · a_scale` times that, plus
+//! `m · a_scale · Σa`, to f32 accumulators.
 
 mod avx2;
+mod avx512;
 #[cfg(test)]
 mod reference;
 #[cfg(test)]
@@ -40,13 +39,14 @@ struct Tile {
 /// A Q4_1 matrix of `rows` × `cols` (one output per row), packed for
 /// [`PackedQ4_1::matmul`].
 pub struct PackedQ4_1 {
+    isa: Isa,
     rows: usize,
     cols: usize,
     /// `tiles[group * blocks + block]`, where `blocks = cols / 32`.
     tiles: Vec<Tile>,
 }
 
-/// AVX2, FMA and F16C, which the kernel needs.
+/// AVX2, FMA and F16C, which both kernels need (every AVX-512 CPU has them).
 fn kernel_available() -> bool {
     #[cfg(target_arch = "x86_64")]
     return Isa::Avx2.available() && is_x86_feature_detected!("f16c");
@@ -55,31 +55,37 @@ fn kernel_available() -> bool {
 }
 
 impl PackedQ4_1 {
-    /// Whether this CPU runs the kernel (AVX2, FMA and F16C).
+    /// Whether this CPU runs a packed kernel (AVX-512 VNNI, or AVX2, FMA and F16C).
     pub fn supported() -> bool {
         kernel_available()
     }
 
-    /// Repacks GGUF Q4_1 `data` holding a `rows` × `cols` matrix.
+    /// Repacks GGUF Q4_1 `data` holding a `rows` × `cols` matrix, for the fastest kernel this
+    /// CPU has.
     pub fn pack(data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
-        Self::pack_for(Isa::Avx2, data, rows, cols)
+        Self::pack_for(
+            Isa::detect().ok_or(PackError::Unsupported)?,
+            data,
+            rows,
+            cols,
+        )
     }
 
-    /// [`Self::pack`] where the CPU runs `isa`: either set runs the AVX2 kernel.
+    /// [`Self::pack`] for a given kernel (tests run every kernel the CPU has).
     pub fn pack_for(isa: Isa, data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
         if !isa.available() || !kernel_available() {
             return Err(PackError::Unsupported);
         }
-        Self::pack_portable(data, rows, cols)
+        Self::pack_portable(isa, data, rows, cols)
     }
 
-    /// The kernel this matrix runs on: AVX2, on every CPU.
+    /// The kernel this matrix runs on.
     pub fn isa(&self) -> Isa {
-        Isa::Avx2
+        self.isa
     }
 
     /// The layout alone, which the tests check on any CPU.
-    fn pack_portable(data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+    fn pack_portable(isa: Isa, data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
         let blocks = tiled::check_layout(data.len(), rows, cols, BLOCK_BYTES)?;
         let empty = Tile {
             qs: [0; TILE_ROWS * BLOCK / 2],
@@ -98,7 +104,12 @@ impl PackedQ4_1 {
                 }
             }
         }
-        Ok(Self { rows, cols, tiles })
+        Ok(Self {
+            isa,
+            rows,
+            cols,
+            tiles,
+        })
     }
 
     pub fn rows(&self) -> usize {
@@ -138,23 +149,14 @@ impl PackedQ4_1 {
     /// If `lhs` or `out` do not have the sizes above.
     pub fn matmul(&self, lhs: &[f32], m: usize, out: &mut [f32], threads: usize) {
         let kernels = tiled::Kernels {
-            avx512: None,
+            avx512: Some(avx512::group),
             avx2: avx2::group,
         };
         let shape = (self.rows, self.cols);
-        // SAFETY: `pack_for` checked that the CPU runs the AVX2 kernel; each group's tiles
-        // are its own and as many as the kernel reads.
+        // SAFETY: `pack_for` checked that the CPU runs `isa` (and F16C); each group's tiles
+        // are its own and as many as the kernels read.
         unsafe {
-            tiled::matmul(
-                Isa::Avx2,
-                &kernels,
-                &self.tiles,
-                shape,
-                lhs,
-                m,
-                out,
-                threads,
-            );
+            tiled::matmul(self.isa, &kernels, &self.tiles, shape, lhs, m, out, threads);
         }
     }
 }

@@ -7,7 +7,7 @@
 use std::ops::Range;
 
 use super::{SUBS, TILE_ROWS, Tile};
-use crate::activations::QuantizedRows;
+use crate::activations::{QuantizedRows, half_sum};
 use crate::tiled::{in_row_steps, prefetch_part};
 
 /// Activation rows per micro-kernel call: 8 unpacked weight registers, the two halves'
@@ -37,12 +37,6 @@ pub(super) unsafe fn group(
 #[cfg(not(target_arch = "x86_64"))]
 pub(super) unsafe fn group(_: &[Tile], _: &QuantizedRows, _: Range<usize>, _: *mut f32, _: usize) {
     unreachable!("the packed kernel is only built on x86_64, and `pack` refuses elsewhere")
-}
-
-/// `Σ a` over one half of an activation block, from the two i16 pair sums packed in `pairs`
-/// (see [`QuantizedRows::pair_sums`]).
-fn half_sum(pairs: i32) -> i32 {
-    i32::from(pairs as i16) + (pairs >> 16)
 }
 
 /// # Safety

@@ -1,0 +1,117 @@
+//! The Q2_K kernel on AVX-512 VNNI. A 64-byte plane word holds all sixteen rows; shifted and
+//! masked, it gives the 2-bit values of four activation words, each the unsigned operand of a
+//! `vpdpbusd`. Each 16-value half of a sub-block sums into its own i32 accumulator (exact),
+//! then meets `d · sc` in f32, less `dmin · m` times the half's `Σa`, and the activation scale.
+
+use std::ops::Range;
+
+use super::{SUBS, TILE_ROWS, Tile};
+use crate::activations::{QuantizedRows, half_sum};
+use crate::tiled::{in_row_steps, prefetch_part};
+#[cfg(target_arch = "x86_64")]
+use crate::two_bits::values512;
+
+/// Activation rows per micro-kernel call: two sums and an accumulator per row, next to the
+/// plane word, the values unpacked from it and the sub-block's scales and mins.
+const MR: usize = 6;
+
+const _: () = assert!(TILE_ROWS == 16);
+
+/// Writes the 16 columns of one row group for activation rows `rows`.
+///
+/// # Safety
+/// The CPU has AVX-512 F/BW/VNNI; `out` is valid for writes of `rows.end` rows × `stride`
+/// f32 from the start of the output; `tiles` holds `acts.blocks / 8` tiles.
+#[cfg(target_arch = "x86_64")]
+pub(super) unsafe fn group(
+    tiles: &[Tile],
+    acts: &QuantizedRows,
+    rows: Range<usize>,
+    out: *mut f32,
+    stride: usize,
+) {
+    debug_assert_eq!(tiles.len() * SUBS, acts.blocks);
+    // SAFETY: forwarded from the caller; each call covers rows `first..first + R` of `rows`.
+    unsafe { in_row_steps!(micro_kernel::<MR>(tiles, acts, out, stride; rows)) }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+pub(super) unsafe fn group(_: &[Tile], _: &QuantizedRows, _: Range<usize>, _: *mut f32, _: usize) {
+    unreachable!("the packed kernel is only built on x86_64, and `pack` refuses elsewhere")
+}
+
+/// # Safety
+/// As for [`group`], for rows `first..first + R`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+unsafe fn micro_kernel<const R: usize>(
+    tiles: &[Tile],
+    acts: &QuantizedRows,
+    out: *mut f32,
+    stride: usize,
+    first: usize,
+) {
+    use std::arch::x86_64::*;
+    let blocks = acts.blocks;
+    let at = first * blocks..(first + R) * blocks;
+    let (words, scales, pair_sums) = (
+        &acts.words[at.clone()],
+        &acts.scales[at.clone()],
+        &acts.pair_sums[at],
+    );
+    let nibble = _mm512_set1_epi32(0x0f);
+    let mut acc = [_mm512_setzero_ps(); R];
+    for (s, tile) in tiles.iter().enumerate() {
+        // SAFETY: `d` and `dmin` are 16 f32 each at 64-byte aligned offsets of the tile.
+        let (d, dmin) = unsafe {
+            (
+                _mm512_load_ps(tile.d.as_ptr()),
+                _mm512_load_ps(tile.dmin.as_ptr()),
+            )
+        };
+        for j in 0..SUBS {
+            prefetch_part::<R, SUBS, _>(tile, j);
+            let block = s * SUBS + j;
+            let low = tile.low[j].as_ptr().cast::<__m512i>();
+            // `[row][values 0..16 or 16..32]`.
+            let mut sums = [[_mm512_setzero_si512(); 2]; R];
+            for w in 0..2 {
+                // SAFETY: `low[j]` is 128 bytes at a 64-byte aligned offset of the tile; word
+                // `w` is its 64 bytes from `w * 64`.
+                let raw = unsafe { _mm512_load_si512(low.add(w)) };
+                for k in 0..4 {
+                    let q = values512(raw, k);
+                    for (r, sums) in sums.iter_mut().enumerate() {
+                        let a = _mm512_set1_epi32(words[r * blocks + block][w + 2 * k]);
+                        sums[k / 2] = _mm512_dpbusd_epi32(sums[k / 2], q, a);
+                    }
+                }
+            }
+            // SAFETY: `scales[j]` is 2 × 16 bytes inside the tile.
+            let bytes = unsafe {
+                let bytes = tile.scales[j].as_ptr().cast::<u8>();
+                [
+                    _mm512_cvtepu8_epi32(_mm_loadu_si128(bytes.cast())),
+                    _mm512_cvtepu8_epi32(_mm_loadu_si128(bytes.add(16).cast())),
+                ]
+            };
+            let sc =
+                bytes.map(|b| _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_and_si512(b, nibble))));
+            let mins =
+                bytes.map(|b| _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_srli_epi32(b, 4))));
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let at = r * blocks + block;
+                let a_sums = pair_sums[at].map(|pairs| _mm512_set1_ps(half_sum(pairs) as f32));
+                let mut dot = _mm512_mul_ps(_mm512_cvtepi32_ps(sums[r][1]), sc[1]);
+                dot = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[r][0]), sc[0], dot);
+                dot = _mm512_fnmadd_ps(mins[0], a_sums[0], dot);
+                dot = _mm512_fnmadd_ps(mins[1], a_sums[1], dot);
+                *acc = _mm512_fmadd_ps(dot, _mm512_set1_ps(scales[at]), *acc);
+            }
+        }
+    }
+    for (r, acc) in acc.iter().enumerate() {
+        // SAFETY: row `first + r` is one of the caller's rows; 16 columns from `out`.
+        unsafe { _mm512_storeu_ps(out.add((first + r) * stride), *acc) };
+    }
+}

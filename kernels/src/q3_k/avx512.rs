@@ -1,0 +1,134 @@
+//! The Q3_K kernel on AVX-512 VNNI. A 64-byte plane word and the sub-block's 64 bytes of high
+//! bits each hold all sixteen rows, a row's four bytes in its own 32-bit lane; shifted and
+//! masked, they give the 3-bit values of four activation words, each the unsigned operand of a
+//! `vpdpbusd`. Each 16-value half of a sub-block sums into its own i32 accumulator started at
+//! `−4 · Σa` over that half, which takes the values' offset of 4 out exactly, before the
+//! half's `d · scale` applies in f32.
+
+use std::ops::Range;
+
+use super::{SUBS, TILE_ROWS, Tile};
+use crate::activations::{QuantizedRows, half_sum};
+use crate::tiled::{in_row_steps, prefetch_part};
+#[cfg(target_arch = "x86_64")]
+use crate::two_bits::values512;
+
+/// Activation rows per micro-kernel call: two sums and an accumulator per row, next to the
+/// plane word, the high bits, the values unpacked from them and the sub-block's scales.
+const MR: usize = 6;
+
+const _: () = assert!(TILE_ROWS == 16);
+
+/// Writes the 16 columns of one row group for activation rows `rows`.
+///
+/// # Safety
+/// The CPU has AVX-512 F/BW/VNNI; `out` is valid for writes of `rows.end` rows × `stride`
+/// f32 from the start of the output; `tiles` holds `acts.blocks / 8` tiles.
+#[cfg(target_arch = "x86_64")]
+pub(super) unsafe fn group(
+    tiles: &[Tile],
+    acts: &QuantizedRows,
+    rows: Range<usize>,
+    out: *mut f32,
+    stride: usize,
+) {
+    debug_assert_eq!(tiles.len() * SUBS, acts.blocks);
+    // SAFETY: forwarded from the caller; each call covers rows `first..first + R` of `rows`.
+    unsafe { in_row_steps!(micro_kernel::<MR>(tiles, acts, out, stride; rows)) }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+pub(super) unsafe fn group(_: &[Tile], _: &QuantizedRows, _: Range<usize>, _: *mut f32, _: usize) {
+    unreachable!("the packed kernel is only built on x86_64, and `pack` refuses elsewhere")
+}
+
+/// The high bits of a sub-block, bit `i` of each byte (0..8) moved to bit 2 and masked (as
+/// `avx2::high_bit` does for half the rows).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw")]
+fn high_bit(high: std::arch::x86_64::__m512i, i: usize) -> std::arch::x86_64::__m512i {
+    use std::arch::x86_64::*;
+    let moved = match i {
+        0 => _mm512_slli_epi16(high, 2),
+        1 => _mm512_slli_epi16(high, 1),
+        2 => high,
+        3 => _mm512_srli_epi16(high, 1),
+        4 => _mm512_srli_epi16(high, 2),
+        5 => _mm512_srli_epi16(high, 3),
+        6 => _mm512_srli_epi16(high, 4),
+        _ => _mm512_srli_epi16(high, 5),
+    };
+    _mm512_and_si512(moved, _mm512_set1_epi8(4))
+}
+
+/// # Safety
+/// As for [`group`], for rows `first..first + R`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+unsafe fn micro_kernel<const R: usize>(
+    tiles: &[Tile],
+    acts: &QuantizedRows,
+    out: *mut f32,
+    stride: usize,
+    first: usize,
+) {
+    use std::arch::x86_64::*;
+    let blocks = acts.blocks;
+    let at = first * blocks..(first + R) * blocks;
+    let (words, scales, pair_sums) = (
+        &acts.words[at.clone()],
+        &acts.scales[at.clone()],
+        &acts.pair_sums[at],
+    );
+    let mut acc = [_mm512_setzero_ps(); R];
+    for (s, tile) in tiles.iter().enumerate() {
+        // SAFETY: `d` is 16 f32 at a 64-byte aligned offset of the tile.
+        let d = unsafe { _mm512_load_ps(tile.d.as_ptr()) };
+        for j in 0..SUBS {
+            prefetch_part::<R, SUBS, _>(tile, j);
+            let block = s * SUBS + j;
+            let low = tile.low[j].as_ptr().cast::<__m512i>();
+            // SAFETY: `high[j]` is 64 bytes at a 64-byte aligned offset of the tile.
+            let high = unsafe { _mm512_load_si512(tile.high[j].as_ptr().cast()) };
+            // `[row][values 0..16 or 16..32]`, less 4 · Σa over each.
+            let mut sums: [[__m512i; 2]; R] = std::array::from_fn(|r| {
+                pair_sums[r * blocks + block].map(|pairs| _mm512_set1_epi32(-4 * half_sum(pairs)))
+            });
+            for w in 0..2 {
+                // SAFETY: `low[j]` is 128 bytes at a 64-byte aligned offset of the tile; word
+                // `w` is its 64 bytes from `w * 64`.
+                let raw = unsafe { _mm512_load_si512(low.add(w)) };
+                for k in 0..4 {
+                    let q = _mm512_or_si512(values512(raw, k), high_bit(high, 4 * w + k));
+                    for (r, sums) in sums.iter_mut().enumerate() {
+                        let a = _mm512_set1_epi32(words[r * blocks + block][w + 2 * k]);
+                        sums[k / 2] = _mm512_dpbusd_epi32(sums[k / 2], q, a);
+                    }
+                }
+            }
+            // SAFETY: `scales[j]` is 2 × 16 i8 inside the tile.
+            let sc = unsafe {
+                let sc = tile.scales[j].as_ptr().cast::<i8>();
+                [
+                    _mm512_cvtepi8_epi32(_mm_loadu_si128(sc.cast())),
+                    _mm512_cvtepi8_epi32(_mm_loadu_si128(sc.add(16).cast())),
+                ]
+            }
+            .map(|sc| _mm512_mul_ps(d, _mm512_cvtepi32_ps(sc)));
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let dot = _mm512_fmadd_ps(
+                    _mm512_cvtepi32_ps(sums[r][0]),
+                    sc[0],
+                    _mm512_mul_ps(_mm512_cvtepi32_ps(sums[r][1]), sc[1]),
+                );
+                let a_scale = _mm512_set1_ps(scales[r * blocks + block]);
+                *acc = _mm512_fmadd_ps(dot, a_scale, *acc);
+            }
+        }
+    }
+    for (r, acc) in acc.iter().enumerate() {
+        // SAFETY: row `first + r` is one of the caller's rows; 16 columns from `out`.
+        unsafe { _mm512_storeu_ps(out.add((first + r) * stride), *acc) };
+    }
+}

@@ -1,0 +1,99 @@
+//! The Q4_1 kernel on AVX-512 VNNI: the nibbles summed against the activations in `vpdpbusd`
+//! as for Q4_0 (exact, in i32; no offset to take out), then `d · a_scale` times that plus
+//! `m · a_scale · Σa` into f32 accumulators, `d` and `m` widened from f16 a tile at a time.
+
+use std::ops::Range;
+
+use super::{TILE_ROWS, Tile};
+use crate::activations::QuantizedRows;
+use crate::tiled::{in_row_steps, prefetch_ahead};
+
+/// Activation rows per micro-kernel call, as for Q4_0: 8 unpacked weight registers, `d` and
+/// `m`, and two sums and an accumulator per row fit the 32 zmm registers.
+const MR: usize = 6;
+
+const _: () = assert!(TILE_ROWS == 16);
+
+/// Writes the 16 columns of one row group for activation rows `rows`.
+///
+/// # Safety
+/// The CPU has AVX-512 F/BW/VNNI; `out` is valid for writes of `rows.end` rows × `stride`
+/// f32 from the start of the output; `tiles` holds `acts.blocks` tiles.
+#[cfg(target_arch = "x86_64")]
+pub(super) unsafe fn group(
+    tiles: &[Tile],
+    acts: &QuantizedRows,
+    rows: Range<usize>,
+    out: *mut f32,
+    stride: usize,
+) {
+    debug_assert_eq!(tiles.len(), acts.blocks);
+    // SAFETY: forwarded from the caller; each call covers rows `first..first + R` of `rows`.
+    unsafe { in_row_steps!(micro_kernel::<MR>(tiles, acts, out, stride; rows)) }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+pub(super) unsafe fn group(_: &[Tile], _: &QuantizedRows, _: Range<usize>, _: *mut f32, _: usize) {
+    unreachable!("the packed kernel is only built on x86_64, and `pack` refuses elsewhere")
+}
+
+/// # Safety
+/// As for [`group`], for rows `first..first + R`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+unsafe fn micro_kernel<const R: usize>(
+    tiles: &[Tile],
+    acts: &QuantizedRows,
+    out: *mut f32,
+    stride: usize,
+    first: usize,
+) {
+    use std::arch::x86_64::*;
+    let blocks = acts.blocks;
+    let at = first * blocks..(first + R) * blocks;
+    let (words, scales, offsets) = (
+        &acts.words[at.clone()],
+        &acts.scales[at.clone()],
+        &acts.offsets[at],
+    );
+    let nibble = _mm512_set1_epi8(0x0f);
+    let mut acc = [_mm512_setzero_ps(); R];
+    for (block, tile) in tiles.iter().enumerate() {
+        prefetch_ahead::<R, _>(tile);
+        let qs = tile.qs.as_ptr().cast::<__m512i>();
+        let (mut low, mut high) = ([_mm512_setzero_si512(); 4], [_mm512_setzero_si512(); 4]);
+        for q in 0..4 {
+            // SAFETY: `qs` is 256 bytes at the 64-byte aligned start of the tile; word `q` is
+            // its 64 bytes from `q * 64`.
+            let raw = unsafe { _mm512_load_si512(qs.add(q)) };
+            low[q] = _mm512_and_si512(raw, nibble);
+            high[q] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
+        }
+        // SAFETY: `d` and `m` are 16 f16 (32 bytes) each inside the tile; the loads are
+        // unaligned.
+        let (d, m) = unsafe {
+            (
+                _mm512_cvtph_ps(_mm256_loadu_si256(tile.d.as_ptr().cast())),
+                _mm512_cvtph_ps(_mm256_loadu_si256(tile.m.as_ptr().cast())),
+            )
+        };
+        for (r, acc) in acc.iter_mut().enumerate() {
+            let at = r * blocks + block;
+            let a = &words[at];
+            let (mut even, mut odd) = (_mm512_setzero_si512(), _mm512_setzero_si512());
+            for q in 0..4 {
+                even = _mm512_dpbusd_epi32(even, low[q], _mm512_set1_epi32(a[q]));
+                odd = _mm512_dpbusd_epi32(odd, high[q], _mm512_set1_epi32(a[q + 4]));
+            }
+            let sum = _mm512_cvtepi32_ps(_mm512_add_epi32(even, odd));
+            *acc = _mm512_fmadd_ps(sum, _mm512_mul_ps(d, _mm512_set1_ps(scales[at])), *acc);
+            // `offsets` holds −128 · Σa.
+            let a_sum = (-(offsets[at] / 128)) as f32 * scales[at];
+            *acc = _mm512_fmadd_ps(m, _mm512_set1_ps(a_sum), *acc);
+        }
+    }
+    for (r, acc) in acc.iter().enumerate() {
+        // SAFETY: row `first + r` is one of the caller's rows; 16 columns from `out`.
+        unsafe { _mm512_storeu_ps(out.add((first + r) * stride), *acc) };
+    }
+}
