@@ -24,6 +24,8 @@
 //!   split between threads when there are fewer KV heads than threads (decoding).
 //! - [`measure_bandwidth`] and [`BandwidthProbe`]: the memory's read bandwidth, the roof decode
 //!   works under (each token reads every weight once).
+//! - [`keep_pool_warm`]: the pool's threads spin instead of sleeping through a forward pass, so
+//!   each of its hundred matmul splits starts at once.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -50,6 +52,7 @@ mod q8_0;
 mod test_support;
 mod tiled;
 mod two_bits;
+mod warm_pool;
 
 pub use attention::{AttentionShape, KvElement, ShapeError, causal_attention};
 pub use bandwidth::{BandwidthProbe, measure_bandwidth};
@@ -66,6 +69,7 @@ pub use q5_k::PackedQ5_K;
 pub use q6_k::PackedQ6_K;
 pub use q8_0::PackedQ8_0;
 pub use tiled::PackError;
+pub use warm_pool::keep_pool_warm;
 
 /// An output buffer's start, shared by the threads of one parallel kernel call. Each thread
 /// writes only its own elements, and the call joins them all before it returns.

@@ -18,7 +18,7 @@ use crate::model::gguf_check::{self, GgufLayoutError};
 use crate::model::gguf_types;
 use crate::model::linear::{Kernels, Linear};
 use crate::model::stacked::SharedInput;
-use crate::model::transformer::{Attention, Block, Embedding, Mlp};
+use crate::model::transformer::{Attention, Block, Embedding, Mlp, cpu_cores};
 use crate::model::{Arch, Model, ModelConfig, Rope};
 
 /// The stages of a load, reported to a hook (progress and, in tests, fault injection).
@@ -273,6 +273,7 @@ fn load<R: Read + Seek>(
     )?;
     Ok(Model {
         weight_bytes_per_token: r.bytes,
+        cpu_cores: cpu_cores(device),
         config,
         embed,
         blocks,

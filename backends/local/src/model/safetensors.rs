@@ -15,7 +15,7 @@ use serde::Deserialize;
 use crate::error::EngineError;
 use crate::model::linear::{Kernels, Linear};
 use crate::model::stacked::SharedInput;
-use crate::model::transformer::{Attention, Block, Embedding, Mlp};
+use crate::model::transformer::{Attention, Block, Embedding, Mlp, cpu_cores};
 use crate::model::{Arch, LoadStage, Model, ModelConfig, Rope};
 
 /// The index of a sharded checkpoint.
@@ -292,6 +292,7 @@ pub fn load(
     )?;
     Ok(Model {
         weight_bytes_per_token: w.bytes,
+        cpu_cores: cpu_cores(device),
         config,
         embed: Embedding::Table(QMatMul::Tensor(embed)),
         blocks,

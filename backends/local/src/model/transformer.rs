@@ -59,6 +59,18 @@ pub struct Model {
     pub(crate) device: Device,
     pub(crate) quantization: String,
     pub(crate) weight_bytes_per_token: usize,
+    /// The CPU's cores where the model runs on the CPU, 0 elsewhere: a forward pass keeps the
+    /// pool's other threads spinning only where each has a core of its own.
+    pub(crate) cpu_cores: usize,
+}
+
+/// What [`Model::cpu_cores`] holds for a model on `device`.
+pub(crate) fn cpu_cores(device: &Device) -> usize {
+    if device.is_cpu() {
+        std::thread::available_parallelism().map_or(1, usize::from)
+    } else {
+        0
+    }
 }
 
 impl Model {
@@ -126,6 +138,17 @@ impl Model {
                 vocab: self.config.vocab_size,
             });
         }
+        // A decoded token is about a hundred matmuls split over the pool's threads, with a
+        // little serial work between them: threads kept spinning pick up each split at once.
+        if rayon::current_num_threads() <= self.cpu_cores {
+            hearth_kernels::keep_pool_warm(|| self.forward_checked(tokens, cache))
+        } else {
+            self.forward_checked(tokens, cache)
+        }
+    }
+
+    /// [`Self::forward`] on tokens already checked.
+    fn forward_checked(&self, tokens: &[u32], cache: &mut KvCache) -> Result<Tensor, EngineError> {
         let l = tokens.len();
         cache.reserve(l)?;
         let offset = cache.len();
