@@ -57,6 +57,9 @@ impl<E: KvElement> Task<'_, E> {
         };
         for first in (keys.start..last).step_by(KEY_BLOCK) {
             let block_end = last.min(first + KEY_BLOCK);
+            let next = block_end * dim..last.min(block_end + KEY_BLOCK) * dim;
+            prefetch(&key_rows[next.clone()]);
+            prefetch(&values[next]);
             // SAFETY: the CPU has AVX2 (this function's contract).
             unsafe {
                 transpose(
@@ -98,6 +101,21 @@ impl<E: KvElement> Task<'_, E> {
             // SAFETY: as above.
             unsafe { block(block_end).attend_states(states, &query, state, &mut scores) };
         }
+    }
+}
+
+/// Asks for `span` (the next block's keys or values) to be brought into L2 while the current
+/// block is worked on. Decoding reads each layer's keys and values once, from memory; alone,
+/// the hardware prefetcher left decode attention at a depth of 4k twice as slow as from cache
+/// (`examples/attention`, 2-core Zen 4 VM). With this, 250 → 205 µs per layer from memory there,
+/// and a whole decoded token at 4k 2–3% faster; prefetching into L1 (T0) made no difference.
+#[inline]
+fn prefetch<E>(span: &[E]) {
+    let bytes = std::mem::size_of_val(span);
+    let start = span.as_ptr().cast::<i8>();
+    for line in (0..bytes).step_by(64) {
+        // SAFETY: a prefetch is a hint that never faults; the address is inside `span` anyway.
+        unsafe { _mm_prefetch::<_MM_HINT_T1>(start.wrapping_add(line)) };
     }
 }
 
