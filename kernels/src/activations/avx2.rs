@@ -4,20 +4,13 @@
 
 use std::arch::x86_64::*;
 
-use super::{block_scale, block_slots};
+use super::{Entries, block_scale, half_sum};
 
 /// # Safety
-/// The CPU has AVX2. The slices are as [`super::quantize_blocks`] takes them.
+/// The CPU has AVX2.
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn quantize_blocks(
-    lhs: &[f32],
-    words: &mut [[i32; 8]],
-    scales: &mut [f32],
-    offsets: &mut [i32],
-    pair_sums: &mut [[i32; 2]],
-) {
-    for (block, words, scale, offset, pairs) in block_slots(lhs, words, scales, offsets, pair_sums)
-    {
+pub(super) unsafe fn quantize_blocks(lhs: &[f32], entries: Entries) {
+    for (block, words, scale, offset, pairs) in entries.slots(lhs) {
         // SAFETY: `block` is 32 f32, four loads of eight.
         let x: [__m256; 4] =
             std::array::from_fn(|i| unsafe { _mm256_loadu_ps(block.as_ptr().add(8 * i)) });
@@ -59,8 +52,7 @@ pub(super) unsafe fn quantize_blocks(
             _mm256_extract_epi32::<0>(folded),
             _mm256_extract_epi32::<4>(folded),
         ];
-        let halves = |word: i32| i32::from(word as i16) + (word >> 16);
-        *offset = -128 * (halves(pairs[0]) + halves(pairs[1]));
+        *offset = -128 * (half_sum(pairs[0]) + half_sum(pairs[1]));
     }
 }
 

@@ -45,75 +45,96 @@ impl QuantizedRows {
             pair_sums: vec![[0; 2]; m * blocks],
         };
         if m < 2 * QUANTIZE_MIN_ROWS_PER_THREAD || threads < 2 {
-            quantize_blocks(
-                lhs,
-                &mut rows.words,
-                &mut rows.scales,
-                &mut rows.offsets,
-                &mut rows.pair_sums,
-            );
+            quantize_blocks(lhs, rows.entries());
             return rows;
         }
         let per_thread = m.div_ceil(threads) * blocks;
         rayon::in_place_scope(|scope| {
-            let parts = lhs
-                .chunks(per_thread * BLOCK)
-                .zip(rows.words.chunks_mut(per_thread))
-                .zip(rows.scales.chunks_mut(per_thread))
-                .zip(rows.offsets.chunks_mut(per_thread))
-                .zip(rows.pair_sums.chunks_mut(per_thread));
-            for ((((lhs, words), scales), offsets), pairs) in parts {
-                scope.spawn(move |_| quantize_blocks(lhs, words, scales, offsets, pairs));
+            let mut rest = rows.entries();
+            for lhs in lhs.chunks(per_thread * BLOCK) {
+                let part;
+                (part, rest) = rest.split_at(lhs.len() / BLOCK);
+                scope.spawn(move |_| quantize_blocks(lhs, part));
             }
         });
         rows
+    }
+
+    /// Every block's entries, to be written.
+    fn entries(&mut self) -> Entries<'_> {
+        Entries {
+            words: &mut self.words,
+            scales: &mut self.scales,
+            offsets: &mut self.offsets,
+            pair_sums: &mut self.pair_sums,
+        }
     }
 }
 
 /// Below this many rows per thread, spawning costs more than quantizing.
 const QUANTIZE_MIN_ROWS_PER_THREAD: usize = 8;
 
-/// ggml's Q8_0 quantization (`quantize_row_q8_0`) of consecutive 32-value blocks of `lhs`, on
-/// AVX2 where the CPU has it, with the same results to the bit (see [`quantize_blocks_scalar`]).
-fn quantize_blocks(
-    lhs: &[f32],
-    words: &mut [[i32; 8]],
-    scales: &mut [f32],
-    offsets: &mut [i32],
-    pair_sums: &mut [[i32; 2]],
-) {
-    #[cfg(target_arch = "x86_64")]
-    if is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU has AVX2, checked just above.
-        unsafe { avx2::quantize_blocks(lhs, words, scales, offsets, pair_sums) };
-        return;
-    }
-    quantize_blocks_scalar(lhs, words, scales, offsets, pair_sums);
+/// The entries of a run of consecutive blocks in each of [`QuantizedRows`]' outputs.
+struct Entries<'a> {
+    words: &'a mut [[i32; BLOCK / 4]],
+    scales: &'a mut [f32],
+    offsets: &'a mut [i32],
+    pair_sums: &'a mut [[i32; 2]],
 }
 
 /// A 32-value block of the input and the entries it quantizes into.
 type BlockSlots<'a> = (
     &'a [f32],
-    &'a mut [i32; 8],
+    &'a mut [i32; BLOCK / 4],
     &'a mut f32,
     &'a mut i32,
     &'a mut [i32; 2],
 );
 
-/// Each whole block of `lhs` with its entry of each output.
-fn block_slots<'a>(
-    lhs: &'a [f32],
-    words: &'a mut [[i32; 8]],
-    scales: &'a mut [f32],
-    offsets: &'a mut [i32],
-    pair_sums: &'a mut [[i32; 2]],
-) -> impl Iterator<Item = BlockSlots<'a>> {
-    lhs.chunks_exact(BLOCK)
-        .zip(words)
-        .zip(scales)
-        .zip(offsets)
-        .zip(pair_sums)
-        .map(|((((block, words), scale), offset), pairs)| (block, words, scale, offset, pairs))
+impl<'a> Entries<'a> {
+    /// The first `blocks` entries, and the rest.
+    fn split_at(self, blocks: usize) -> (Self, Self) {
+        let (words, words_rest) = self.words.split_at_mut(blocks);
+        let (scales, scales_rest) = self.scales.split_at_mut(blocks);
+        let (offsets, offsets_rest) = self.offsets.split_at_mut(blocks);
+        let (pair_sums, pair_sums_rest) = self.pair_sums.split_at_mut(blocks);
+        (
+            Self {
+                words,
+                scales,
+                offsets,
+                pair_sums,
+            },
+            Self {
+                words: words_rest,
+                scales: scales_rest,
+                offsets: offsets_rest,
+                pair_sums: pair_sums_rest,
+            },
+        )
+    }
+
+    /// Each whole block of `lhs` with its entry of each output.
+    fn slots(self, lhs: &'a [f32]) -> impl Iterator<Item = BlockSlots<'a>> {
+        lhs.chunks_exact(BLOCK)
+            .zip(self.words)
+            .zip(self.scales)
+            .zip(self.offsets)
+            .zip(self.pair_sums)
+            .map(|((((block, words), scale), offset), pairs)| (block, words, scale, offset, pairs))
+    }
+}
+
+/// ggml's Q8_0 quantization (`quantize_row_q8_0`) of consecutive 32-value blocks of `lhs`, on
+/// AVX2 where the CPU has it, with the same results to the bit (see [`quantize_blocks_scalar`]).
+fn quantize_blocks(lhs: &[f32], entries: Entries) {
+    #[cfg(target_arch = "x86_64")]
+    if is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2, checked just above.
+        unsafe { avx2::quantize_blocks(lhs, entries) };
+        return;
+    }
+    quantize_blocks_scalar(lhs, entries);
 }
 
 /// A block's scale from its largest magnitude, as ggml computes it: the f32 `inverse` that
@@ -126,15 +147,8 @@ fn block_scale(amax: f32) -> (f32, f32) {
 
 /// [`quantize_blocks`] one value at a time: the portable path, and the reference the AVX2 one
 /// is held to.
-fn quantize_blocks_scalar(
-    lhs: &[f32],
-    words: &mut [[i32; 8]],
-    scales: &mut [f32],
-    offsets: &mut [i32],
-    pair_sums: &mut [[i32; 2]],
-) {
-    for (block, words, scale, offset, pairs) in block_slots(lhs, words, scales, offsets, pair_sums)
-    {
+fn quantize_blocks_scalar(lhs: &[f32], entries: Entries) {
+    for (block, words, scale, offset, pairs) in entries.slots(lhs) {
         let amax = block.iter().fold(0f32, |a, x| a.max(x.abs()));
         // ggml rounds the stored scale to f16 (its block format) but quantizes with the f32
         // one; doing the same keeps results identical to candle's and llama.cpp's Q8_0 paths.
