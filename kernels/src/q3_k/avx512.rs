@@ -5,11 +5,9 @@
 //! `−4 · Σa` over that half, which takes the values' offset of 4 out exactly, before the
 //! half's `d · scale` applies in f32.
 
-use std::ops::Range;
-
 use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::{QuantizedRows, half_sum};
-use crate::tiled::{in_row_steps, prefetch_part};
+use crate::tiled::{avx512_group, prefetch_part};
 #[cfg(target_arch = "x86_64")]
 use crate::two_bits::values512;
 
@@ -19,28 +17,7 @@ const MR: usize = 6;
 
 const _: () = assert!(TILE_ROWS == 16);
 
-/// Writes the 16 columns of one row group for activation rows `rows`.
-///
-/// # Safety
-/// The CPU has AVX-512 F/BW/VNNI; `out` is valid for writes of `rows.end` rows × `stride`
-/// f32 from the start of the output; `tiles` holds `acts.blocks / 8` tiles.
-#[cfg(target_arch = "x86_64")]
-pub(super) unsafe fn group(
-    tiles: &[Tile],
-    acts: &QuantizedRows,
-    rows: Range<usize>,
-    out: *mut f32,
-    stride: usize,
-) {
-    debug_assert_eq!(tiles.len() * SUBS, acts.blocks);
-    // SAFETY: forwarded from the caller; each call covers rows `first..first + R` of `rows`.
-    unsafe { in_row_steps!(micro_kernel::<MR>(tiles, acts, out, stride; rows)) }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-pub(super) unsafe fn group(_: &[Tile], _: &QuantizedRows, _: Range<usize>, _: *mut f32, _: usize) {
-    unreachable!("the packed kernel is only built on x86_64, and `pack` refuses elsewhere")
-}
+avx512_group!(Tile, SUBS);
 
 /// The high bits of a sub-block, bit `i` of each byte (0..8) moved to bit 2 and masked (as
 /// `avx2::high_bit` does for half the rows).

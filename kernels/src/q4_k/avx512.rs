@@ -2,11 +2,9 @@
 //! `vpdpbusd` as for Q4_0 (see `q4_0::avx512`), whose i32 sums are exact, then
 //! `d · sc · a_scale` times that less `dmin · m · a_scale · Σa` into f32 accumulators.
 
-use std::ops::Range;
-
 use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
-use crate::tiled::{in_row_steps, prefetch_part};
+use crate::tiled::{avx512_group, prefetch_part};
 
 /// Activation rows per micro-kernel call: 8 unpacked weight registers, the sub-block's scales
 /// and mins, and an accumulator and two sums per row fit the 32 zmm registers.
@@ -14,28 +12,7 @@ const MR: usize = 6;
 
 const _: () = assert!(TILE_ROWS == 16);
 
-/// Writes the 16 columns of one row group for activation rows `rows`.
-///
-/// # Safety
-/// The CPU has AVX-512 F/BW/VNNI; `out` is valid for writes of `rows.end` rows × `stride`
-/// f32 from the start of the output; `tiles` holds `acts.blocks / 8` tiles.
-#[cfg(target_arch = "x86_64")]
-pub(super) unsafe fn group(
-    tiles: &[Tile],
-    acts: &QuantizedRows,
-    rows: Range<usize>,
-    out: *mut f32,
-    stride: usize,
-) {
-    debug_assert_eq!(tiles.len() * SUBS, acts.blocks);
-    // SAFETY: forwarded from the caller; each call covers rows `first..first + R` of `rows`.
-    unsafe { in_row_steps!(micro_kernel::<MR>(tiles, acts, out, stride; rows)) }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-pub(super) unsafe fn group(_: &[Tile], _: &QuantizedRows, _: Range<usize>, _: *mut f32, _: usize) {
-    unreachable!("the packed kernel is only built on x86_64, and `pack` refuses elsewhere")
-}
+avx512_group!(Tile, SUBS);
 
 /// # Safety
 /// As for [`group`], for rows `first..first + R`.

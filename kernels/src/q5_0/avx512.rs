@@ -2,41 +2,18 @@
 //! fifth bits moved to bit 4 of its nibbles first. The 5-bit values are the unsigned operand
 //! of `vpdpbusd` and the accumulator starts at `−16 · Σa`, their offset.
 
-use std::ops::Range;
-
 use super::{TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 #[cfg(target_arch = "x86_64")]
 use crate::fifth_bits::FifthBits512;
-use crate::tiled::{in_row_steps, prefetch_ahead};
+use crate::tiled::{avx512_group, prefetch_ahead};
 
 /// Activation rows per micro-kernel call, as for Q4_0.
 const MR: usize = 6;
 
 const _: () = assert!(TILE_ROWS == 16);
 
-/// Writes the 16 columns of one row group for activation rows `rows`.
-///
-/// # Safety
-/// The CPU has AVX-512 F/BW/VNNI; `out` is valid for writes of `rows.end` rows × `stride`
-/// f32 from the start of the output; `tiles` holds `acts.blocks` tiles.
-#[cfg(target_arch = "x86_64")]
-pub(super) unsafe fn group(
-    tiles: &[Tile],
-    acts: &QuantizedRows,
-    rows: Range<usize>,
-    out: *mut f32,
-    stride: usize,
-) {
-    debug_assert_eq!(tiles.len(), acts.blocks);
-    // SAFETY: forwarded from the caller; each call covers rows `first..first + R` of `rows`.
-    unsafe { in_row_steps!(micro_kernel::<MR>(tiles, acts, out, stride; rows)) }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-pub(super) unsafe fn group(_: &[Tile], _: &QuantizedRows, _: Range<usize>, _: *mut f32, _: usize) {
-    unreachable!("the packed kernel is only built on x86_64, and `pack` refuses elsewhere")
-}
+avx512_group!(Tile, 1);
 
 /// # Safety
 /// As for [`group`], for rows `first..first + R`.

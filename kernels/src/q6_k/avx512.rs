@@ -4,11 +4,9 @@
 //! sub-block (the low nibbles, then the high ones) sums into its own i32 accumulator started
 //! at `−32 · Σa` over that half, so that each comes out exact before its own scale applies.
 
-use std::ops::Range;
-
 use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::{QuantizedRows, half_sum};
-use crate::tiled::{in_row_steps, prefetch_part};
+use crate::tiled::{avx512_group, prefetch_part};
 
 /// Activation rows per micro-kernel call: 8 unpacked weight registers, the two halves'
 /// scales, and an accumulator and two sums per row fit the 32 zmm registers.
@@ -16,28 +14,7 @@ const MR: usize = 6;
 
 const _: () = assert!(TILE_ROWS == 16);
 
-/// Writes the 16 columns of one row group for activation rows `rows`.
-///
-/// # Safety
-/// The CPU has AVX-512 F/BW/VNNI; `out` is valid for writes of `rows.end` rows × `stride`
-/// f32 from the start of the output; `tiles` holds `acts.blocks / 8` tiles.
-#[cfg(target_arch = "x86_64")]
-pub(super) unsafe fn group(
-    tiles: &[Tile],
-    acts: &QuantizedRows,
-    rows: Range<usize>,
-    out: *mut f32,
-    stride: usize,
-) {
-    debug_assert_eq!(tiles.len() * SUBS, acts.blocks);
-    // SAFETY: forwarded from the caller; each call covers rows `first..first + R` of `rows`.
-    unsafe { in_row_steps!(micro_kernel::<MR>(tiles, acts, out, stride; rows)) }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-pub(super) unsafe fn group(_: &[Tile], _: &QuantizedRows, _: Range<usize>, _: *mut f32, _: usize) {
-    unreachable!("the packed kernel is only built on x86_64, and `pack` refuses elsewhere")
-}
+avx512_group!(Tile, SUBS);
 
 /// # Safety
 /// As for [`group`], for rows `first..first + R`.
