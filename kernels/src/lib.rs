@@ -24,8 +24,8 @@
 //!   split between threads when there are fewer KV heads than threads (decoding).
 //! - [`measure_bandwidth`] and [`BandwidthProbe`]: the memory's read bandwidth, the roof decode
 //!   works under (each token reads every weight once).
-//! - [`keep_pool_warm`]: the pool's threads spin instead of sleeping through a forward pass, so
-//!   each of its hundred matmul splits starts at once.
+//! - [`keep_pool_warm`]: the pool's threads spin instead of sleeping through a decoded token's
+//!   forward pass, so each of its hundred matmul splits starts at once.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 

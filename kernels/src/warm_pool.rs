@@ -6,7 +6,8 @@
 //! matmul's parts waited on a worker waking up: measured on a 2-core VM with
 //! `examples/decode` (hearth-local), the joins cost 0.8–1.7 ms of a 14–19 ms token. Here every
 //! other thread of the pool spins on the pool's queue instead, taking work the moment it is
-//! pushed, until the pass ends: 4–5% faster decoding there, for Q4_0 and Q8_0 alike.
+//! pushed, until the pass ends: 2–14% faster decoding there (Q4_0, Q8_0 and Q4_K_M). The
+//! model asks for this on one-token passes only: prompt chunks read slower with it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 

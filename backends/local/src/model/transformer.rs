@@ -140,7 +140,10 @@ impl Model {
         }
         // A decoded token is about a hundred matmuls split over the pool's threads, with a
         // little serial work between them: threads kept spinning pick up each split at once.
-        if rayon::current_num_threads() <= self.cpu_cores {
+        // Prompt chunks are not helped (each split has milliseconds of work), and kept warm
+        // they were read 15–20% slower at depths 0 and 1k (`hearth bench`, 2-core Zen 4 VM,
+        // two runs each way, in turn).
+        if tokens.len() == 1 && rayon::current_num_threads() <= self.cpu_cores {
             hearth_kernels::keep_pool_warm(|| self.forward_checked(tokens, cache))
         } else {
             self.forward_checked(tokens, cache)
