@@ -32,6 +32,7 @@
 mod activations;
 mod attention;
 mod avx2_frame;
+mod avx512_frame;
 mod bandwidth;
 mod fifth_bits;
 #[cfg(test)]

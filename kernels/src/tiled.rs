@@ -213,46 +213,6 @@ macro_rules! in_row_steps {
 }
 pub(crate) use in_row_steps;
 
-/// Writes a format's AVX-512 `group` for its tile type `$tile`, one tile per `$blocks`
-/// activation blocks: it calls the module's `micro_kernel::<R>` over the rows in steps of its
-/// `MR` (see [`in_row_steps`]).
-macro_rules! avx512_group {
-    ($tile:ty, $blocks:expr) => {
-        /// Writes the 16 columns of one row group for activation rows `rows`.
-        ///
-        /// # Safety
-        /// The CPU has AVX-512 F/BW/VNNI; `out` is valid for writes of `rows.end` rows ×
-        /// `stride` f32 from the start of the output; `tiles` holds the group's tiles.
-        #[cfg(target_arch = "x86_64")]
-        pub(super) unsafe fn group(
-            tiles: &[$tile],
-            acts: &$crate::activations::QuantizedRows,
-            rows: ::std::ops::Range<usize>,
-            out: *mut f32,
-            stride: usize,
-        ) {
-            debug_assert_eq!(tiles.len() * $blocks, acts.blocks);
-            // SAFETY: forwarded from the caller; each call covers rows `first..first + R` of
-            // `rows`.
-            unsafe {
-                $crate::tiled::in_row_steps!(micro_kernel::<MR>(tiles, acts, out, stride; rows))
-            }
-        }
-
-        #[cfg(not(target_arch = "x86_64"))]
-        pub(super) unsafe fn group(
-            _: &[$tile],
-            _: &$crate::activations::QuantizedRows,
-            _: ::std::ops::Range<usize>,
-            _: *mut f32,
-            _: usize,
-        ) {
-            unreachable!("the packed kernel is only built on x86_64, and `pack` refuses elsewhere")
-        }
-    };
-}
-pub(crate) use avx512_group;
-
 /// Quantized activation bytes a slice of rows may take.
 const SLICE_BYTES: usize = 64 * 1024;
 

@@ -4,7 +4,10 @@
 
 use super::{TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
-use crate::tiled::{avx512_group, prefetch_ahead};
+use crate::avx512_frame::avx512_group;
+#[cfg(target_arch = "x86_64")]
+use crate::avx512_frame::{nibbles512, store_rows512};
+use crate::tiled::prefetch_ahead;
 
 /// Activation rows per micro-kernel call, as for Q4_0: 8 unpacked weight registers, `d` and
 /// `m`, and two sums and an accumulator per row fit the 32 zmm registers.
@@ -33,19 +36,11 @@ unsafe fn micro_kernel<const R: usize>(
         &acts.scales[at.clone()],
         &acts.offsets[at],
     );
-    let nibble = _mm512_set1_epi8(0x0f);
     let mut acc = [_mm512_setzero_ps(); R];
     for (block, tile) in tiles.iter().enumerate() {
         prefetch_ahead::<R, _>(tile);
-        let qs = tile.qs.as_ptr().cast::<__m512i>();
-        let (mut low, mut high) = ([_mm512_setzero_si512(); 4], [_mm512_setzero_si512(); 4]);
-        for q in 0..4 {
-            // SAFETY: `qs` is 256 bytes at the 64-byte aligned start of the tile; word `q` is
-            // its 64 bytes from `q * 64`.
-            let raw = unsafe { _mm512_load_si512(qs.add(q)) };
-            low[q] = _mm512_and_si512(raw, nibble);
-            high[q] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
-        }
+        // SAFETY: `qs` is 256 bytes at the 64-byte aligned start of the tile.
+        let (low, high) = unsafe { nibbles512(tile.qs.as_ptr()) };
         // SAFETY: `d` and `m` are 16 f16 (32 bytes) each inside the tile; the loads are
         // unaligned.
         let (d, m) = unsafe {
@@ -69,8 +64,6 @@ unsafe fn micro_kernel<const R: usize>(
             *acc = _mm512_fmadd_ps(m, _mm512_set1_ps(a_sum), *acc);
         }
     }
-    for (r, acc) in acc.iter().enumerate() {
-        // SAFETY: row `first + r` is one of the caller's rows; 16 columns from `out`.
-        unsafe { _mm512_storeu_ps(out.add((first + r) * stride), *acc) };
-    }
+    // SAFETY: rows `first..first + R` are the caller's.
+    unsafe { store_rows512(&acc, out, first, stride) }
 }

@@ -4,7 +4,10 @@
 
 use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
-use crate::tiled::{avx512_group, prefetch_part};
+use crate::avx512_frame::avx512_group;
+#[cfg(target_arch = "x86_64")]
+use crate::avx512_frame::{nibbles512, store_rows512};
+use crate::tiled::prefetch_part;
 
 /// Activation rows per micro-kernel call: 8 unpacked weight registers, the sub-block's scales
 /// and mins, and an accumulator and two sums per row fit the 32 zmm registers.
@@ -33,7 +36,6 @@ unsafe fn micro_kernel<const R: usize>(
         &acts.scales[at.clone()],
         &acts.offsets[at],
     );
-    let nibble = _mm512_set1_epi8(0x0f);
     let mut acc = [_mm512_setzero_ps(); R];
     for (s, tile) in tiles.iter().enumerate() {
         // SAFETY: `d` and `dmin` are 16 f32 each at 64-byte aligned offsets of the tile.
@@ -46,15 +48,8 @@ unsafe fn micro_kernel<const R: usize>(
         for j in 0..SUBS {
             prefetch_part::<R, SUBS, _>(tile, j);
             let block = s * SUBS + j;
-            let qs = tile.qs[j].as_ptr().cast::<__m512i>();
-            let (mut low, mut high) = ([_mm512_setzero_si512(); 4], [_mm512_setzero_si512(); 4]);
-            for q in 0..4 {
-                // SAFETY: `qs[j]` is 256 bytes at a 64-byte aligned offset of the tile; word
-                // `q` is its 64 bytes from `q * 64`.
-                let raw = unsafe { _mm512_load_si512(qs.add(q)) };
-                low[q] = _mm512_and_si512(raw, nibble);
-                high[q] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
-            }
+            // SAFETY: `qs[j]` is 256 bytes at a 64-byte aligned offset of the tile.
+            let (low, high) = unsafe { nibbles512(tile.qs[j].as_ptr()) };
             // SAFETY: `scales[j]` and `mins[j]` are 16 bytes each inside the tile.
             let (sc, mins) = unsafe {
                 (
@@ -81,8 +76,6 @@ unsafe fn micro_kernel<const R: usize>(
             }
         }
     }
-    for (r, acc) in acc.iter().enumerate() {
-        // SAFETY: row `first + r` is one of the caller's rows; 16 columns from `out`.
-        unsafe { _mm512_storeu_ps(out.add((first + r) * stride), *acc) };
-    }
+    // SAFETY: rows `first..first + R` are the caller's.
+    unsafe { store_rows512(&acc, out, first, stride) }
 }

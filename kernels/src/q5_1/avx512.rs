@@ -4,9 +4,12 @@
 
 use super::{TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
+use crate::avx512_frame::avx512_group;
+#[cfg(target_arch = "x86_64")]
+use crate::avx512_frame::store_rows512;
 #[cfg(target_arch = "x86_64")]
 use crate::fifth_bits::FifthBits512;
-use crate::tiled::{avx512_group, prefetch_ahead};
+use crate::tiled::prefetch_ahead;
 
 /// Activation rows per micro-kernel call, as for Q5_0.
 const MR: usize = 6;
@@ -73,8 +76,6 @@ unsafe fn micro_kernel<const R: usize>(
             *acc = _mm512_fmadd_ps(mins, _mm512_set1_ps(a_sum), *acc);
         }
     }
-    for (r, acc) in acc.iter().enumerate() {
-        // SAFETY: row `first + r` is one of the caller's rows; 16 columns from `out`.
-        unsafe { _mm512_storeu_ps(out.add((first + r) * stride), *acc) };
-    }
+    // SAFETY: rows `first..first + R` are the caller's.
+    unsafe { store_rows512(&acc, out, first, stride) }
 }

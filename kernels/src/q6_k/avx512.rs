@@ -6,7 +6,10 @@
 
 use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::{QuantizedRows, half_sum};
-use crate::tiled::{avx512_group, prefetch_part};
+use crate::avx512_frame::avx512_group;
+#[cfg(target_arch = "x86_64")]
+use crate::avx512_frame::store_rows512;
+use crate::tiled::prefetch_part;
 
 /// Activation rows per micro-kernel call: 8 unpacked weight registers, the two halves'
 /// scales, and an accumulator and two sums per row fit the 32 zmm registers.
@@ -103,8 +106,6 @@ unsafe fn micro_kernel<const R: usize>(
             }
         }
     }
-    for (r, acc) in acc.iter().enumerate() {
-        // SAFETY: row `first + r` is one of the caller's rows; 16 columns from `out`.
-        unsafe { _mm512_storeu_ps(out.add((first + r) * stride), *acc) };
-    }
+    // SAFETY: rows `first..first + R` are the caller's.
+    unsafe { store_rows512(&acc, out, first, stride) }
 }

@@ -6,6 +6,8 @@ use std::ops::Range;
 
 use super::{TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
+#[cfg(target_arch = "x86_64")]
+use crate::avx512_frame::store_rows512;
 use crate::tiled::prefetch_ahead;
 
 /// Activation rows per call of the micro-kernel: 8 weight + 1 scale + 6 accumulator registers
@@ -92,8 +94,6 @@ unsafe fn rows<const R: usize>(
             *acc = _mm512_fmadd_ps(sum, scale, *acc);
         }
     }
-    for (r, acc) in acc.iter().enumerate() {
-        // SAFETY: row `first + r` is one of the caller's rows; 16 columns from `out`.
-        unsafe { _mm512_storeu_ps(out.add((first + r) * stride), *acc) };
-    }
+    // SAFETY: rows `first..first + R` are the caller's.
+    unsafe { store_rows512(&acc, out, first, stride) }
 }
