@@ -1,5 +1,7 @@
 //! Activation rows quantized to Q8_0 blocks, the left operand of every packed kernel.
 
+use std::ops::Range;
+
 use half::f16;
 
 #[cfg(target_arch = "x86_64")]
@@ -60,6 +62,18 @@ impl QuantizedRows {
         rows
     }
 
+    /// The words, scales, offsets and pair sums of activation rows `rows`, as a micro-kernel
+    /// reads them: row `rows.start + r`'s block `b` at `r · blocks + b`.
+    pub fn rows(&self, rows: Range<usize>) -> RowSlices<'_> {
+        let at = rows.start * self.blocks..rows.end * self.blocks;
+        (
+            &self.words[at.clone()],
+            &self.scales[at.clone()],
+            &self.offsets[at.clone()],
+            &self.pair_sums[at],
+        )
+    }
+
     /// Every block's entries, to be written.
     fn entries(&mut self) -> Entries<'_> {
         Entries {
@@ -70,6 +84,10 @@ impl QuantizedRows {
         }
     }
 }
+
+/// A run of activation rows' entries in each of [`QuantizedRows`]' outputs (see
+/// [`QuantizedRows::rows`]).
+pub(crate) type RowSlices<'a> = (&'a [[i32; BLOCK / 4]], &'a [f32], &'a [i32], &'a [[i32; 2]]);
 
 /// Below this many rows per thread, spawning costs more than quantizing.
 const QUANTIZE_MIN_ROWS_PER_THREAD: usize = 8;

@@ -52,12 +52,7 @@ unsafe fn rows<const R: usize>(
 ) {
     use std::arch::x86_64::*;
     let blocks = acts.blocks;
-    let at = first * blocks..(first + R) * blocks;
-    let (words, scales, pair_sums) = (
-        &acts.words[at.clone()],
-        &acts.scales[at.clone()],
-        &acts.pair_sums[at],
-    );
+    let (words, scales, _, pair_sums) = acts.rows(first..first + R);
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
     for (s, tile) in tiles.iter().enumerate() {
         for j in 0..SUBS {

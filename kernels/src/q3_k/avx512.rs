@@ -55,12 +55,7 @@ unsafe fn micro_kernel<const R: usize>(
 ) {
     use std::arch::x86_64::*;
     let blocks = acts.blocks;
-    let at = first * blocks..(first + R) * blocks;
-    let (words, scales, pair_sums) = (
-        &acts.words[at.clone()],
-        &acts.scales[at.clone()],
-        &acts.pair_sums[at],
-    );
+    let (words, scales, _, pair_sums) = acts.rows(first..first + R);
     let mut acc = [_mm512_setzero_ps(); R];
     for (s, tile) in tiles.iter().enumerate() {
         // SAFETY: `d` is 16 f32 at a 64-byte aligned offset of the tile.

@@ -29,12 +29,7 @@ unsafe fn rows<const R: usize>(
 ) {
     use std::arch::x86_64::*;
     let blocks = acts.blocks;
-    let at = first * blocks..(first + R) * blocks;
-    let (words, scales, offsets) = (
-        &acts.words[at.clone()],
-        &acts.scales[at.clone()],
-        &acts.offsets[at],
-    );
+    let (words, scales, offsets, _) = acts.rows(first..first + R);
     let ones = _mm256_set1_epi16(1);
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
     for (block, tile) in tiles.iter().enumerate() {

@@ -30,12 +30,7 @@ unsafe fn micro_kernel<const R: usize>(
 ) {
     use std::arch::x86_64::*;
     let blocks = acts.blocks;
-    let at = first * blocks..(first + R) * blocks;
-    let (words, scales, offsets) = (
-        &acts.words[at.clone()],
-        &acts.scales[at.clone()],
-        &acts.offsets[at],
-    );
+    let (words, scales, offsets, _) = acts.rows(first..first + R);
     let mut acc = [_mm512_setzero_ps(); R];
     for (block, tile) in tiles.iter().enumerate() {
         prefetch_ahead::<R, _>(tile);

@@ -30,13 +30,7 @@ unsafe fn rows<const R: usize>(
 ) {
     use std::arch::x86_64::*;
     let blocks = acts.blocks;
-    let at = first * blocks..(first + R) * blocks;
-    let (words, scales, offsets, pair_sums) = (
-        &acts.words[at.clone()],
-        &acts.scales[at.clone()],
-        &acts.offsets[at.clone()],
-        &acts.pair_sums[at],
-    );
+    let (words, scales, offsets, pair_sums) = acts.rows(first..first + R);
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
     for (s, tile) in tiles.iter().enumerate() {
         // SAFETY: `d` and `dmin` are 16 f32 each at 64-byte aligned offsets of the tile.

@@ -32,12 +32,7 @@ unsafe fn micro_kernel<const R: usize>(
 ) {
     use std::arch::x86_64::*;
     let blocks = acts.blocks;
-    let at = first * blocks..(first + R) * blocks;
-    let (words, scales, pair_sums) = (
-        &acts.words[at.clone()],
-        &acts.scales[at.clone()],
-        &acts.pair_sums[at],
-    );
+    let (words, scales, _, pair_sums) = acts.rows(first..first + R);
     let (nibble, high_bits) = (_mm512_set1_epi8(0x0f), _mm512_set1_epi8(0x30));
     let mut acc = [_mm512_setzero_ps(); R];
     for (s, tile) in tiles.iter().enumerate() {

@@ -66,9 +66,7 @@ unsafe fn rows<const R: usize>(
 ) {
     use std::arch::x86_64::*;
     let blocks = acts.blocks;
-    let words = &acts.words[first * blocks..(first + R) * blocks];
-    let offsets = &acts.offsets[first * blocks..(first + R) * blocks];
-    let scales = &acts.scales[first * blocks..(first + R) * blocks];
+    let (words, scales, offsets, _) = acts.rows(first..first + R);
     let mut acc = [_mm512_setzero_ps(); R];
     for (block, tile) in tiles.iter().enumerate() {
         prefetch_ahead::<R, _>(tile);
