@@ -83,10 +83,9 @@ pub(crate) fn check_blocks(
 /// (`out`, rows `stride` apart) for a range of activation rows, from the group's tiles.
 pub(crate) type GroupKernel<T> = unsafe fn(&[T], &QuantizedRows, Range<usize>, *mut f32, usize);
 
-/// A format's kernels, one per instruction set. A format without an AVX-512 kernel runs its
-/// AVX2 one on AVX-512 CPUs, which all run AVX2 too.
+/// A format's kernels, one per instruction set.
 pub(crate) struct Kernels<T> {
-    pub avx512: Option<GroupKernel<T>>,
+    pub avx512: GroupKernel<T>,
     pub avx2: GroupKernel<T>,
 }
 
@@ -125,9 +124,9 @@ pub(crate) unsafe fn matmul<T: Sync>(
     }
     let per_group = tiles.len() / groups;
     let acts = QuantizedRows::quantize(lhs, m, cols, threads);
-    let kernel = match (isa, kernels.avx512) {
-        (Isa::Avx512Vnni, Some(avx512)) => avx512,
-        _ => kernels.avx2,
+    let kernel = match isa {
+        Isa::Avx512Vnni => kernels.avx512,
+        Isa::Avx2 => kernels.avx2,
     };
     let out = OutPtr(out.as_mut_ptr());
     run(groups, m, cols, threads, &|group, activation_rows| {

@@ -301,7 +301,8 @@ fn measure_depth(
     prefill(model, &mut cache, &text[..depth])?;
     // The best of a few rounds, the bandwidth measured before and after each: decode and its
     // bound are then taken in the same minute, each at its best.
-    let threads = candle_core::utils::get_num_threads();
+    // The pool this runs in decodes: the probe reads on as many threads.
+    let threads = rayon::current_num_threads();
     let mut bandwidth_bytes_s = probe.measure(threads);
     let mut decode_tok_s = 0f64;
     for _ in 0..DECODE_ROUNDS {

@@ -200,7 +200,7 @@ impl PackedQ3_K {
     /// If `lhs` or `out` do not have the sizes above.
     pub fn matmul(&self, lhs: &[f32], m: usize, out: &mut [f32], threads: usize) {
         let kernels = tiled::Kernels {
-            avx512: Some(avx512::group),
+            avx512: avx512::group,
             avx2: avx2::group,
         };
         let shape = (self.rows, self.cols);
