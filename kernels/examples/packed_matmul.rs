@@ -5,8 +5,10 @@
 //! token (decode) and for a prefill chunk of 256, so kernel changes can be compared in
 //! isolation. A second table has each format decode from memory rather than cache, against the
 //! memory's read bandwidth (the bound `hearth bench` prints):
-//!   cargo run --release -p hearth-kernels --example packed_matmul [threads] [compute|memory]
-//! Threads default to the rayon pool's (`RAYON_NUM_THREADS`); both tables by default.
+//!   cargo run --release -p hearth-kernels --example packed_matmul [threads] [compute|memory|both]
+//!     [FORMAT,…]
+//! Threads default to the rayon pool's (`RAYON_NUM_THREADS`); both tables and every format by
+//! default (e.g. `2 both Q8_0,Q4_0` for those two alone).
 
 use std::time::{Duration, Instant};
 
@@ -122,6 +124,15 @@ fn main() {
         .and_then(|t| t.parse().ok())
         .unwrap_or_else(rayon::current_num_threads);
     let tables = args.next();
+    let wanted = args.next();
+    let formats: Vec<&Format> = FORMATS
+        .iter()
+        .filter(|f| {
+            wanted
+                .as_ref()
+                .is_none_or(|w| w.split(',').any(|w| w == f.name))
+        })
+        .collect();
     let isas: Vec<Isa> = Isa::ALL.into_iter().filter(|i| i.available()).collect();
     if isas.is_empty() {
         eprintln!("this CPU has neither AVX-512 VNNI nor AVX2");
@@ -129,16 +140,21 @@ fn main() {
     }
     let mut next = xorshift(0x2545_f491_4f6c_dd1d);
     if tables.as_deref() != Some("memory") {
-        compute_table(&isas, threads, &mut next);
+        compute_table(&formats, &isas, threads, &mut next);
     }
     if tables.as_deref() != Some("compute") {
-        memory_table(&isas, threads, &mut next);
+        memory_table(&formats, &isas, threads, &mut next);
     }
 }
 
 /// Each format on each shape, for one activation row and for 256, from cache: the matrix is
 /// multiplied again and again.
-fn compute_table(isas: &[Isa], threads: usize, next: &mut impl FnMut() -> u64) {
+fn compute_table(
+    formats: &[&Format],
+    isas: &[Isa],
+    threads: usize,
+    next: &mut impl FnMut() -> u64,
+) {
     println!("{threads} threads; int8 multiply-accumulate peak, measured:");
     for &isa in isas {
         println!("  {isa:?}: {:.0} GMAC/s", int8_peak(isa, threads) / 1e9);
@@ -148,7 +164,7 @@ fn compute_table(isas: &[Isa], threads: usize, next: &mut impl FnMut() -> u64) {
         print!(" {:>12} {:>7}", format!("{isa:?} ms"), "GMAC/s");
     }
     println!();
-    for format in &FORMATS {
+    for format in formats {
         for (name, rows, cols) in format.shapes() {
             let data = random_blocks(format, rows * cols / format.block.0, next);
             let packed: Vec<Packed> = isas
@@ -174,7 +190,7 @@ fn compute_table(isas: &[Isa], threads: usize, next: &mut impl FnMut() -> u64) {
 /// Distinct copies of a format's gate/up matrix, [`STREAM_BYTES`] of them in all, are each
 /// multiplied once per round, and the file's bytes over the best round's time are set against
 /// the memory's read bandwidth (`hearth bench`'s bound), measured before and after.
-fn memory_table(isas: &[Isa], threads: usize, next: &mut impl FnMut() -> u64) {
+fn memory_table(formats: &[&Format], isas: &[Isa], threads: usize, next: &mut impl FnMut() -> u64) {
     let bandwidth = measure_bandwidth(threads);
     println!(
         "\ndecode from memory, {threads} threads; read bandwidth {:.1} GB/s",
@@ -185,7 +201,7 @@ fn memory_table(isas: &[Isa], threads: usize, next: &mut impl FnMut() -> u64) {
         print!(" {:>12} {:>9}", format!("{isa:?} GB/s"), "of bound");
     }
     println!();
-    for format in &FORMATS {
+    for format in formats {
         let (name, rows, cols) = format.shapes()[2];
         let data = random_blocks(format, rows * cols / format.block.0, next);
         let copies = STREAM_BYTES.div_ceil(data.len());

@@ -165,3 +165,18 @@ pub(crate) fn offset_dot<const SHIFT: i32>(
         _mm256_madd_epi16(_mm256_sub_epi16(sums[1], offset(pair_sums[1])), dup[1]),
     )
 }
+
+/// A tile's 16 f16 scales (as the file stores them) widened to f32: rows 0–7, then 8–15.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2,f16c")]
+pub(crate) fn widen_halves(scales: &[half::f16; 16]) -> [__m256; 2] {
+    let at = scales.as_ptr().cast::<__m128i>();
+    // SAFETY: the 32 bytes of `scales` are the two 16-byte loads, which may be unaligned.
+    unsafe {
+        [
+            _mm256_cvtph_ps(_mm_loadu_si128(at)),
+            _mm256_cvtph_ps(_mm_loadu_si128(at.add(1))),
+        ]
+    }
+}

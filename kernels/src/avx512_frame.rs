@@ -49,14 +49,15 @@ pub(crate) use avx512_group;
 /// [`crate::PackedQ4_0`]'s order), as bytes 0..=15: `vpdpbusd`'s unsigned operand.
 ///
 /// # Safety
-/// `qs` points to 256 bytes, 64-byte aligned.
+/// `qs` points to 256 bytes (32-byte aligned, as tiles of 288 bytes are; the loads are
+/// unaligned).
 #[cfg(target_arch = "x86_64")]
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw")]
 pub(crate) unsafe fn nibbles512(qs: *const u8) -> ([__m512i; 4], [__m512i; 4]) {
     let (qs, nibble) = (qs.cast::<__m512i>(), _mm512_set1_epi8(0x0f));
     // SAFETY: word `q` is the 64 bytes from `q * 64`, inside the caller's 256.
-    let raw: [__m512i; 4] = std::array::from_fn(|q| unsafe { _mm512_load_si512(qs.add(q)) });
+    let raw: [__m512i; 4] = std::array::from_fn(|q| unsafe { _mm512_loadu_si512(qs.add(q)) });
     (
         raw.map(|raw| _mm512_and_si512(raw, nibble)),
         raw.map(|raw| _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble)),
@@ -81,4 +82,13 @@ pub(crate) unsafe fn store_rows512<const R: usize>(
         // SAFETY: row `first + r` is one of the caller's rows; 16 columns from `out`.
         unsafe { _mm512_storeu_ps(out.add((first + r) * stride), *acc) };
     }
+}
+
+/// A tile's 16 f16 scales (as the file stores them) widened to f32, one per lane.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx512f")]
+pub(crate) fn widen16(scales: &[half::f16; 16]) -> __m512 {
+    // SAFETY: the load reads the 32 bytes of `scales`, unaligned.
+    _mm512_cvtph_ps(unsafe { _mm256_loadu_si256(scales.as_ptr().cast()) })
 }

@@ -46,10 +46,13 @@ fn avx512_vnni_available() -> bool {
     false
 }
 
-/// AVX2 and FMA, which every AVX2 kernel here needs.
+/// AVX2, FMA and F16C, which the AVX2 kernels need: F16C widens the f16 scales that tiles keep
+/// as the file stores them (every CPU with AVX2 has it, as does every AVX-512 one).
 #[cfg(target_arch = "x86_64")]
 fn avx2_available() -> bool {
-    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+    is_x86_feature_detected!("avx2")
+        && is_x86_feature_detected!("fma")
+        && is_x86_feature_detected!("f16c")
 }
 
 #[cfg(not(target_arch = "x86_64"))]

@@ -17,8 +17,9 @@
 //!
 //! Each format has an AVX-512 VNNI kernel (`vpdpbusd`, sixteen rows per register, sums in
 //! i32) and an AVX2 one (`vpmaddubsw` and `vpmaddwd`, eight rows per register); [`Isa`]
-//! picks the faster one the CPU runs when a matrix is packed. Q4_1, Q2_K and Q3_K have the
-//! AVX2 kernel alone, which AVX-512 CPUs run too.
+//! picks the faster one the CPU runs when a matrix is packed. Tiles keep the file's f16 scales
+//! as they are, widened a tile at a time in the kernel: decode reads every weight once per
+//! token, so a byte stored wider is a byte more read.
 //! - [`causal_attention`]: attention over a preallocated KV cache (f32 or f16) read in place,
 //!   with an online softmax instead of a materialized score matrix and mask, and the key range
 //!   split between threads when there are fewer KV heads than threads (decoding).

@@ -4,7 +4,7 @@ use super::{TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
-use crate::avx2_frame::{nibble_sums, store_rows};
+use crate::avx2_frame::{nibble_sums, store_rows, widen_halves};
 use crate::tiled::prefetch_ahead;
 
 /// Activation rows per micro-kernel call: their i16 sums for both halves, the four unpacked
@@ -19,7 +19,7 @@ avx2_group!(Tile, 1);
 /// # Safety
 /// As for [`group`], for rows `first..first + R`.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
+#[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn rows<const R: usize>(
     tiles: &[Tile],
     acts: &QuantizedRows,
@@ -34,15 +34,9 @@ unsafe fn rows<const R: usize>(
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
     for (block, tile) in tiles.iter().enumerate() {
         prefetch_ahead::<R, _>(tile);
-        // SAFETY: the tile's first 256 bytes, 64-byte aligned, are its nibbles.
+        // SAFETY: the tile's first 256 bytes, 32-byte aligned, are its nibbles.
         let sums = unsafe { nibble_sums::<R>(tile.qs.as_ptr(), words, blocks, block) };
-        // SAFETY: the 16 scales follow the 256 bytes of `qs`, 64-byte aligned.
-        let weight_scales = unsafe {
-            [
-                _mm256_load_ps(tile.scales.as_ptr()),
-                _mm256_load_ps(tile.scales.as_ptr().add(8)),
-            ]
-        };
+        let weight_scales = widen_halves(&tile.scales);
         for (r, acc) in acc.iter_mut().enumerate() {
             let at = r * blocks + block;
             // `offsets` holds −128 · Σa; the nibbles' −8 needs −8 · Σa, exactly a sixteenth.

@@ -8,7 +8,7 @@ use super::{TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 use crate::avx512_frame::avx512_group;
 #[cfg(target_arch = "x86_64")]
-use crate::avx512_frame::{nibbles512, store_rows512};
+use crate::avx512_frame::{nibbles512, store_rows512, widen16};
 use crate::tiled::prefetch_ahead;
 
 /// Activation rows per micro-kernel call: 8 unpacked weight registers, the scales, and two
@@ -36,10 +36,9 @@ unsafe fn micro_kernel<const R: usize>(
     let mut acc = [_mm512_setzero_ps(); R];
     for (block, tile) in tiles.iter().enumerate() {
         prefetch_ahead::<R, _>(tile);
-        // SAFETY: `qs` is 256 bytes at the 64-byte aligned start of the tile.
+        // SAFETY: `qs` is 256 bytes at the start of the tile.
         let (low, high) = unsafe { nibbles512(tile.qs.as_ptr()) };
-        // SAFETY: the 16 scales follow the 256 bytes of `qs`, 64-byte aligned.
-        let weight_scales = unsafe { _mm512_load_ps(tile.scales.as_ptr()) };
+        let weight_scales = widen16(&tile.scales);
         for (r, acc) in acc.iter_mut().enumerate() {
             let at = r * blocks + block;
             let a = &words[at];

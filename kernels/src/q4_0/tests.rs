@@ -44,7 +44,7 @@ impl PackedQ4_0 {
                         sum += (i32::from(byte & 0x0f) - 8) * a[j];
                         sum += (i32::from(byte >> 4) - 8) * a[j + BLOCK / 2];
                     }
-                    acc += sum as f32 * (tile.scales[lane] * acts.scales[at]);
+                    acc += sum as f32 * (tile.scales[lane].to_f32() * acts.scales[at]);
                 }
                 out[i * self.rows + row] = acc;
             }

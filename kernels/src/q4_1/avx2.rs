@@ -4,7 +4,7 @@ use super::{TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
-use crate::avx2_frame::{nibble_sums, store_rows};
+use crate::avx2_frame::{nibble_sums, store_rows, widen_halves};
 use crate::tiled::prefetch_ahead;
 
 /// Activation rows per micro-kernel call, as for Q4_0: their i16 sums for both halves, the
@@ -36,24 +36,7 @@ unsafe fn rows<const R: usize>(
         prefetch_ahead::<R, _>(tile);
         // SAFETY: the tile's first 256 bytes, 64-byte aligned, are its nibbles.
         let sums = unsafe { nibble_sums::<R>(tile.qs.as_ptr(), words, blocks, block) };
-        // SAFETY: `d` and `m` are 16 f16 each inside the tile; the loads take 8 at a time,
-        // unaligned.
-        let (d, m) = unsafe {
-            let (d, m) = (
-                tile.d.as_ptr().cast::<__m128i>(),
-                tile.m.as_ptr().cast::<__m128i>(),
-            );
-            (
-                [
-                    _mm256_cvtph_ps(_mm_loadu_si128(d)),
-                    _mm256_cvtph_ps(_mm_loadu_si128(d.add(1))),
-                ],
-                [
-                    _mm256_cvtph_ps(_mm_loadu_si128(m)),
-                    _mm256_cvtph_ps(_mm_loadu_si128(m.add(1))),
-                ],
-            )
-        };
+        let (d, m) = (widen_halves(&tile.d), widen_halves(&tile.m));
         for (r, acc) in acc.iter_mut().enumerate() {
             let at = r * blocks + block;
             let scale = _mm256_set1_ps(scales[at]);

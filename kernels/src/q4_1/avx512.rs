@@ -6,7 +6,7 @@ use super::{TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 use crate::avx512_frame::avx512_group;
 #[cfg(target_arch = "x86_64")]
-use crate::avx512_frame::{nibbles512, store_rows512};
+use crate::avx512_frame::{nibbles512, store_rows512, widen16};
 use crate::tiled::prefetch_ahead;
 
 /// Activation rows per micro-kernel call, as for Q4_0: 8 unpacked weight registers, `d` and
@@ -36,14 +36,7 @@ unsafe fn micro_kernel<const R: usize>(
         prefetch_ahead::<R, _>(tile);
         // SAFETY: `qs` is 256 bytes at the 64-byte aligned start of the tile.
         let (low, high) = unsafe { nibbles512(tile.qs.as_ptr()) };
-        // SAFETY: `d` and `m` are 16 f16 (32 bytes) each inside the tile; the loads are
-        // unaligned.
-        let (d, m) = unsafe {
-            (
-                _mm512_cvtph_ps(_mm256_loadu_si256(tile.d.as_ptr().cast())),
-                _mm512_cvtph_ps(_mm256_loadu_si256(tile.m.as_ptr().cast())),
-            )
-        };
+        let (d, m) = (widen16(&tile.d), widen16(&tile.m));
         for (r, acc) in acc.iter_mut().enumerate() {
             let at = r * blocks + block;
             let a = &words[at];

@@ -36,6 +36,9 @@ struct Tile {
     m: [f16; TILE_ROWS],
 }
 
+// A tile reads as many bytes as the file holds for its 16 rows: decode is bound by them.
+const _: () = assert!(size_of::<Tile>() == TILE_ROWS * BLOCK_BYTES);
+
 /// A Q4_1 matrix of `rows` × `cols` (one output per row), packed for
 /// [`PackedQ4_1::matmul`].
 pub struct PackedQ4_1 {
@@ -46,18 +49,10 @@ pub struct PackedQ4_1 {
     tiles: Vec<Tile>,
 }
 
-/// AVX2, FMA and F16C, which both kernels need (every AVX-512 CPU has them).
-fn kernel_available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    return Isa::Avx2.available() && is_x86_feature_detected!("f16c");
-    #[cfg(not(target_arch = "x86_64"))]
-    false
-}
-
 impl PackedQ4_1 {
-    /// Whether this CPU runs a packed kernel (AVX-512 VNNI, or AVX2, FMA and F16C).
+    /// Whether this CPU runs a packed kernel. Without it, callers keep their ordinary path.
     pub fn supported() -> bool {
-        kernel_available()
+        Isa::detect().is_some()
     }
 
     /// Repacks GGUF Q4_1 `data` holding a `rows` × `cols` matrix, for the fastest kernel this
@@ -73,7 +68,7 @@ impl PackedQ4_1 {
 
     /// [`Self::pack`] for a given kernel (tests run every kernel the CPU has).
     pub fn pack_for(isa: Isa, data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
-        if !isa.available() || !kernel_available() {
+        if !isa.available() {
             return Err(PackError::Unsupported);
         }
         Self::pack_portable(isa, data, rows, cols)

@@ -6,7 +6,7 @@ use super::{TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 use crate::avx512_frame::avx512_group;
 #[cfg(target_arch = "x86_64")]
-use crate::avx512_frame::store_rows512;
+use crate::avx512_frame::{store_rows512, widen16};
 #[cfg(target_arch = "x86_64")]
 use crate::fifth_bits::FifthBits512;
 use crate::tiled::prefetch_ahead;
@@ -36,19 +36,18 @@ unsafe fn micro_kernel<const R: usize>(
     for (block, tile) in tiles.iter().enumerate() {
         prefetch_ahead::<R, _>(tile);
         let qs = tile.qs.as_ptr().cast::<__m512i>();
-        // SAFETY: `qh` is 64 bytes at offset 256 of the 64-byte aligned tile, in the byte
-        // order of a `qs` word.
-        let qh = unsafe { _mm512_load_si512(tile.qh.as_ptr().cast()) };
+        // SAFETY: `qh` is 64 bytes at offset 256 of the tile, in the byte order of a `qs`
+        // word.
+        let qh = unsafe { _mm512_loadu_si512(tile.qh.as_ptr().cast()) };
         let mut fifths = FifthBits512::new(qh);
         let (mut low, mut high) = ([_mm512_setzero_si512(); 4], [_mm512_setzero_si512(); 4]);
         for q in 0..4 {
-            // SAFETY: `qs` is 256 bytes at the 64-byte aligned start of the tile; word `q` is
-            // its 64 bytes from `q * 64`.
-            let raw = unsafe { _mm512_load_si512(qs.add(q)) };
+            // SAFETY: `qs` is 256 bytes at the start of the tile; word `q` is its 64 bytes
+            // from `q * 64`.
+            let raw = unsafe { _mm512_loadu_si512(qs.add(q)) };
             (low[q], high[q]) = fifths.next_word(raw);
         }
-        // SAFETY: the 16 scales follow the 320 bytes of `qs` and `qh`, 64-byte aligned.
-        let weight_scales = unsafe { _mm512_load_ps(tile.scales.as_ptr()) };
+        let weight_scales = widen16(&tile.scales);
         for (r, acc) in acc.iter_mut().enumerate() {
             let at = r * blocks + block;
             let a = &words[at];

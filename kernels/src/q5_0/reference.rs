@@ -49,7 +49,7 @@ impl PackedQ5_0 {
                     let sum: i32 = (0..BLOCK)
                         .map(|v| (i32::from(Self::value(tile, lane, v)) - 16) * a[v])
                         .sum();
-                    acc += sum as f32 * (tile.scales[lane] * acts.scales[at]);
+                    acc += sum as f32 * (tile.scales[lane].to_f32() * acts.scales[at]);
                 }
                 out[i * self.rows + row] = acc;
             }

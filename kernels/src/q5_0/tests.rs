@@ -87,12 +87,3 @@ fn the_extreme_values_do_not_overflow_the_i16_sums() {
         }
     }
 }
-
-/// The packed tiles take at most 1.1 times the file's bytes.
-#[test]
-fn the_packed_weight_stays_within_a_tenth_of_the_file_size() {
-    let tile = std::mem::size_of::<super::Tile>();
-    let file = 16 * BLOCK_BYTES;
-    assert_eq!(tile, 384);
-    assert!(tile as f64 <= file as f64 * 1.1, "{tile} against {file}");
-}

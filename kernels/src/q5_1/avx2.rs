@@ -5,7 +5,7 @@ use super::{TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
-use crate::avx2_frame::store_rows;
+use crate::avx2_frame::{store_rows, widen_halves};
 #[cfg(target_arch = "x86_64")]
 use crate::fifth_bits::FifthBits256;
 use crate::tiled::prefetch_ahead;
@@ -20,7 +20,7 @@ avx2_group!(Tile, 1);
 /// # Safety
 /// As for [`group`], for rows `first..first + R`.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
+#[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn rows<const R: usize>(
     tiles: &[Tile],
     acts: &QuantizedRows,
@@ -36,7 +36,7 @@ unsafe fn rows<const R: usize>(
     for (block, tile) in tiles.iter().enumerate() {
         prefetch_ahead::<R, _>(tile);
         let qs = tile.qs.as_ptr().cast::<__m256i>();
-        // SAFETY: `qh` is 64 bytes at offset 256 of the 64-byte aligned tile: rows 0–7, then
+        // SAFETY: `qh` is 64 bytes at offset 256 of the 32-byte aligned tile: rows 0–7, then
         // rows 8–15.
         let qh = unsafe {
             let qh = tile.qh.as_ptr().cast::<__m256i>();
@@ -45,7 +45,7 @@ unsafe fn rows<const R: usize>(
         let mut fifths = FifthBits256::new(qh);
         let mut sums = [[_mm256_setzero_si256(); 2]; R];
         for q in 0..4 {
-            // SAFETY: `qs` is 256 bytes at the 64-byte aligned start of the tile; byte group
+            // SAFETY: `qs` is 256 bytes at the 32-byte aligned start of the tile; byte group
             // `q` is its 64 bytes from `q * 64`, rows 0–7 then rows 8–15.
             let raw = unsafe {
                 [
@@ -66,20 +66,7 @@ unsafe fn rows<const R: usize>(
                 }
             }
         }
-        // SAFETY: the 16 scales and 16 offsets follow the 320 bytes of `qs` and `qh`, 64-byte
-        // aligned.
-        let (weight_scales, mins) = unsafe {
-            (
-                [
-                    _mm256_load_ps(tile.scales.as_ptr()),
-                    _mm256_load_ps(tile.scales.as_ptr().add(8)),
-                ],
-                [
-                    _mm256_load_ps(tile.mins.as_ptr()),
-                    _mm256_load_ps(tile.mins.as_ptr().add(8)),
-                ],
-            )
-        };
+        let (weight_scales, mins) = (widen_halves(&tile.scales), widen_halves(&tile.mins));
         // What each unit of `a_scale · Σa` adds: `m`, and the `16 · d` that the sums of
         // `q − 16` left out.
         let sixteen = _mm256_set1_ps(16.0);

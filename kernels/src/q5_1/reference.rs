@@ -51,8 +51,8 @@ impl PackedQ5_1 {
                         .map(|v| i32::from(Self::value(tile, lane, v)) * a[v])
                         .sum();
                     let a_sum = a.iter().sum::<i32>() as f32 * acts.scales[at];
-                    acc += sum as f32 * (tile.scales[lane] * acts.scales[at]);
-                    acc += tile.mins[lane] * a_sum;
+                    acc += sum as f32 * (tile.scales[lane].to_f32() * acts.scales[at]);
+                    acc += tile.mins[lane].to_f32() * a_sum;
                 }
                 out[i * self.rows + row] = acc;
             }

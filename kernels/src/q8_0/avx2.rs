@@ -14,7 +14,7 @@ use super::{TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
-use crate::avx2_frame::store_rows;
+use crate::avx2_frame::{store_rows, widen_halves};
 use crate::tiled::prefetch_ahead;
 
 /// Activation rows per micro-kernel call. Four rows' i32 sums for both halves plus the
@@ -30,7 +30,7 @@ avx2_group!(Tile, 1);
 /// # Safety
 /// As for [`group`], for rows `first..first + R`.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
+#[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn rows<const R: usize>(
     tiles: &[Tile],
     acts: &QuantizedRows,
@@ -52,7 +52,7 @@ unsafe fn rows<const R: usize>(
             reason = "`q` picks the same word from the tile and from every row's block"
         )]
         for q in 0..8 {
-            // SAFETY: `qs` is 512 bytes at the 64-byte aligned start of the tile; word `q` is
+            // SAFETY: `qs` is 512 bytes at the 32-byte aligned start of the tile; word `q` is
             // its 64 bytes from `q * 64`, rows 0–7 then rows 8–15.
             let w = unsafe {
                 [
@@ -69,13 +69,7 @@ unsafe fn rows<const R: usize>(
                 }
             }
         }
-        // SAFETY: the 16 scales follow the 512 bytes of `qs`, 64-byte aligned.
-        let weight_scales = unsafe {
-            [
-                _mm256_load_ps(tile.scales.as_ptr()),
-                _mm256_load_ps(tile.scales.as_ptr().add(8)),
-            ]
-        };
+        let weight_scales = widen_halves(&tile.scales);
         for (r, acc) in acc.iter_mut().enumerate() {
             let scale = _mm256_set1_ps(scales[r * blocks + block]);
             for h in 0..2 {

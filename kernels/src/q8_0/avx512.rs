@@ -7,7 +7,7 @@ use std::ops::Range;
 use super::{TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 #[cfg(target_arch = "x86_64")]
-use crate::avx512_frame::store_rows512;
+use crate::avx512_frame::{store_rows512, widen16};
 use crate::tiled::prefetch_ahead;
 
 /// Activation rows per call of the micro-kernel: 8 weight + 1 scale + 6 accumulator registers
@@ -73,11 +73,11 @@ unsafe fn rows<const R: usize>(
         let qs = tile.qs.as_ptr().cast::<__m512i>();
         let mut w = [_mm512_setzero_si512(); 8];
         for (q, w) in w.iter_mut().enumerate() {
-            // SAFETY: `qs` is 512 bytes at the 64-byte aligned start of the tile.
-            *w = unsafe { _mm512_load_si512(qs.add(q)) };
+            // SAFETY: `qs` is 512 bytes at the start of the tile; tiles are 32-byte aligned,
+            // so the loads are unaligned.
+            *w = unsafe { _mm512_loadu_si512(qs.add(q)) };
         }
-        // SAFETY: the scales follow the 512 bytes of `qs`, so they are 64-byte aligned too.
-        let weight_scales = unsafe { _mm512_load_ps(tile.scales.as_ptr()) };
+        let weight_scales = widen16(&tile.scales);
         for (r, acc) in acc.iter_mut().enumerate() {
             let at = r * blocks + block;
             let a = &words[at];

@@ -26,7 +26,7 @@ impl PackedQ8_0 {
                             sum += i32::from(w) * i32::from(a as i8);
                         }
                     }
-                    acc += sum as f32 * (tile.scales[lane] * acts.scales[at]);
+                    acc += sum as f32 * (tile.scales[lane].to_f32() * acts.scales[at]);
                 }
                 out[i * self.rows + row] = acc;
             }
