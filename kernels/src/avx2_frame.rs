@@ -124,27 +124,22 @@ pub(crate) unsafe fn nibble_sums<const R: usize>(
 
 /// The scales of half `h` of a tile (rows `8h..8h + 8`) for the formats whose 16-value halves
 /// of a sub-block carry signed 8-bit scales (Q3_K, Q6_K): each row's two scales, each in both
-/// i16 halves of the row's lane for `vpmaddwd`, and the rows' `d`.
+/// i16 halves of the row's lane for `vpmaddwd`.
 #[cfg(target_arch = "x86_64")]
 #[inline]
 #[target_feature(enable = "avx2")]
-pub(crate) fn signed_half_scales(
-    scales: &[[i8; 16]; 2],
-    d: &[f32; 16],
-    h: usize,
-) -> ([__m256i; 2], __m256) {
+pub(crate) fn signed_half_scales(scales: &[[i8; 16]; 2], h: usize) -> [__m256i; 2] {
     let rows = 8 * h..8 * h + 8;
-    let (first, second, d) = (&scales[0][rows.clone()], &scales[1][rows.clone()], &d[rows]);
-    // SAFETY: each slice is 8 elements long, as many as each load reads.
-    let (first, second, d) = unsafe {
+    let (first, second) = (&scales[0][rows.clone()], &scales[1][rows]);
+    // SAFETY: each slice is 8 bytes long, as many as each load reads.
+    let (first, second) = unsafe {
         (
             _mm256_cvtepi8_epi32(_mm_loadl_epi64(first.as_ptr().cast())),
             _mm256_cvtepi8_epi32(_mm_loadl_epi64(second.as_ptr().cast())),
-            _mm256_loadu_ps(d.as_ptr()),
         )
     };
     let dup = |s: __m256i| _mm256_blend_epi16::<0xaa>(s, _mm256_slli_epi32(s, 16));
-    ([dup(first), dup(second)], d)
+    [dup(first), dup(second)]
 }
 
 /// One row's dot product over a sub-block half for the formats stored with an offset (Q3_K's

@@ -4,7 +4,7 @@ use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
-use crate::avx2_frame::store_rows;
+use crate::avx2_frame::{store_rows, widen_halves};
 use crate::tiled::prefetch_part;
 #[cfg(target_arch = "x86_64")]
 use crate::two_bits::values256;
@@ -21,7 +21,7 @@ avx2_group!(Tile, SUBS);
 /// # Safety
 /// As for [`group`], for rows `first..first + R`.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
+#[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn rows<const R: usize>(
     tiles: &[Tile],
     acts: &QuantizedRows,
@@ -55,19 +55,16 @@ unsafe fn rows<const R: usize>(
                         }
                     }
                 }
-                // SAFETY: `scales[j]` is 2 × 16 bytes and `d`, `dmin` 16 f32 each inside the
-                // tile; the loads take 8 of any at a time, unaligned.
-                let (bytes, d, dmin) = unsafe {
+                // SAFETY: `scales[j]` is 2 × 16 bytes inside the tile; the loads take 8 at a
+                // time, unaligned.
+                let bytes = unsafe {
                     let bytes = tile.scales[j].as_ptr().cast::<u8>();
-                    (
-                        [
-                            _mm_loadl_epi64(bytes.add(8 * h).cast()),
-                            _mm_loadl_epi64(bytes.add(16 + 8 * h).cast()),
-                        ],
-                        _mm256_loadu_ps(tile.d.as_ptr().add(8 * h)),
-                        _mm256_loadu_ps(tile.dmin.as_ptr().add(8 * h)),
-                    )
+                    [
+                        _mm_loadl_epi64(bytes.add(8 * h).cast()),
+                        _mm_loadl_epi64(bytes.add(16 + 8 * h).cast()),
+                    ]
                 };
+                let (d, dmin) = (widen_halves(&tile.d)[h], widen_halves(&tile.dmin)[h]);
                 let bytes = [
                     _mm256_cvtepu8_epi32(bytes[0]),
                     _mm256_cvtepu8_epi32(bytes[1]),

@@ -7,7 +7,7 @@ use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::{QuantizedRows, half_sum};
 use crate::avx512_frame::avx512_group;
 #[cfg(target_arch = "x86_64")]
-use crate::avx512_frame::store_rows512;
+use crate::avx512_frame::{store_rows512, widen16};
 use crate::tiled::prefetch_part;
 #[cfg(target_arch = "x86_64")]
 use crate::two_bits::values512;
@@ -37,13 +37,7 @@ unsafe fn micro_kernel<const R: usize>(
     let nibble = _mm512_set1_epi32(0x0f);
     let mut acc = [_mm512_setzero_ps(); R];
     for (s, tile) in tiles.iter().enumerate() {
-        // SAFETY: `d` and `dmin` are 16 f32 each at 64-byte aligned offsets of the tile.
-        let (d, dmin) = unsafe {
-            (
-                _mm512_load_ps(tile.d.as_ptr()),
-                _mm512_load_ps(tile.dmin.as_ptr()),
-            )
-        };
+        let (d, dmin) = (widen16(&tile.d), widen16(&tile.dmin));
         for j in 0..SUBS {
             prefetch_part::<R, SUBS, _>(tile, j);
             let block = s * SUBS + j;

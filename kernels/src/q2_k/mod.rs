@@ -7,8 +7,8 @@
 //!
 //! A [`Tile`] takes 16 rows of one super-block. Each 32-value sub-block (one activation block)
 //! keeps its values in a 2-bit plane and its two scale bytes per row as the file has them;
-//! `d` and `dmin` become f32. That is 88 bytes per row and super-block against the file's 84
-//! (1.05×).
+//! `d` and `dmin` stay the file's f16. That is 84 bytes per row and super-block, the file's
+//! size.
 //!
 //! The AVX2 kernel multiplies `q` by the signed activation bytes with `vpmaddubsw` and sums
 //! each 16-value half in i16 (a lane at most 8 · 3 · 127), then widens it with `vpmaddwd`
@@ -47,9 +47,12 @@ struct Tile {
     /// `scales[j][half][row]`: the file's byte for values `16 · half..16 · half + 16` of
     /// sub-block `j`, `sc` in its low nibble and `m` in its high one.
     scales: [[[u8; TILE_ROWS]; 2]; SUBS],
-    d: [f32; TILE_ROWS],
-    dmin: [f32; TILE_ROWS],
+    d: [f16; TILE_ROWS],
+    dmin: [f16; TILE_ROWS],
 }
+
+// A tile reads as many bytes as the file holds for its 16 rows: decode is bound by them.
+const _: () = assert!(size_of::<Tile>() == TILE_ROWS * BLOCK_BYTES);
 
 /// A Q2_K matrix of `rows` × `cols` (one output per row), packed for
 /// [`PackedQ2_K::matmul`].
@@ -101,8 +104,8 @@ impl PackedQ2_K {
         let empty = Tile {
             low: [[0; PLANE_BYTES]; SUBS],
             scales: [[[0; TILE_ROWS]; 2]; SUBS],
-            d: [0.0; TILE_ROWS],
-            dmin: [0.0; TILE_ROWS],
+            d: [f16::ZERO; TILE_ROWS],
+            dmin: [f16::ZERO; TILE_ROWS],
         };
         let mut tiles = vec![empty; rows / TILE_ROWS * supers];
         for (row, bytes) in data.chunks_exact(supers * BLOCK_BYTES).enumerate() {
@@ -111,8 +114,8 @@ impl PackedQ2_K {
                 let tile = &mut tiles[group * supers + s];
                 let (scales, rest) = raw.split_at(SUPER / 16);
                 let (qs, d) = rest.split_at(SUPER / 4);
-                tile.d[lane] = f16::from_le_bytes([d[0], d[1]]).to_f32();
-                tile.dmin[lane] = f16::from_le_bytes([d[2], d[3]]).to_f32();
+                tile.d[lane] = f16::from_le_bytes([d[0], d[1]]);
+                tile.dmin[lane] = f16::from_le_bytes([d[2], d[3]]);
                 for j in 0..SUBS {
                     tile.scales[j][0][lane] = scales[2 * j];
                     tile.scales[j][1][lane] = scales[2 * j + 1];
@@ -154,8 +157,8 @@ impl PackedQ2_K {
             for (j, out) in out.chunks_exact_mut(BLOCK).enumerate() {
                 for (v, out) in out.iter_mut().enumerate() {
                     let byte = tile.scales[j][v / 16][lane];
-                    let scale = tile.d[lane] * f32::from(byte & 0x0f);
-                    let min = tile.dmin[lane] * f32::from(byte >> 4);
+                    let scale = tile.d[lane].to_f32() * f32::from(byte & 0x0f);
+                    let min = tile.dmin[lane].to_f32() * f32::from(byte >> 4);
                     // Unfused, as candle writes it.
                     *out = scale * f32::from(two_bits::get(&tile.low[j], lane, v)) - min;
                 }

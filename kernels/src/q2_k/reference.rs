@@ -61,8 +61,8 @@ impl PackedQ2_K {
                         dot += sum * i32::from(byte & 0x0f);
                         min_dot += values.map(|v| a[v]).sum::<i32>() * i32::from(byte >> 4);
                     }
-                    acc += dot as f32 * (tile.d[lane] * acts.scales[at]);
-                    acc -= min_dot as f32 * (tile.dmin[lane] * acts.scales[at]);
+                    acc += dot as f32 * (tile.d[lane].to_f32() * acts.scales[at]);
+                    acc -= min_dot as f32 * (tile.dmin[lane].to_f32() * acts.scales[at]);
                 }
                 out[i * self.rows + row] = acc;
             }

@@ -4,7 +4,7 @@ use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
-use crate::avx2_frame::{offset_dot, signed_half_scales, store_rows};
+use crate::avx2_frame::{offset_dot, signed_half_scales, store_rows, widen_halves};
 use crate::tiled::prefetch_part;
 #[cfg(target_arch = "x86_64")]
 use crate::two_bits::values256;
@@ -42,7 +42,7 @@ fn high_bit(high: std::arch::x86_64::__m256i, i: usize) -> std::arch::x86_64::__
 /// # Safety
 /// As for [`group`], for rows `first..first + R`.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
+#[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn rows<const R: usize>(
     tiles: &[Tile],
     acts: &QuantizedRows,
@@ -55,6 +55,7 @@ unsafe fn rows<const R: usize>(
     let (words, scales, _, pair_sums) = acts.rows(first..first + R);
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
     for (s, tile) in tiles.iter().enumerate() {
+        let d = widen_halves(&tile.d);
         for j in 0..SUBS {
             prefetch_part::<R, SUBS, _>(tile, j);
             let block = s * SUBS + j;
@@ -64,13 +65,13 @@ unsafe fn rows<const R: usize>(
             );
             // The tile's rows 0–7, then 8–15: each half of a 64-byte plane word is one of them.
             for h in 0..2 {
-                // SAFETY: `high[j]` is 64 bytes at a 64-byte aligned offset of the tile, rows
+                // SAFETY: `high[j]` is 64 bytes at a 32-byte aligned offset of the tile, rows
                 // 0–7 then 8–15.
                 let high = unsafe { _mm256_load_si256(high.add(h)) };
                 // `[row][values 0..16 or 16..32]`, i16 sums.
                 let mut sums = [[_mm256_setzero_si256(); 2]; R];
                 for w in 0..2 {
-                    // SAFETY: `low[j]` is 128 bytes at a 64-byte aligned offset of the tile;
+                    // SAFETY: `low[j]` is 128 bytes at a 32-byte aligned offset of the tile;
                     // word `w` is its 64 bytes from `w * 64` (rows 0–7, then 8–15).
                     let raw = unsafe { _mm256_load_si256(low.add(2 * w + h)) };
                     for k in 0..4 {
@@ -81,12 +82,12 @@ unsafe fn rows<const R: usize>(
                         }
                     }
                 }
-                let (dup, d) = signed_half_scales(&tile.scales[j], &tile.d, h);
+                let dup = signed_half_scales(&tile.scales[j], h);
                 for (r, acc) in acc.iter_mut().enumerate() {
                     let at = r * blocks + block;
                     // Less 4 · the pair sums (each at most 1016 in magnitude).
                     let dot = offset_dot::<2>(sums[r], pair_sums[at], dup);
-                    let scale = _mm256_mul_ps(d, _mm256_set1_ps(scales[at]));
+                    let scale = _mm256_mul_ps(d[h], _mm256_set1_ps(scales[at]));
                     acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc[h]);
                 }
             }

@@ -9,7 +9,7 @@ use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::{QuantizedRows, half_sum};
 use crate::avx512_frame::avx512_group;
 #[cfg(target_arch = "x86_64")]
-use crate::avx512_frame::store_rows512;
+use crate::avx512_frame::{store_rows512, widen16};
 use crate::tiled::prefetch_part;
 #[cfg(target_arch = "x86_64")]
 use crate::two_bits::values512;
@@ -58,22 +58,22 @@ unsafe fn micro_kernel<const R: usize>(
     let (words, scales, _, pair_sums) = acts.rows(first..first + R);
     let mut acc = [_mm512_setzero_ps(); R];
     for (s, tile) in tiles.iter().enumerate() {
-        // SAFETY: `d` is 16 f32 at a 64-byte aligned offset of the tile.
-        let d = unsafe { _mm512_load_ps(tile.d.as_ptr()) };
+        let d = widen16(&tile.d);
         for j in 0..SUBS {
             prefetch_part::<R, SUBS, _>(tile, j);
             let block = s * SUBS + j;
             let low = tile.low[j].as_ptr().cast::<__m512i>();
-            // SAFETY: `high[j]` is 64 bytes at a 64-byte aligned offset of the tile.
-            let high = unsafe { _mm512_load_si512(tile.high[j].as_ptr().cast()) };
+            // SAFETY: `high[j]` is 64 bytes inside the tile (32-byte aligned; the load is
+            // unaligned).
+            let high = unsafe { _mm512_loadu_si512(tile.high[j].as_ptr().cast()) };
             // `[row][values 0..16 or 16..32]`, less 4 · Σa over each.
             let mut sums: [[__m512i; 2]; R] = std::array::from_fn(|r| {
                 pair_sums[r * blocks + block].map(|pairs| _mm512_set1_epi32(-4 * half_sum(pairs)))
             });
             for w in 0..2 {
-                // SAFETY: `low[j]` is 128 bytes at a 64-byte aligned offset of the tile; word
+                // SAFETY: `low[j]` is 128 bytes at a 32-byte aligned offset of the tile; word
                 // `w` is its 64 bytes from `w * 64`.
-                let raw = unsafe { _mm512_load_si512(low.add(w)) };
+                let raw = unsafe { _mm512_loadu_si512(low.add(w)) };
                 for k in 0..4 {
                     let q = _mm512_or_si512(values512(raw, k), high_bit(high, 4 * w + k));
                     for (r, sums) in sums.iter_mut().enumerate() {

@@ -73,7 +73,7 @@ impl PackedQ3_K {
                             .sum();
                         dot += sum * i32::from(tile.scales[j][half][lane]);
                     }
-                    acc += dot as f32 * (tile.d[lane] * acts.scales[at]);
+                    acc += dot as f32 * (tile.d[lane].to_f32() * acts.scales[at]);
                 }
                 out[i * self.rows + row] = acc;
             }

@@ -4,7 +4,7 @@ use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
-use crate::avx2_frame::{nibble_sums, store_rows};
+use crate::avx2_frame::{nibble_sums, store_rows, widen_halves};
 use crate::tiled::prefetch_part;
 
 /// Activation rows per micro-kernel call, as for Q4_0: their i16 sums and f32 accumulators
@@ -18,7 +18,7 @@ avx2_group!(Tile, SUBS);
 /// # Safety
 /// As for [`group`], for rows `first..first + R`.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
+#[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn rows<const R: usize>(
     tiles: &[Tile],
     acts: &QuantizedRows,
@@ -31,19 +31,7 @@ unsafe fn rows<const R: usize>(
     let (words, scales, offsets, _) = acts.rows(first..first + R);
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
     for (s, tile) in tiles.iter().enumerate() {
-        // SAFETY: `d` and `dmin` are 16 f32 each at 64-byte aligned offsets of the tile.
-        let (d, dmin) = unsafe {
-            (
-                [
-                    _mm256_load_ps(tile.d.as_ptr()),
-                    _mm256_load_ps(tile.d.as_ptr().add(8)),
-                ],
-                [
-                    _mm256_load_ps(tile.dmin.as_ptr()),
-                    _mm256_load_ps(tile.dmin.as_ptr().add(8)),
-                ],
-            )
-        };
+        let (d, dmin) = (widen_halves(&tile.d), widen_halves(&tile.dmin));
         for j in 0..SUBS {
             prefetch_part::<R, SUBS, _>(tile, j);
             let block = s * SUBS + j;

@@ -6,7 +6,7 @@ use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 use crate::avx512_frame::avx512_group;
 #[cfg(target_arch = "x86_64")]
-use crate::avx512_frame::{nibbles512, store_rows512};
+use crate::avx512_frame::{nibbles512, store_rows512, widen16};
 use crate::tiled::prefetch_part;
 
 /// Activation rows per micro-kernel call: 8 unpacked weight registers, the sub-block's scales
@@ -33,13 +33,7 @@ unsafe fn micro_kernel<const R: usize>(
     let (words, scales, offsets, _) = acts.rows(first..first + R);
     let mut acc = [_mm512_setzero_ps(); R];
     for (s, tile) in tiles.iter().enumerate() {
-        // SAFETY: `d` and `dmin` are 16 f32 each at 64-byte aligned offsets of the tile.
-        let (d, dmin) = unsafe {
-            (
-                _mm512_load_ps(tile.d.as_ptr()),
-                _mm512_load_ps(tile.dmin.as_ptr()),
-            )
-        };
+        let (d, dmin) = (widen16(&tile.d), widen16(&tile.dmin));
         for j in 0..SUBS {
             prefetch_part::<R, SUBS, _>(tile, j);
             let block = s * SUBS + j;

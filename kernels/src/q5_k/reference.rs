@@ -62,8 +62,8 @@ impl PackedQ5_K {
                     }
                     let dot = dot * i32::from(tile.scales[j][lane]);
                     let a_sum = a.iter().sum::<i32>() as f32 * acts.scales[at];
-                    let min = tile.dmin[lane] * f32::from(tile.mins[j][lane]);
-                    acc += dot as f32 * (tile.d[lane] * acts.scales[at]);
+                    let min = tile.dmin[lane].to_f32() * f32::from(tile.mins[j][lane]);
+                    acc += dot as f32 * (tile.d[lane].to_f32() * acts.scales[at]);
                     acc -= min * a_sum;
                 }
                 out[i * self.rows + row] = acc;

@@ -4,7 +4,7 @@ use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
-use crate::avx2_frame::{offset_dot, signed_half_scales, store_rows};
+use crate::avx2_frame::{offset_dot, signed_half_scales, store_rows, widen_halves};
 use crate::tiled::prefetch_part;
 
 /// Activation rows per micro-kernel call. The kernel takes the tile's two halves of 8 rows one
@@ -19,7 +19,7 @@ avx2_group!(Tile, SUBS);
 /// # Safety
 /// As for [`group`], for rows `first..first + R`.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
+#[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn rows<const R: usize>(
     tiles: &[Tile],
     acts: &QuantizedRows,
@@ -33,6 +33,7 @@ unsafe fn rows<const R: usize>(
     let (nibble, high_bits) = (_mm256_set1_epi8(0x0f), _mm256_set1_epi8(0x30));
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
     for (s, tile) in tiles.iter().enumerate() {
+        let d = widen_halves(&tile.d);
         for j in 0..SUBS {
             prefetch_part::<R, SUBS, _>(tile, j);
             let block = s * SUBS + j;
@@ -45,7 +46,7 @@ unsafe fn rows<const R: usize>(
                 // `[row][values 0..16 or 16..32]`, wrapping i16 sums.
                 let mut sums = [[_mm256_setzero_si256(); 2]; R];
                 for q in 0..4 {
-                    // SAFETY: `ql[j]` is 256 bytes and `qh[j]` 128 at 64-byte aligned offsets
+                    // SAFETY: `ql[j]` is 256 bytes and `qh[j]` 128 at 32-byte aligned offsets
                     // of the tile; word `q` is 64 bytes of `ql` from `q * 64` (rows 0–7, then
                     // 8–15) and 32 of `qh` from `q * 32`.
                     let (raw, high) = unsafe {
@@ -77,12 +78,12 @@ unsafe fn rows<const R: usize>(
                         sums[1] = _mm256_add_epi16(sums[1], _mm256_maddubs_epi16(upper, a_high));
                     }
                 }
-                let (dup, d) = signed_half_scales(&tile.scales[j], &tile.d, h);
+                let dup = signed_half_scales(&tile.scales[j], h);
                 for (r, acc) in acc.iter_mut().enumerate() {
                     let at = r * blocks + block;
                     // Less 32 · the pair sums (each at most 1016 in magnitude).
                     let dot = offset_dot::<5>(sums[r], pair_sums[at], dup);
-                    let scale = _mm256_mul_ps(d, _mm256_set1_ps(scales[at]));
+                    let scale = _mm256_mul_ps(d[h], _mm256_set1_ps(scales[at]));
                     acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc[h]);
                 }
             }

@@ -8,7 +8,7 @@ use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::{QuantizedRows, half_sum};
 use crate::avx512_frame::avx512_group;
 #[cfg(target_arch = "x86_64")]
-use crate::avx512_frame::store_rows512;
+use crate::avx512_frame::{store_rows512, widen16};
 use crate::tiled::prefetch_part;
 
 /// Activation rows per micro-kernel call: 8 unpacked weight registers, the two halves'
@@ -36,8 +36,7 @@ unsafe fn micro_kernel<const R: usize>(
     let (nibble, high_bits) = (_mm512_set1_epi8(0x0f), _mm512_set1_epi8(0x30));
     let mut acc = [_mm512_setzero_ps(); R];
     for (s, tile) in tiles.iter().enumerate() {
-        // SAFETY: `d` is 16 f32 at a 64-byte aligned offset of the tile.
-        let d = unsafe { _mm512_load_ps(tile.d.as_ptr()) };
+        let d = widen16(&tile.d);
         for j in 0..SUBS {
             prefetch_part::<R, SUBS, _>(tile, j);
             let block = s * SUBS + j;
@@ -47,11 +46,11 @@ unsafe fn micro_kernel<const R: usize>(
             );
             let (mut low, mut upper) = ([_mm512_setzero_si512(); 4], [_mm512_setzero_si512(); 4]);
             for q in 0..4 {
-                // SAFETY: `ql[j]` is 256 bytes and `qh[j]` 128 at 64-byte aligned offsets of
+                // SAFETY: `ql[j]` is 256 bytes and `qh[j]` 128 at 32-byte aligned offsets of
                 // the tile; word `q` is 64 bytes of `ql` from `q * 64` and 32 of `qh` from
                 // `q * 32`.
                 let (raw, high) =
-                    unsafe { (_mm512_load_si512(ql.add(q)), _mm256_load_si256(qh.add(q))) };
+                    unsafe { (_mm512_loadu_si512(ql.add(q)), _mm256_load_si256(qh.add(q))) };
                 // Rows 0–7 keep their high parts in bits 0–3 of `high`, rows 8–15 in bits
                 // 4–7: after this, each row's are in bits 0–3 of its own byte (the 16-bit
                 // shift's carries land in bits 4–7, which the masks below drop).

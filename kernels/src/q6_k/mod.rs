@@ -10,8 +10,8 @@
 //! A [`Tile`] takes 16 rows of one super-block. Each 32-value sub-block (one activation
 //! block) keeps its low nibbles in [`crate::PackedQ4_0`]'s order (a byte holds values `b` and
 //! `b + 16`) and its high parts in a byte per pair of those bytes, in the bit pairs the kernel
-//! shifts into place for rows 0–7 and 8–15 (see [`Tile::qh`]); the scales stay i8 and `d`
-//! becomes f32. That is 212 bytes per row and super-block against the file's 210 (1.01×).
+//! shifts into place for rows 0–7 and 8–15 (see [`Tile::qh`]); the scales stay i8 and `d` the
+//! file's f16. That is 210 bytes per row and super-block, the file's size.
 //!
 //! The AVX2 kernel multiplies the unsigned 6-bit `q` by the signed activation bytes with
 //! `vpmaddubsw` (a pair at most 2 · 63 · 127, no saturation) and sums each 16-value half in
@@ -41,7 +41,7 @@ const BLOCK_BYTES: usize = SUPER / 2 + SUPER / 4 + SUPER / 16 + 2;
 
 /// Sixteen rows × one super-block (see the module documentation).
 #[derive(Clone)]
-#[repr(C, align(64))]
+#[repr(C, align(32))]
 struct Tile {
     /// Per sub-block, the Q4_0 tile order of the low nibbles: `ql[j][(b / 4 * 16 + row) * 4 +
     /// b % 4]` holds value `b` of `row`'s sub-block in its low nibble and `b + 16` in its high.
@@ -52,8 +52,11 @@ struct Tile {
     qh: [[u8; TILE_ROWS * BLOCK / 4]; SUBS],
     /// `scales[j][half][row]`: the scale of values `16 · half..16 · half + 16` of sub-block `j`.
     scales: [[[i8; TILE_ROWS]; 2]; SUBS],
-    d: [f32; TILE_ROWS],
+    d: [f16; TILE_ROWS],
 }
+
+// A tile reads as many bytes as the file holds for its 16 rows: decode is bound by them.
+const _: () = assert!(size_of::<Tile>() == TILE_ROWS * BLOCK_BYTES);
 
 /// Where byte `b` (0..16) of `lane`'s sub-block lies in a tile's `ql[j]`.
 fn ql_index(lane: usize, b: usize) -> usize {
@@ -118,7 +121,7 @@ impl PackedQ6_K {
             ql: [[0; TILE_ROWS * BLOCK / 2]; SUBS],
             qh: [[0; TILE_ROWS * BLOCK / 4]; SUBS],
             scales: [[[0; TILE_ROWS]; 2]; SUBS],
-            d: [0.0; TILE_ROWS],
+            d: [f16::ZERO; TILE_ROWS],
         };
         let mut tiles = vec![empty; rows / TILE_ROWS * supers];
         for (row, bytes) in data.chunks_exact(supers * BLOCK_BYTES).enumerate() {
@@ -126,7 +129,8 @@ impl PackedQ6_K {
             for (s, raw) in bytes.chunks_exact(BLOCK_BYTES).enumerate() {
                 let tile = &mut tiles[group * supers + s];
                 let (q, scales, d) = decode(raw);
-                tile.d[lane] = d;
+                // Exact: `d` is the file's f16, widened by `decode`.
+                tile.d[lane] = f16::from_f32(d);
                 for (j, q) in q.chunks_exact(BLOCK).enumerate() {
                     tile.scales[j][0][lane] = scales[2 * j];
                     tile.scales[j][1][lane] = scales[2 * j + 1];
@@ -178,7 +182,7 @@ impl PackedQ6_K {
         for (tile, out) in tiles.iter().zip(out.chunks_exact_mut(SUPER)) {
             for (j, out) in out.chunks_exact_mut(BLOCK).enumerate() {
                 for (b, out) in out.iter_mut().enumerate() {
-                    let scale = tile.d[lane] * f32::from(tile.scales[j][b / 16][lane]);
+                    let scale = tile.d[lane].to_f32() * f32::from(tile.scales[j][b / 16][lane]);
                     let q = i16::from(Self::value(tile, j, lane, b)) - 32;
                     *out = scale * f32::from(q);
                 }
