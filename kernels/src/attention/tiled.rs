@@ -58,14 +58,13 @@ impl<E: KvElement> Task<'_, E> {
         for first in (keys.start..last).step_by(KEY_BLOCK) {
             let block_end = last.min(first + KEY_BLOCK);
             let next = block_end * dim..last.min(block_end + KEY_BLOCK) * dim;
-            prefetch(&key_rows[next.clone()]);
-            prefetch(&values[next]);
             // SAFETY: the CPU has AVX2 (this function's contract).
             unsafe {
                 transpose(
                     &key_rows[first * dim..block_end * dim],
                     dim,
                     &mut transposed,
+                    [&key_rows[next.clone()], &values[next]],
                 )
             };
             let block = |end: usize| Block {
@@ -104,11 +103,15 @@ impl<E: KvElement> Task<'_, E> {
     }
 }
 
-/// Asks for `span` (the next block's keys or values) to be brought into L2 while the current
-/// block is worked on. Decoding reads each layer's keys and values once, from memory; alone,
-/// the hardware prefetcher left decode attention at a depth of 4k twice as slow as from cache
-/// (`examples/attention`, 2-core Zen 4 VM). With this, 250 → 205 µs per layer from memory there,
-/// and a whole decoded token at 4k 2–3% faster; prefetching into L1 (T0) made no difference.
+/// Asks for `span` (part of the next block's keys or values) to be brought into L2 while the
+/// current block is worked on. Decoding reads each layer's keys and values once, from memory;
+/// alone, the hardware prefetcher left decode attention at a depth of 4k twice as slow as from
+/// cache (`examples/attention`, 2-core Zen 4 VM). Asking for the whole next block at a block's
+/// start took that from 250 to 205 µs per layer; spreading the requests over the block's
+/// transpose, an eighth per eight keys ([`transpose`]'s `ahead`), to 152–158 µs (180–194 the
+/// whole-block way, runs taken in turn; 16k: 662–669 against 842–861), likely because a
+/// burst of 256 lines is more misses than a core keeps in flight. Prefetching into L1 (T0)
+/// made no difference.
 #[inline]
 fn prefetch<E>(span: &[E]) {
     let bytes = std::mem::size_of_val(span);
@@ -323,17 +326,25 @@ fn sum(xs: &[f32]) -> f32 {
 }
 
 /// Writes the `keys.len() / dim` keys of `keys` into `out` transposed: dimension `d` of key
-/// `j` at `d · KEY_BLOCK + j`. Slots of keys past the end keep what they held.
+/// `j` at `d · KEY_BLOCK + j`. Slots of keys past the end keep what they held. Each step of
+/// eight keys also [`prefetch`]es an eighth of each span of `ahead` (the next block's keys
+/// and values).
 ///
 /// # Safety
 /// The CPU has AVX2 and F16C.
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn transpose<E: KvElement>(keys: &[E], dim: usize, out: &mut [f32]) {
+unsafe fn transpose<E: KvElement>(keys: &[E], dim: usize, out: &mut [f32], ahead: [&[E]; 2]) {
     let count = keys.len() / dim;
     assert!(count <= KEY_BLOCK && out.len() >= dim * KEY_BLOCK && dim.is_multiple_of(LANES));
     let whole = count / LANES * LANES;
     let (src, dst) = (keys.as_ptr(), out.as_mut_ptr());
+    let steps = KEY_BLOCK / LANES;
     for j in (0..whole).step_by(LANES) {
+        for span in ahead {
+            let part = span.len().div_ceil(steps);
+            let from = (j / LANES * part).min(span.len());
+            prefetch(&span[from..span.len().min(from + part)]);
+        }
         for d in (0..dim).step_by(LANES) {
             // SAFETY: keys `j..j + 8` exist and `d + 8 <= dim`, so every load is inside
             // `keys`; every store lands at `(d + i) · KEY_BLOCK + j..+8`, inside `out`.
