@@ -35,6 +35,7 @@ unsafe fn rows<const R: usize>(
     let nibble = _mm256_set1_epi32(0x0f);
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
     for (s, tile) in tiles.iter().enumerate() {
+        let (tile_d, tile_dmin) = (widen_halves(&tile.d), widen_halves(&tile.dmin));
         for j in 0..SUBS {
             prefetch_part::<R, SUBS, _>(tile, j);
             let block = s * SUBS + j;
@@ -64,7 +65,7 @@ unsafe fn rows<const R: usize>(
                         _mm_loadl_epi64(bytes.add(16 + 8 * h).cast()),
                     ]
                 };
-                let (d, dmin) = (widen_halves(&tile.d)[h], widen_halves(&tile.dmin)[h]);
+                let (d, dmin) = (tile_d[h], tile_dmin[h]);
                 let bytes = [
                     _mm256_cvtepu8_epi32(bytes[0]),
                     _mm256_cvtepu8_epi32(bytes[1]),

@@ -53,8 +53,9 @@ struct Tile {
     d: [f16; TILE_ROWS],
 }
 
-// A tile reads the file's bytes for its 16 rows, but for one thing: its 6-bit sub-block scales, 12 bytes per row in the file, are a byte each here (64 more
-// per tile, 3.6%), so that the kernels take them without unpacking.
+// A tile reads the file's bytes for its 16 rows but for one thing: its 6-bit sub-block scales,
+// 12 bytes per row in the file, are a byte each here (64 more per tile, 3.6%), so that the
+// kernels take them without unpacking.
 const _: () = assert!(size_of::<Tile>() == TILE_ROWS * BLOCK_BYTES + 64);
 
 /// Where the high bit of value `v` (0..32) of `lane`'s sub-block lies in a tile's `high[j]`:

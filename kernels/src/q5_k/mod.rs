@@ -56,8 +56,9 @@ struct Tile {
     dmin: [f16; TILE_ROWS],
 }
 
-// A tile reads the file's bytes for its 16 rows, but for one thing: its 6-bit sub-block scales and mins, 12 bytes per row in the file, are a byte each here
-// (64 more per tile, 2.3%), so that the kernels take them without unpacking.
+// A tile reads the file's bytes for its 16 rows but for one thing: its 6-bit sub-block scales
+// and mins, 12 bytes per row in the file, are a byte each here (64 more per tile, 2.3%), so
+// that the kernels take them without unpacking.
 const _: () = assert!(size_of::<Tile>() == TILE_ROWS * BLOCK_BYTES + 64);
 
 /// ggml's `get_scale_min_k4`: sub-block `j`'s 6-bit scale and min from the 12 packed bytes.
