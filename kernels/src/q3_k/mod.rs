@@ -141,8 +141,7 @@ impl PackedQ3_K {
             for (s, raw) in bytes.chunks_exact(BLOCK_BYTES).enumerate() {
                 let tile = &mut tiles[group * supers + s];
                 let (q, scales, d) = decode(raw);
-                // Exact: `d` is the file's f16, widened by `decode`.
-                tile.d[lane] = f16::from_f32(d);
+                tile.d[lane] = d;
                 for (j, q) in q.chunks_exact(BLOCK).enumerate() {
                     tile.scales[j][0][lane] = scales[2 * j] as i8 - 32;
                     tile.scales[j][1][lane] = scales[2 * j + 1] as i8 - 32;
@@ -219,16 +218,12 @@ impl PackedQ3_K {
 }
 
 /// One GGUF Q3_K super-block's 256 unsigned 3-bit values, 16 scales (offset by 32) and `d`.
-fn decode(raw: &[u8]) -> ([u8; SUPER], [u8; SUPER / 16], f32) {
+fn decode(raw: &[u8]) -> ([u8; SUPER], [u8; SUPER / 16], f16) {
     let (hmask, rest) = raw.split_at(SUPER / 8);
     let (qs, rest) = rest.split_at(SUPER / 4);
     let (scales, d) = rest.split_at(12);
     let q = std::array::from_fn(|v| {
         two_bits::ggml_value(qs, v) | (((hmask[v % 32] >> (v / 32)) & 1) << 2)
     });
-    (
-        q,
-        unpack_scales(scales),
-        f16::from_le_bytes([d[0], d[1]]).to_f32(),
-    )
+    (q, unpack_scales(scales), f16::from_le_bytes([d[0], d[1]]))
 }

@@ -129,8 +129,7 @@ impl PackedQ6_K {
             for (s, raw) in bytes.chunks_exact(BLOCK_BYTES).enumerate() {
                 let tile = &mut tiles[group * supers + s];
                 let (q, scales, d) = decode(raw);
-                // Exact: `d` is the file's f16, widened by `decode`.
-                tile.d[lane] = f16::from_f32(d);
+                tile.d[lane] = d;
                 for (j, q) in q.chunks_exact(BLOCK).enumerate() {
                     tile.scales[j][0][lane] = scales[2 * j];
                     tile.scales[j][1][lane] = scales[2 * j + 1];
@@ -212,7 +211,7 @@ impl PackedQ6_K {
 
 /// One GGUF Q6_K super-block's 256 unsigned 6-bit values, 16 scales and `d`, in ggml's
 /// `dequantize_row_q6_K` order.
-fn decode(raw: &[u8]) -> ([u8; SUPER], [i8; SUPER / 16], f32) {
+fn decode(raw: &[u8]) -> ([u8; SUPER], [i8; SUPER / 16], f16) {
     let (ql, rest) = raw.split_at(SUPER / 2);
     let (qh, rest) = rest.split_at(SUPER / 4);
     let (scales, d) = rest.split_at(SUPER / 16);
@@ -228,5 +227,5 @@ fn decode(raw: &[u8]) -> ([u8; SUPER], [i8; SUPER / 16], f32) {
         }
     }
     let scales = std::array::from_fn(|i| scales[i] as i8);
-    (q, scales, f16::from_le_bytes([d[0], d[1]]).to_f32())
+    (q, scales, f16::from_le_bytes([d[0], d[1]]))
 }
