@@ -18,10 +18,12 @@
 //!
 //! With AVX2 and FMA, and a head size that is a multiple of 8, each task runs as small matrix
 //! products (`tiled.rs`): four query vectors share every key and value loaded, and the
-//! softmax works on eight scores to a register. Otherwise the portable code takes one query
-//! vector at a time. An f16 cache is widened as it is read: a key block once, into the
-//! transposed block the tiled kernel builds anyway, and the values eight at a time as they are
-//! weighed (see `element.rs` for why the cache is f16).
+//! softmax works on eight scores to a register. With AVX-512F too, and a head size that is a
+//! multiple of 16, seven query vectors share them, sixteen scores to a register
+//! (`tiled512.rs`). Otherwise the portable code takes one query vector at a time. An f16
+//! cache is widened as it is read: a key block once, into the transposed block the tiled
+//! kernel builds anyway, and the values as they are weighed, or once per block for a prompt
+//! chunk (see `element.rs` for why the cache is f16).
 
 use std::fmt;
 
@@ -131,10 +133,14 @@ pub fn causal_attention<E: KvElement>(
     )
 }
 
-/// Which code [`causal_attention`] runs; tests force the portable one.
+/// Which code [`causal_attention`] runs; tests force the slower ones too.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Simd {
+    /// The fastest this CPU has.
     Detect,
+    /// No AVX-512, even where the CPU has it.
+    #[cfg_attr(not(test), allow(dead_code))]
+    Avx2,
     #[cfg_attr(not(test), allow(dead_code))]
     Portable,
 }
@@ -285,14 +291,18 @@ impl<E: KvElement> Task<'_, E> {
     /// path where the CPU has it.
     fn run(&self, simd: Simd, keys: std::ops::Range<usize>, state: &mut State) {
         #[cfg(target_arch = "x86_64")]
-        if simd == Simd::Detect
+        if simd != Simd::Portable
             && is_x86_feature_detected!("avx2")
             && is_x86_feature_detected!("fma")
         {
-            // SAFETY (both): the CPU has the features each asks for. F16C came with AVX2 on
-            // every CPU that has both; a CPU without it takes the portable path.
+            // SAFETY (both): the CPU has the features each asks for, AVX-512F where `wide`
+            // says so. F16C came with AVX2 on every CPU that has both; a CPU without it takes
+            // the portable path.
             if self.shape.head_dim.is_multiple_of(8) && is_x86_feature_detected!("f16c") {
-                return unsafe { self.run_tiled(keys, state) };
+                let wide = simd == Simd::Detect
+                    && self.shape.head_dim.is_multiple_of(16)
+                    && is_x86_feature_detected!("avx512f");
+                return unsafe { self.run_tiled(keys, state, wide) };
             }
             return unsafe { self.run_avx2(keys, state) };
         }
@@ -539,6 +549,8 @@ fn exp_shifted(xs: &mut [f32], shift: f32) {
 mod element;
 #[cfg(target_arch = "x86_64")]
 mod tiled;
+#[cfg(target_arch = "x86_64")]
+mod tiled512;
 
 #[cfg(test)]
 mod tests;

@@ -141,7 +141,7 @@ fn matches_the_definition_for_every_mix_of_depth_chunk_and_head_layout() {
             (40, 70),
         ] {
             let (shape, q, k, v) = rng.case((heads, kv_heads, head_dim), queries, offset, 9);
-            for simd in [Simd::Detect, Simd::Portable] {
+            for simd in [Simd::Detect, Simd::Avx2, Simd::Portable] {
                 in_f32_and_f16(simd, 1, (&q, &k, &v), shape, |held, err| {
                     assert!(err < 2e-5, "{simd:?} {held} {shape:?}: max abs error {err}")
                 });
@@ -159,7 +159,7 @@ fn a_key_range_split_between_threads_matches_the_definition() {
         for (queries, offset) in [(1, 255), (1, 256), (1, 700), (1, 1500), (5, 600), (20, 900)] {
             let (shape, q, k, v) = rng.case((heads, kv_heads, head_dim), queries, offset, 3);
             for threads in [3, 8, 64] {
-                for simd in [Simd::Detect, Simd::Portable] {
+                for simd in [Simd::Detect, Simd::Avx2, Simd::Portable] {
                     in_f32_and_f16(simd, threads, (&q, &k, &v), shape, |held, err| {
                         assert!(
                             err < 2e-5,
@@ -322,10 +322,40 @@ fn non_finite_inputs_finish_without_a_panic() {
         k[70 * 64 + 5] = bad;
         // In an f16 cache 1e30 is past the range: it is held as infinity.
         let k16: Vec<f16> = k.iter().copied().map(f16::from_f32).collect();
-        for simd in [Simd::Detect, Simd::Portable] {
+        for simd in [Simd::Detect, Simd::Avx2, Simd::Portable] {
             let mut out = vec![0f32; q.len()];
             attention_on(simd, 2, &q, &k, &v, shape, &mut out).unwrap();
             attention_on(simd, 2, &q, &k16, &v16, shape, &mut out).unwrap();
+        }
+    }
+}
+
+/// The AVX-512 products sum in the AVX2 kernel's order, lane for lane, so the two give the
+/// same bits: a CPU with AVX-512 decodes what one without it does.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn the_avx512_products_give_the_avx2_kernels_bits() {
+    if !(is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx2")) {
+        eprintln!("skipped: this CPU has no AVX-512F");
+        return;
+    }
+    let mut rng = Lcg(21);
+    // Seven heads per KV head (one tile of seven), six, and five at a dim of 48 (a register
+    // pair of sixteen dims, then one).
+    for (heads, kv_heads, head_dim) in [(14, 2, 64), (12, 2, 128), (5, 1, 48)] {
+        for (queries, offset) in [(1, 0), (1, 100), (1, 4000), (17, 63), (40, 300)] {
+            let (shape, q, k, v) = rng.case((heads, kv_heads, head_dim), queries, offset, 5);
+            let k16: Vec<f16> = k.iter().copied().map(f16::from_f32).collect();
+            let v16: Vec<f16> = v.iter().copied().map(f16::from_f32).collect();
+            for threads in [1, 2, 8] {
+                let run = |simd| {
+                    let mut out = vec![f32::NAN; q.len()];
+                    attention_on(simd, threads, &q, &k16, &v16, shape, &mut out).unwrap();
+                    out.iter().map(|x| x.to_bits()).collect::<Vec<u32>>()
+                };
+                let (wide, narrow) = (run(Simd::Detect), run(Simd::Avx2));
+                assert!(wide == narrow, "{shape:?} on {threads} threads");
+            }
         }
     }
 }

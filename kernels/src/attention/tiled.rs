@@ -19,6 +19,12 @@ use super::{KEY_BLOCK, KvElement, State, Task, exp_shifted};
 /// Query vectors that share each load: four queries × two key registers are eight
 /// accumulators, and with the loaded keys and a broadcast query they fit the sixteen registers.
 const QUERIES: usize = 4;
+/// Score rows a block's tile of states may need: the most states either kernel takes at once
+/// ([`QUERIES`], or the AVX-512 kernel's `QUERIES`).
+pub(super) const SCORE_ROWS: usize = 7;
+/// One score row per state of a tile: `scores[n][j]` is state `n`'s score, then weight, of
+/// key `j` of the block.
+pub(super) type Scores = [[f32; KEY_BLOCK]; SCORE_ROWS];
 const LANES: usize = 8;
 /// Keys per score tile: two registers.
 const KEY_TILE: usize = 2 * LANES;
@@ -28,15 +34,16 @@ const _: () = assert!(KEY_BLOCK.is_multiple_of(KEY_TILE));
 /// values: on the real model it moved logits by up to 0.39 against the portable kernel, whose
 /// eight lanes each sum eight dimensions. Runs of eight cost 5–10% of the attention's speed
 /// and gave the portable kernel's logits to the bit in the real-model reference test.
-const DIM_CHUNK: usize = 8;
+pub(super) const DIM_CHUNK: usize = 8;
 
 impl<E: KvElement> Task<'_, E> {
     /// [`Task::run`]'s work for a head size that is a multiple of 8.
     ///
     /// # Safety
-    /// The CPU has AVX2, FMA and F16C.
+    /// The CPU has AVX2, FMA and F16C, and AVX-512F too where `wide` says so: the blocks
+    /// then go to its kernel (`tiled512.rs`).
     #[target_feature(enable = "avx2,fma,f16c")]
-    pub(super) unsafe fn run_tiled(&self, keys: Range<usize>, state: &mut State) {
+    pub(super) unsafe fn run_tiled(&self, keys: Range<usize>, state: &mut State, wide: bool) {
         let s = self.shape;
         let dim = s.head_dim;
         assert!(dim.is_multiple_of(LANES), "head size {dim}");
@@ -44,9 +51,14 @@ impl<E: KvElement> Task<'_, E> {
         let cache = self.kv_head * s.capacity * dim..(self.kv_head + 1) * s.capacity * dim;
         let (key_rows, values) = (&self.k[cache.clone()], &self.v[cache]);
         let mut transposed = vec![0f32; dim * KEY_BLOCK];
-        let mut scores = [[0f32; KEY_BLOCK]; QUERIES];
+        let mut scores: Scores = [[0f32; KEY_BLOCK]; SCORE_ROWS];
+        // A prompt chunk's task reads each block's values once per tile of states: widened
+        // once into `f32_values` instead, prefill attention was 4–7% faster (2-core Zen 4 VM,
+        // `examples/attention`, AVX-512). Decoding reads them once per token, from memory,
+        // and takes them as they are.
+        let widen_values = E::KIND == Kind::F16 && self.rows.len() > 1;
+        let mut f32_values = Vec::new();
         let last = keys.end.min(self.visible());
-        let scale = 1.0 / (dim as f32).sqrt();
         // State `i` is query head `kv_head · groups + i % groups` of row `rows.start + i / groups`.
         let query = |i: usize| {
             let (row, head) = (
@@ -67,39 +79,73 @@ impl<E: KvElement> Task<'_, E> {
                     [&key_rows[next.clone()], &values[next]],
                 )
             };
-            let block = |end: usize| Block {
-                transposed: &transposed,
-                values: &values[first * dim..end * dim],
-                count: end - first,
-                dim,
-                scale,
-            };
-            // Rows on the block's diagonal see part of it, each its own part; the rows after
-            // them see all of it, and their states, one run, are taken four at a time across
-            // rows, so that seven heads per KV head need no tile of three.
             let whole = self
                 .rows
                 .clone()
                 .position(|row| s.offset + row + 1 >= block_end)
                 .unwrap_or(self.rows.len());
-            for r in 0..whole {
-                let end = s.offset + self.rows.start + r + 1;
-                if end > first {
-                    // SAFETY: the CPU has AVX2 and FMA.
-                    unsafe {
-                        block(end).attend_states(
-                            r * groups..(r + 1) * groups,
-                            &query,
-                            state,
-                            &mut scores,
-                        )
-                    };
+            let values = &values[first * dim..block_end * dim];
+            let keys = (&transposed[..], first, whole);
+            // SAFETY (both): this function's contract.
+            if widen_values {
+                let values = E::as_f32(values, &mut f32_values);
+                unsafe { self.attend_rows(values, keys, &query, state, &mut scores, wide) };
+            } else {
+                unsafe { self.attend_rows(values, keys, &query, state, &mut scores, wide) };
+            }
+        }
+    }
+
+    /// Folds the block of keys that starts at key `first` into every state of the task:
+    /// `values` are its value rows, `transposed` its keys, and the task's rows before `whole`
+    /// are on its diagonal.
+    ///
+    /// # Safety
+    /// As for [`Self::run_tiled`].
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn attend_rows<'q, F: KvElement>(
+        &self,
+        values: &[F],
+        (transposed, first, whole): (&[f32], usize, usize),
+        query: &impl Fn(usize) -> &'q [f32],
+        state: &mut State,
+        scores: &mut Scores,
+        wide: bool,
+    ) {
+        let s = self.shape;
+        let (dim, groups) = (s.head_dim, s.heads / s.kv_heads);
+        let scale = 1.0 / (dim as f32).sqrt();
+        let block = |end: usize| Block {
+            transposed,
+            values: &values[..(end - first) * dim],
+            count: end - first,
+            dim,
+            scale,
+        };
+        let mut attend = |block: Block<'_, F>, states: Range<usize>| {
+            // SAFETY: the CPU has AVX2, FMA and F16C (this function's contract), and
+            // AVX-512F where `wide` says so.
+            unsafe {
+                if wide {
+                    block.attend_states_wide(states, query, state, scores)
+                } else {
+                    block.attend_states(states, query, state, scores)
                 }
             }
-            let states = whole * groups..self.rows.len() * groups;
-            // SAFETY: as above.
-            unsafe { block(block_end).attend_states(states, &query, state, &mut scores) };
+        };
+        // Rows on the block's diagonal see part of it, each its own part; the rows after
+        // them see all of it, and their states, one run, are taken four at a time across
+        // rows, so that seven heads per KV head need no tile of three.
+        for r in 0..whole {
+            let end = s.offset + self.rows.start + r + 1;
+            if end > first {
+                attend(block(end), r * groups..(r + 1) * groups);
+            }
         }
+        attend(
+            block(first + values.len() / dim),
+            whole * groups..self.rows.len() * groups,
+        );
     }
 }
 
@@ -124,15 +170,15 @@ fn prefetch<E>(span: &[E]) {
 
 /// The keys of one block that a run of states sees (one row on the block's diagonal, or the
 /// rows past it), with their values.
-struct Block<'a, E> {
+pub(super) struct Block<'a, E> {
     /// The block's keys, transposed: dimension `d` of key `j` at `d · KEY_BLOCK + j`.
-    transposed: &'a [f32],
+    pub(super) transposed: &'a [f32],
     /// Rows `0..count` of the block's values, as the cache holds them.
-    values: &'a [E],
+    pub(super) values: &'a [E],
     /// Keys these states see in the block, at least 1.
-    count: usize,
-    dim: usize,
-    scale: f32,
+    pub(super) count: usize,
+    pub(super) dim: usize,
+    pub(super) scale: f32,
 }
 
 impl<E: KvElement> Block<'_, E> {
@@ -147,7 +193,7 @@ impl<E: KvElement> Block<'_, E> {
         states: Range<usize>,
         query: &impl Fn(usize) -> &'q [f32],
         state: &mut State,
-        scores: &mut [[f32; KEY_BLOCK]; QUERIES],
+        scores: &mut Scores,
     ) {
         let mut at = states.start;
         while at < states.end {
@@ -176,7 +222,7 @@ impl<E: KvElement> Block<'_, E> {
         queries: [&[f32]; N],
         state: &mut State,
         at: usize,
-        scores: &mut [[f32; KEY_BLOCK]; QUERIES],
+        scores: &mut Scores,
     ) {
         let dim = self.dim;
         assert!(
@@ -224,9 +270,36 @@ impl<E: KvElement> Block<'_, E> {
                 }
             }
         }
+        // SAFETY: the CPU has AVX2 and FMA.
+        let corrections = unsafe { self.softmax::<N>(scores, tiles * KEY_TILE, state, at) };
+        let mut d = 0;
+        // SAFETY (both): the CPU has AVX2 and FMA; `d + 8 · V <= dim`.
+        while d + 2 * LANES <= dim {
+            unsafe { self.weigh_values::<N, 2>(scores, &corrections, state, at, d) };
+            d += 2 * LANES;
+        }
+        if d < dim {
+            unsafe { self.weigh_values::<N, 1>(scores, &corrections, state, at, d) };
+        }
+    }
+
+    /// Turns the scores of states `at..at + N` (the first `scored` of each row, a multiple
+    /// of 8) into weights, `exp(score - max)` with each state's running maximum updated, and
+    /// adds them to its sum; returns by how much each state's earlier sum and values shrink.
+    ///
+    /// # Safety
+    /// The CPU has AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn softmax<const N: usize>(
+        &self,
+        scores: &mut Scores,
+        scored: usize,
+        state: &mut State,
+        at: usize,
+    ) -> [f32; N] {
         let mut corrections = [0f32; N];
         for (n, correction) in corrections.iter_mut().enumerate() {
-            let row = &mut scores[n][..tiles * KEY_TILE];
+            let row = &mut scores[n][..scored];
             // Keys past the row's last one (the causal mask, or the block's end) were scored
             // against stale data: they weigh nothing.
             row[self.count..].fill(f32::NEG_INFINITY);
@@ -240,15 +313,7 @@ impl<E: KvElement> Block<'_, E> {
             row[self.count..].fill(0.0);
             state.sum[i] = state.sum[i] * *correction + sum(row);
         }
-        let mut d = 0;
-        // SAFETY (both): the CPU has AVX2 and FMA; `d + 8 · V <= dim`.
-        while d + 2 * LANES <= dim {
-            unsafe { self.weigh_values::<N, 2>(scores, &corrections, state, at, d) };
-            d += 2 * LANES;
-        }
-        if d < dim {
-            unsafe { self.weigh_values::<N, 1>(scores, &corrections, state, at, d) };
-        }
+        corrections
     }
 
     /// `acc = correction · acc + Σ_j p_j · value j` for dimensions `d..d + 8·V` of the states
@@ -260,7 +325,7 @@ impl<E: KvElement> Block<'_, E> {
     #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn weigh_values<const N: usize, const V: usize>(
         &self,
-        scores: &[[f32; KEY_BLOCK]; QUERIES],
+        scores: &Scores,
         corrections: &[f32; N],
         state: &mut State,
         at: usize,
