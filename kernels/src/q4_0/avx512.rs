@@ -9,7 +9,6 @@ use crate::activations::QuantizedRows;
 use crate::avx512_frame::avx512_group;
 #[cfg(target_arch = "x86_64")]
 use crate::avx512_frame::{nibbles512, store_rows512, widen16};
-use crate::tiled::prefetch_ahead;
 
 /// Activation rows per micro-kernel call: 8 unpacked weight registers, the scales, and two
 /// accumulators and a sum per row fit the 32 zmm registers.
@@ -35,7 +34,7 @@ unsafe fn micro_kernel<const R: usize>(
     let (words, scales, offsets, _) = acts.rows(first..first + R);
     let mut acc = [_mm512_setzero_ps(); R];
     for (block, tile) in tiles.iter().enumerate() {
-        prefetch_ahead::<R, _>(tile);
+        // No software prefetch here: see `tiled::prefetch_ahead`.
         // SAFETY: `qs` is 256 bytes at the start of the tile.
         let (low, high) = unsafe { nibbles512(tile.qs.as_ptr()) };
         let weight_scales = widen16(&tile.scales);

@@ -7,7 +7,6 @@ use crate::activations::QuantizedRows;
 use crate::avx512_frame::avx512_group;
 #[cfg(target_arch = "x86_64")]
 use crate::avx512_frame::{nibbles512, store_rows512, widen16};
-use crate::tiled::prefetch_ahead;
 
 /// Activation rows per micro-kernel call, as for Q4_0: 8 unpacked weight registers, `d` and
 /// `m`, and two sums and an accumulator per row fit the 32 zmm registers.
@@ -33,7 +32,7 @@ unsafe fn micro_kernel<const R: usize>(
     let (words, scales, offsets, _) = acts.rows(first..first + R);
     let mut acc = [_mm512_setzero_ps(); R];
     for (block, tile) in tiles.iter().enumerate() {
-        prefetch_ahead::<R, _>(tile);
+        // No software prefetch here: see `tiled::prefetch_ahead`.
         // SAFETY: `qs` is 256 bytes at the 64-byte aligned start of the tile.
         let (low, high) = unsafe { nibbles512(tile.qs.as_ptr()) };
         let (d, m) = (widen16(&tile.d), widen16(&tile.m));

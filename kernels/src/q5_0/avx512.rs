@@ -9,7 +9,6 @@ use crate::avx512_frame::avx512_group;
 use crate::avx512_frame::{store_rows512, widen16};
 #[cfg(target_arch = "x86_64")]
 use crate::fifth_bits::FifthBits512;
-use crate::tiled::prefetch_ahead;
 
 /// Activation rows per micro-kernel call, as for Q4_0.
 const MR: usize = 6;
@@ -34,7 +33,7 @@ unsafe fn micro_kernel<const R: usize>(
     let (words, scales, offsets, _) = acts.rows(first..first + R);
     let mut acc = [_mm512_setzero_ps(); R];
     for (block, tile) in tiles.iter().enumerate() {
-        prefetch_ahead::<R, _>(tile);
+        // No software prefetch here: see `tiled::prefetch_ahead`.
         let qs = tile.qs.as_ptr().cast::<__m512i>();
         // SAFETY: `qh` is 64 bytes at offset 256 of the tile, in the byte order of a `qs`
         // word.

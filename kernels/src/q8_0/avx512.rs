@@ -8,7 +8,6 @@ use super::{TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 #[cfg(target_arch = "x86_64")]
 use crate::avx512_frame::{store_rows512, widen16};
-use crate::tiled::prefetch_ahead;
 
 /// Activation rows per call of the micro-kernel: 8 weight + 1 scale + 6 accumulator registers
 /// and the temporaries fit the 32 zmm registers with room to spare.
@@ -69,7 +68,7 @@ unsafe fn rows<const R: usize>(
     let (words, scales, offsets, _) = acts.rows(first..first + R);
     let mut acc = [_mm512_setzero_ps(); R];
     for (block, tile) in tiles.iter().enumerate() {
-        prefetch_ahead::<R, _>(tile);
+        // No software prefetch here: see `tiled::prefetch_ahead`.
         let qs = tile.qs.as_ptr().cast::<__m512i>();
         let mut w = [_mm512_setzero_si512(); 8];
         for (q, w) in w.iter_mut().enumerate() {
