@@ -181,7 +181,10 @@ const PREFETCH_AHEAD: usize = 16 * 1024;
 /// is not understood; a different CPU may want a different choice.
 #[inline(always)]
 pub(crate) fn prefetch_ahead<const R: usize, T>(tile: &T) {
-    prefetch_part::<R, 1, T>(tile, 0);
+    #[cfg(target_arch = "x86_64")]
+    prefetch_lines::<R, 1, T, { std::arch::x86_64::_MM_HINT_T1 }>(tile, 0);
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = tile;
 }
 
 /// [`prefetch_ahead`] for part `part` of `PARTS` equal parts of the span, for kernels whose
@@ -191,21 +194,35 @@ pub(crate) fn prefetch_ahead<const R: usize, T>(tile: &T) {
 /// core keeps in flight. One part per sub-block spreads the requests over the tile's work:
 /// 1.3–2.3× faster in every pairing, near the bandwidth in most (`examples/packed_matmul.rs`'s
 /// memory table, the two ways taken in turn).
+///
+/// These ask with the non-temporal hint, not for L2: on a 2-core Zen 4 VM, three rounds each
+/// way in turn, the AVX-512 kernels streamed Q4_K at 29.9–30.3 GB/s against 23.6–25.1, Q5_K
+/// at 28.6–30.6 against 27.5–28.6, Q6_K at 30.2–31.3 against 27.4–29.2 and Q2_K at 30.2–30.5
+/// against 23.4–28.8; the AVX2 ones Q4_K at 30.0–30.5 against 26.1–29.0 and the others alike.
+/// The light kernels' whole-tile requests lost with it (Q5_1 on AVX-512: 23.7–25.4 against
+/// 26.5–28.7 GB/s), so [`prefetch_ahead`] keeps asking for L2.
 #[inline(always)]
 pub(crate) fn prefetch_part<const R: usize, const PARTS: usize, T>(tile: &T, part: usize) {
     #[cfg(target_arch = "x86_64")]
+    prefetch_lines::<R, PARTS, T, { std::arch::x86_64::_MM_HINT_NTA }>(tile, part);
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (tile, part);
+}
+
+/// Asks, with the hint `HINT`, for part `part` of `PARTS` of the lines of the tile-sized span
+/// [`PREFETCH_AHEAD`] bytes past `tile`, when the call is for one activation row.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn prefetch_lines<const R: usize, const PARTS: usize, T, const HINT: i32>(tile: &T, part: usize) {
     if R == 1 {
-        use std::arch::x86_64::{_MM_HINT_T1, _mm_prefetch};
         let lines = size_of::<T>().div_ceil(64);
         let ahead = (tile as *const T).cast::<i8>().wrapping_add(PREFETCH_AHEAD);
         for line in part * lines / PARTS..(part + 1) * lines / PARTS {
             // SAFETY: a prefetch is a hint that never faults, whatever the address; SSE, which
             // it needs, is part of x86_64.
-            unsafe { _mm_prefetch::<_MM_HINT_T1>(ahead.wrapping_add(line * 64)) };
+            unsafe { std::arch::x86_64::_mm_prefetch::<HINT>(ahead.wrapping_add(line * 64)) };
         }
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (tile, part);
 }
 
 /// Calls the micro-kernel `$kernel::<R>(args…, first)` over the activation rows `$rows` in
