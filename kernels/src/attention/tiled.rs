@@ -25,6 +25,7 @@ pub(super) const SCORE_ROWS: usize = 7;
 /// One score row per state of a tile: `scores[n][j]` is state `n`'s score, then weight, of
 /// key `j` of the block.
 pub(super) type Scores = [[f32; KEY_BLOCK]; SCORE_ROWS];
+const _: () = assert!(QUERIES <= SCORE_ROWS);
 const LANES: usize = 8;
 /// Keys per score tile: two registers.
 const KEY_TILE: usize = 2 * LANES;
@@ -134,8 +135,9 @@ impl<E: KvElement> Task<'_, E> {
             }
         };
         // Rows on the block's diagonal see part of it, each its own part; the rows after
-        // them see all of it, and their states, one run, are taken four at a time across
-        // rows, so that seven heads per KV head need no tile of three.
+        // them see all of it, and their states, one run, are taken a tile at a time across
+        // rows (four, or seven with AVX-512), so that seven heads per KV head need no tile of
+        // three on AVX2.
         for r in 0..whole {
             let end = s.offset + self.rows.start + r + 1;
             if end > first {

@@ -11,8 +11,9 @@
 //! arithmetic in fewer instructions: decode attention at a depth of 4k went from 130 to
 //! 123–128 µs per layer on Qwen2.5-0.5B's heads and from 270 to 224–235 µs on 1.5B's (two
 //! threads, `examples/attention`, runs taken in turn); a prompt chunk's was 3–4% faster on
-//! the first and 15% on the second. The key transposes that both kernels share are most of what is left: a third of
-//! the time at depth.
+//! the first and 15% on the second. The key transposes that both kernels share take a third
+//! of what is left from cache, but from memory, as a forward pass reads the cache at depth,
+//! the reading is the limit (`docs/inference.md`).
 //!
 //! The sums are taken in the same order as the AVX2 kernel's, lane for lane (runs of
 //! [`DIM_CHUNK`] dimensions per score; values in key order), so the two give the same bits.
