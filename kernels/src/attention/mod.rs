@@ -145,6 +145,14 @@ enum Simd {
     Portable,
 }
 
+impl Simd {
+    /// Whether the tiled kernel takes its AVX-512 products for heads of `head_dim`.
+    #[cfg(target_arch = "x86_64")]
+    fn wide(self, head_dim: usize) -> bool {
+        self == Simd::Detect && head_dim.is_multiple_of(16) && is_x86_feature_detected!("avx512f")
+    }
+}
+
 fn attention_on<E: KvElement>(
     simd: Simd,
     threads: usize,
@@ -299,9 +307,7 @@ impl<E: KvElement> Task<'_, E> {
             // says so. F16C came with AVX2 on every CPU that has both; a CPU without it takes
             // the portable path.
             if self.shape.head_dim.is_multiple_of(8) && is_x86_feature_detected!("f16c") {
-                let wide = simd == Simd::Detect
-                    && self.shape.head_dim.is_multiple_of(16)
-                    && is_x86_feature_detected!("avx512f");
+                let wide = simd.wide(self.shape.head_dim);
                 return unsafe { self.run_tiled(keys, state, wide) };
             }
             return unsafe { self.run_avx2(keys, state) };

@@ -343,6 +343,8 @@ fn the_avx512_products_give_the_avx2_kernels_bits() {
     // Seven heads per KV head (one tile of seven), six, and five at a dim of 48 (a register
     // pair of sixteen dims, then one).
     for (heads, kv_heads, head_dim) in [(14, 2, 64), (12, 2, 128), (5, 1, 48)] {
+        // Else the comparison below would hold the AVX2 kernel to itself.
+        assert!(Simd::Detect.wide(head_dim) && !Simd::Avx2.wide(head_dim));
         for (queries, offset) in [(1, 0), (1, 100), (1, 4000), (17, 63), (40, 300)] {
             let (shape, q, k, v) = rng.case((heads, kv_heads, head_dim), queries, offset, 5);
             let k16: Vec<f16> = k.iter().copied().map(f16::from_f32).collect();
