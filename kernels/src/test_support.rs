@@ -38,9 +38,17 @@ pub(crate) fn dense_matmul(lhs: &[f32], w: &[f32], m: usize, rows: usize, cols: 
     out
 }
 
+/// The largest `|got − want|` over the largest `|want|`; infinite where either is NaN, as an
+/// output a kernel never wrote is (the tests fill `got` with NaN first), since `f32::max`
+/// would pass over it.
 pub(crate) fn max_relative_error(got: &[f32], want: &[f32]) -> f32 {
     let scale = want.iter().fold(0f32, |a, x| a.max(x.abs())).max(1e-6);
-    got.iter()
-        .zip(want)
-        .fold(0f32, |a, (g, w)| a.max((g - w).abs() / scale))
+    got.iter().zip(want).fold(0f32, |a, (g, w)| {
+        let error = (g - w).abs() / scale;
+        if error.is_nan() {
+            f32::INFINITY
+        } else {
+            a.max(error)
+        }
+    })
 }

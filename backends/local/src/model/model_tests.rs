@@ -26,7 +26,11 @@ fn max_diff(a: &[f32], b: &[f32]) -> f32 {
     a.iter()
         .zip(b)
         .map(|(x, y)| (x - y).abs())
-        .fold(0.0, f32::max)
+        // A NaN logit must fail the comparison: `f32::max` alone would pass over it.
+        .fold(
+            0.0,
+            |m: f32, d| if d.is_nan() { f32::INFINITY } else { m.max(d) },
+        )
 }
 
 /// Runs `tokens` in chunks of `chunk` and returns the last logits.

@@ -208,7 +208,11 @@ fn max_diff(a: &Tensor, b: &Tensor) -> f32 {
     a.iter()
         .zip(&b)
         .map(|(x, y)| (x - y).abs())
-        .fold(0.0, f32::max)
+        // A NaN logit must fail the comparison: `f32::max` alone would pass over it.
+        .fold(
+            0.0,
+            |m: f32, d| if d.is_nan() { f32::INFINITY } else { m.max(d) },
+        )
 }
 
 fn run(model: &Model, cache: &mut KvCache, tokens: &[u32], chunk: usize) -> Tensor {
