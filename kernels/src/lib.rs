@@ -50,6 +50,7 @@ mod q5_1;
 mod q5_k;
 mod q6_k;
 mod q8_0;
+mod shares;
 #[cfg(test)]
 mod test_support;
 mod tiled;
