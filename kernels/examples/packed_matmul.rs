@@ -1,9 +1,9 @@
 //! Prints every packed kernel's speed, on each instruction set this CPU runs, against the
 //! CPU's measured int8 multiply-accumulate peak: Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 on the shapes
 //! of Qwen2.5-0.5B's layers, the K-quants (Q2_K to Q6_K) on the shapes of K-quant files whose
-//! rows are multiples of 256 (the 0.5B's MLP down projection and the 1.5B's layers), for one
-//! token (decode) and for a prefill chunk of 256, so kernel changes can be compared in
-//! isolation. A second table has each format decode from memory rather than cache, against the
+//! rows are multiples of 256 (the 0.5B's MLP down projection and the 1.5B's layers), each also
+//! on a 7B's MLP down projection, for one token (decode) and for a prefill chunk of 256, so
+//! kernel changes can be compared in isolation. A second table has each format decode from memory rather than cache, against the
 //! memory's read bandwidth (the bound `hearth bench` prints):
 //!   cargo run --release -p hearth-kernels --example packed_matmul [threads] [compute|memory|both]
 //!     [FORMAT,…]
@@ -17,21 +17,29 @@ use hearth_kernels::{
     PackedQ5_1, PackedQ5_K, PackedQ6_K, PackedQ8_0, measure_bandwidth,
 };
 
-/// (name, output rows, input columns): attention q/o, k/v, the MLP's gate/up and down.
-const SHAPES: [(&str, usize, usize); 4] = [
+/// Qwen2.5-7B's MLP down projection: a matrix far past the last-level cache, whose long rows
+/// cut a prompt chunk into many slices (see `tiled::run`).
+const DOWN_7B: (&str, usize, usize) = ("7B down 3584x18944", 3584, 18944);
+
+/// (name, output rows, input columns): attention q/o, k/v, the MLP's gate/up and down, then
+/// a 7B's down projection.
+const SHAPES: [(&str, usize, usize); 5] = [
     ("q/o 896x896", 896, 896),
     ("k/v 128x896", 128, 896),
     ("gate/up 4864x896", 4864, 896),
     ("down 896x4864", 896, 4864),
+    DOWN_7B,
 ];
 
 /// K-quant shapes: Qwen2.5-0.5B's MLP down projection (its only K-quant tensors in Q4_K_M, the
-/// 896-wide ones being Q5_0 or Q8_0 there), then Qwen2.5-1.5B's q/o, gate/up and down.
-const K_SHAPES: [(&str, usize, usize); 4] = [
+/// 896-wide ones being Q5_0 or Q8_0 there), then Qwen2.5-1.5B's q/o, gate/up and down, then a
+/// 7B's down projection.
+const K_SHAPES: [(&str, usize, usize); 5] = [
     ("0.5B down 896x4864", 896, 4864),
     ("q/o 1536x1536", 1536, 1536),
     ("gate/up 8960x1536", 8960, 1536),
     ("down 1536x8960", 1536, 8960),
+    DOWN_7B,
 ];
 
 /// A format's name, its GGUF block (values, bytes), and how to pack it for a kernel.
@@ -247,7 +255,7 @@ fn activations(len: usize, next: &mut impl FnMut() -> u64) -> Vec<f32> {
 impl Format {
     /// The shapes a format is timed on: the 0.5B's for 32-value blocks, K-quant ones for the
     /// 256-value blocks that need rows of that multiple.
-    fn shapes(&self) -> [(&'static str, usize, usize); 4] {
+    fn shapes(&self) -> [(&'static str, usize, usize); 5] {
         match self.block.0 {
             256 => K_SHAPES,
             _ => SHAPES,
