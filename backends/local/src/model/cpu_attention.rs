@@ -64,7 +64,7 @@ fn attend_on<E: KvElement + WithDType>(
 }
 
 /// Runs `f` on the tensor's values when they are one contiguous run of CPU memory of `T`.
-fn with_slice<T: WithDType, R>(t: &Tensor, f: impl FnOnce(&[T]) -> R) -> Option<R> {
+pub(crate) fn with_slice<T: WithDType, R>(t: &Tensor, f: impl FnOnce(&[T]) -> R) -> Option<R> {
     let (storage, layout) = t.storage_and_layout();
     let Storage::Cpu(cpu) = &*storage else {
         return None;

@@ -3,6 +3,7 @@
 
 mod config;
 mod cpu_attention;
+mod cpu_mlp;
 mod disk_rows;
 mod files;
 mod gguf;

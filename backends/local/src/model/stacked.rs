@@ -107,15 +107,31 @@ impl SharedInput {
         }
     }
 
-    /// Each part's output, `(.., out_i)`; stacked outputs are views into one tensor.
-    pub fn forward(&self, x: &Tensor) -> Result<Vec<Tensor>, EngineError> {
+    /// Output width of each part.
+    pub fn outs(&self) -> &[usize] {
+        &self.outs
+    }
+
+    /// The parts' outputs side by side, `(.., Σ out_i)`: stacked weights give it as it is,
+    /// separate ones are joined.
+    pub fn forward_joined(&self, x: &Tensor) -> Result<Tensor, EngineError> {
         match &self.kind {
             Kind::Stacked { w, b } => {
                 let y = w.forward(x)?;
-                let y = match b {
+                Ok(match b {
                     Some(b) => y.broadcast_add(b)?,
                     None => y,
-                };
+                })
+            }
+            Kind::Separate(_) => Ok(Tensor::cat(&self.forward(x)?, D::Minus1)?),
+        }
+    }
+
+    /// Each part's output, `(.., out_i)`; stacked outputs are views into one tensor.
+    pub fn forward(&self, x: &Tensor) -> Result<Vec<Tensor>, EngineError> {
+        match &self.kind {
+            Kind::Stacked { .. } => {
+                let y = self.forward_joined(x)?;
                 let mut start = 0;
                 let mut out = Vec::with_capacity(self.outs.len());
                 for &n in &self.outs {

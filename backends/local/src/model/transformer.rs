@@ -7,7 +7,7 @@
 //! (for `L == 1` the mask would be all zeros and is skipped).
 
 use candle_core::quantized::QMatMul;
-use candle_core::{Device, Tensor};
+use candle_core::{D, Device, Tensor};
 
 use crate::error::{EngineBug, EngineError};
 use crate::model::disk_rows::DiskRows;
@@ -186,12 +186,31 @@ impl Model {
         let attn = self.attention(&block.attn, index, &h, offset, mask, cache)?;
         let x = (x + attn)?;
         let h = candle_nn::ops::rms_norm(&x, &block.ffn_norm, eps)?;
-        let (gate, up) = match block.mlp.gate_up.forward(&h)?.as_slice() {
-            [gate, up] => (candle_nn::ops::silu(gate)?, up.clone()),
-            other => return Err(EngineBug::GateUpArity { found: other.len() }.into()),
-        };
-        let mlp = block.mlp.down.forward(&(gate * up)?)?;
+        let mlp = block
+            .mlp
+            .down
+            .forward(&self.gated(&block.mlp.gate_up, &h)?)?;
         Ok((x + mlp)?)
+    }
+
+    /// `silu(gate) · up` of the MLP's input `h`: in one pass over the gate/up output where the
+    /// CPU kernel takes it, else as candle's ops (the same values).
+    fn gated(&self, gate_up: &SharedInput, h: &Tensor) -> Result<Tensor, EngineError> {
+        let &[width, up_width] = gate_up.outs() else {
+            return Err(EngineBug::GateUpArity {
+                found: gate_up.outs().len(),
+            }
+            .into());
+        };
+        let joined = gate_up.forward_joined(h)?;
+        if width == up_width
+            && let Some(gated) = crate::model::cpu_mlp::swiglu(&joined, width)?
+        {
+            return Ok(gated);
+        }
+        let gate = joined.narrow(D::Minus1, 0, width)?;
+        let up = joined.narrow(D::Minus1, width, up_width)?;
+        Ok((candle_nn::ops::silu(&gate)? * up)?)
     }
 
     fn attention(

@@ -1,0 +1,73 @@
+//! The MLP's gated activation on the CPU through hearth-kernels' one-pass kernel, over the
+//! gate/up projection's joined output in place. Anything it does not cover (another device,
+//! another dtype, memory that is not one contiguous run) returns `None` and the caller keeps
+//! candle's ops, which give the same values.
+
+use candle_core::{DType, Tensor};
+use hearth_kernels::silu_mul;
+
+use crate::error::EngineError;
+use crate::model::cpu_attention::with_slice;
+
+/// `silu(gate) · up` for `gate_up`: `(.., 2 · width)`, each row's gate values then its up
+/// values. Returns `(.., width)`.
+pub(crate) fn swiglu(gate_up: &Tensor, width: usize) -> Result<Option<Tensor>, EngineError> {
+    if !gate_up.device().is_cpu() || gate_up.dtype() != DType::F32 {
+        return Ok(None);
+    }
+    let mut dims = gate_up.dims().to_vec();
+    if dims.pop() != Some(2 * width) {
+        return Ok(None);
+    }
+    let mut out = vec![0f32; gate_up.elem_count() / 2];
+    if with_slice(gate_up, |values: &[f32]| silu_mul(values, width, &mut out)).is_none() {
+        return Ok(None);
+    }
+    dims.push(width);
+    Ok(Some(Tensor::from_vec(out, dims, gate_up.device())?))
+}
+
+#[cfg(test)]
+mod tests {
+    use candle_core::{D, DType, Device, Tensor};
+
+    use super::swiglu;
+
+    /// The kernel gives candle's `silu(gate) * up` to the bit, for a decoded token's row and a
+    /// prompt chunk's rows.
+    #[test]
+    fn the_kernel_gives_candle_s_values_to_the_bit() {
+        let dev = Device::Cpu;
+        for (rows, width) in [(1, 64), (1, 4864), (37, 4864)] {
+            let gate_up =
+                (Tensor::randn(0f32, 1.0, (1, rows, 2 * width), &dev).unwrap() * 6.0).unwrap();
+            let gate = gate_up.narrow(D::Minus1, 0, width).unwrap();
+            let up = gate_up.narrow(D::Minus1, width, width).unwrap();
+            let want = (candle_nn::ops::silu(&gate).unwrap() * up).unwrap();
+            let got = swiglu(&gate_up, width)
+                .unwrap()
+                .expect("the kernel takes it");
+            assert_eq!(got.dims(), want.dims());
+            let bits = |t: &Tensor| -> Vec<u32> {
+                let values = t.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+                values.iter().map(|v| v.to_bits()).collect()
+            };
+            assert!(bits(&got) == bits(&want), "{rows} rows of {width}");
+        }
+    }
+
+    /// Other dtypes, mismatched widths and strided views stay on candle's ops.
+    #[test]
+    fn what_the_kernel_does_not_cover_falls_back() {
+        let dev = Device::Cpu;
+        let f16 = Tensor::zeros((1, 2, 8), DType::F16, &dev).unwrap();
+        assert!(swiglu(&f16, 4).unwrap().is_none());
+        let f32 = Tensor::zeros((1, 2, 8), DType::F32, &dev).unwrap();
+        assert!(swiglu(&f32, 3).unwrap().is_none());
+        let strided = Tensor::zeros((1, 2, 16), DType::F32, &dev)
+            .unwrap()
+            .narrow(D::Minus1, 0, 8)
+            .unwrap();
+        assert!(swiglu(&strided, 4).unwrap().is_none());
+    }
+}

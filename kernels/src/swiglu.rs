@@ -1,0 +1,92 @@
+//! The MLP's gated activation, `silu(gate) · up`, in one pass over the stacked gate/up
+//! projection's output, its rows split between threads.
+//!
+//! candle ran it as two ops on two strided views of that output: `silu` on a view that is not
+//! one contiguous run takes candle's single-threaded path, then a product wrote a third tensor.
+//! For a 1024-token prompt through Qwen2.5-0.5B that was 378 of about 2600 ms (2-core Zen 4 VM,
+//! timed inside the forward pass), with the other core idle. Each value is computed as candle
+//! computes it, `g / (1 + exp(−g)) · u` with the C library's `expf`, so the results are the
+//! same bits: an approximate exponential moved greedy agreement with llama.cpp
+//! (`docs/inference.md`).
+
+use rayon::prelude::*;
+
+/// Rows below this many values run on the calling thread: a decoded token's single row is a
+/// few microseconds of work, less than handing it out.
+const PARALLEL_MIN_VALUES: usize = 16 * 1024;
+
+/// `out[r][i] = silu(gate_up[r][i]) · gate_up[r][width + i]` for every row `r`: each row of
+/// `gate_up` holds `width` gate values, then `width` up values.
+///
+/// # Panics
+/// If `width` is 0 or the lengths are not `rows · 2 · width` and `rows · width`.
+pub fn silu_mul(gate_up: &[f32], width: usize, out: &mut [f32]) {
+    assert!(
+        width > 0 && out.len().is_multiple_of(width) && gate_up.len() == 2 * out.len(),
+        "gate/up is {} values and out {}, for rows of {width}",
+        gate_up.len(),
+        out.len()
+    );
+    let row = |(gate_up, out): (&[f32], &mut [f32])| {
+        let (gate, up) = gate_up.split_at(width);
+        for ((o, &g), &u) in out.iter_mut().zip(gate).zip(up) {
+            *o = silu(g) * u;
+        }
+    };
+    if out.len() < PARALLEL_MIN_VALUES {
+        gate_up
+            .chunks_exact(2 * width)
+            .zip(out.chunks_exact_mut(width))
+            .for_each(row);
+    } else {
+        gate_up
+            .par_chunks_exact(2 * width)
+            .zip(out.par_chunks_exact_mut(width))
+            .for_each(row);
+    }
+}
+
+/// candle's SiLU for f32, operation for operation.
+fn silu(g: f32) -> f32 {
+    g / (1.0 + (-g).exp())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::silu_mul;
+
+    /// Each output is candle's `silu(g) · u` to the bit, on one row (the serial path) and on
+    /// many (the parallel one), large and tiny values and infinities included.
+    #[test]
+    fn each_value_is_silu_of_the_gate_times_the_up() {
+        let specials = [0.0, -0.0, 1e-30, -88.0, 88.0, 100.0, -100.0, f32::INFINITY];
+        for (rows, width) in [(1, 7), (1, 4864), (9, 4864)] {
+            let gate_up: Vec<f32> = (0..rows * 2 * width)
+                .map(|i| match specials.get(i % 97) {
+                    Some(&special) => special,
+                    None => ((i * 7919) % 2001) as f32 / 100.0 - 10.0,
+                })
+                .collect();
+            let mut out = vec![f32::NAN; rows * width];
+            silu_mul(&gate_up, width, &mut out);
+            for r in 0..rows {
+                for i in 0..width {
+                    let g = gate_up[r * 2 * width + i];
+                    let u = gate_up[r * 2 * width + width + i];
+                    let want = g / (1.0 + (-g).exp()) * u;
+                    let got = out[r * width + i];
+                    assert!(
+                        got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                        "row {r}, value {i}: silu({g}) · {u} = {want}, got {got}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "for rows of 4")]
+    fn mismatched_lengths_are_refused() {
+        silu_mul(&[0.0; 8], 4, &mut [0.0; 3]);
+    }
+}
