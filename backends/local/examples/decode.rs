@@ -1,5 +1,6 @@
-//! Decode speed only, at one depth: `decode MODEL.gguf [DEPTH] [TOKENS]`. Prints tokens/s for
-//! the forward pass alone and with the logits copied out and argmaxed, as the engine does.
+//! Decode speed at one depth: `decode MODEL.gguf [DEPTH] [TOKENS]`. Prints how fast the
+//! prompt of `DEPTH` tokens was read (chunks of 256, outside the engine's pool), then tokens/s
+//! for the forward pass alone and with the logits copied out and argmaxed, as the engine does.
 
 use std::time::{Duration, Instant};
 
@@ -17,10 +18,15 @@ fn main() -> anyhow::Result<()> {
     let model = GgufFile::open(path.as_ref())?.load_model(&Device::Cpu, &mut |_| Ok(()))?;
     let mut cache = model.new_cache();
     let prompt: Vec<u32> = (0..depth.max(1) as u32).map(|i| 100 + i % 5000).collect();
+    let start = Instant::now();
     for chunk in prompt.chunks(256) {
         model.forward(chunk, &mut cache)?;
     }
-    eprintln!("prefilled {depth} tokens; decoding {tokens}");
+    let prefill = start.elapsed().as_secs_f64();
+    eprintln!(
+        "prefilled {depth} tokens in {prefill:.2} s ({:.0} tok/s); decoding {tokens}",
+        prompt.len() as f64 / prefill
+    );
     let (mut forward, mut readout) = (Duration::ZERO, Duration::ZERO);
     let cpu_start = cpu_seconds();
     let mut token = 100u32;
