@@ -13,6 +13,7 @@ use hearth_kernels::{
 };
 
 use crate::error::{EngineBug, EngineError};
+use crate::model::cpu_attention::with_slice;
 
 pub(crate) enum Linear {
     Candle(QMatMul),
@@ -154,13 +155,19 @@ impl Linear {
             }
             .into());
         }
-        let lhs = x.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
-        let m = lhs.len() / cols;
+        let x32 = x.to_dtype(DType::F32)?;
+        let m = x32.elem_count() / cols;
         let mut out = vec![0f32; m * rows];
         // The pool this runs in (the engine's own) sets the threads. candle's
         // `get_num_threads` would read /proc/cpuinfo and sysfs on every call: a hundred reads
         // per decoded token, 5% of decode's CPU time.
-        w.matmul(&lhs, m, &mut out, rayon::current_num_threads());
+        let threads = rayon::current_num_threads();
+        // Read in place where the input is one run of memory, as every activation is here:
+        // copying it out first cost a prompt chunk 5 MB per MLP down projection.
+        if with_slice(&x32, |lhs: &[f32]| w.matmul(lhs, m, &mut out, threads)).is_none() {
+            let lhs = x32.flatten_all()?.to_vec1::<f32>()?;
+            w.matmul(&lhs, m, &mut out, threads);
+        }
         dims.push(rows);
         Ok(Tensor::from_vec(out, dims, x.device())?.to_dtype(x.dtype())?)
     }
