@@ -25,6 +25,8 @@
 //!   split between threads when there are fewer KV heads than threads (decoding).
 //! - [`measure_bandwidth`] and [`BandwidthProbe`]: the memory's read bandwidth, the roof decode
 //!   works under (each token reads every weight once).
+//! - [`rms_norm`] and [`add_rms_norm`]: RMS normalization of activation rows (after adding a
+//!   residual branch), eight rows' sums in flight at once, to the bit what candle's op gives.
 //! - [`silu_mul`]: the MLP's gated activation in one pass over the gate/up output, rows split
 //!   between threads, to the bit what candle's ops give.
 //! - [`keep_pool_warm`]: the pool's threads spin instead of sleeping through a decoded token's
@@ -52,6 +54,7 @@ mod q5_1;
 mod q5_k;
 mod q6_k;
 mod q8_0;
+mod rms_norm;
 mod shares;
 mod swiglu;
 #[cfg(test)]
@@ -74,6 +77,7 @@ pub use q5_1::PackedQ5_1;
 pub use q5_k::PackedQ5_K;
 pub use q6_k::PackedQ6_K;
 pub use q8_0::PackedQ8_0;
+pub use rms_norm::{add_rms_norm, rms_norm};
 pub use swiglu::silu_mul;
 pub use tiled::PackError;
 pub use warm_pool::keep_pool_warm;

@@ -4,6 +4,7 @@
 mod config;
 mod cpu_attention;
 mod cpu_mlp;
+mod cpu_norm;
 mod disk_rows;
 mod files;
 mod gguf;

@@ -10,6 +10,7 @@ use candle_core::quantized::QMatMul;
 use candle_core::{D, Device, Tensor};
 
 use crate::error::{EngineBug, EngineError};
+use crate::model::cpu_norm;
 use crate::model::disk_rows::DiskRows;
 use crate::model::linear::Linear;
 use crate::model::stacked::SharedInput;
@@ -166,7 +167,7 @@ impl Model {
             x = self.block_forward(block, i, &x, offset, &mask, cache)?;
         }
         let last = x.narrow(1, l - 1, 1)?;
-        let last = candle_nn::ops::rms_norm(&last, &self.norm, self.config.rms_eps as f32)?;
+        let last = cpu_norm::rms_norm(&last, &self.norm, self.config.rms_eps as f32)?;
         let logits = self.lm_head.forward(&last)?.flatten_all()?;
         cache.commit(l);
         Ok(logits)
@@ -182,10 +183,9 @@ impl Model {
         cache: &mut KvCache,
     ) -> Result<Tensor, EngineError> {
         let eps = self.config.rms_eps as f32;
-        let h = candle_nn::ops::rms_norm(x, &block.attn_norm, eps)?;
+        let h = cpu_norm::rms_norm(x, &block.attn_norm, eps)?;
         let attn = self.attention(&block.attn, index, &h, offset, mask, cache)?;
-        let x = (x + attn)?;
-        let h = candle_nn::ops::rms_norm(&x, &block.ffn_norm, eps)?;
+        let (x, h) = cpu_norm::add_rms_norm(x, &attn, &block.ffn_norm, eps)?;
         let mlp = block
             .mlp
             .down
