@@ -3,11 +3,12 @@
 //! Anything it does not cover (another device, another dtype, a buffer that is not plain
 //! contiguous memory) returns `None` and the caller keeps the generic candle path.
 
-use candle_core::{DType, Storage, Tensor, WithDType};
+use candle_core::{DType, Tensor, WithDType};
 use half::f16;
 use hearth_kernels::{AttentionShape, KvElement, causal_attention};
 
 use crate::error::{EngineBug, EngineError};
+use crate::model::cpu_memory::with_slice;
 
 /// `q`: `(1, heads, L, head_dim)`, rotated, f32. `k`, `v`: the cache's whole `(1, kv_heads,
 /// capacity, head_dim)` buffers, both f32 or both f16, with the new tokens written at
@@ -61,17 +62,6 @@ fn attend_on<E: KvElement + WithDType>(
         }
         _ => Ok(None),
     }
-}
-
-/// Runs `f` on the tensor's values when they are one contiguous run of CPU memory of `T`.
-pub(crate) fn with_slice<T: WithDType, R>(t: &Tensor, f: impl FnOnce(&[T]) -> R) -> Option<R> {
-    let (storage, layout) = t.storage_and_layout();
-    let Storage::Cpu(cpu) = &*storage else {
-        return None;
-    };
-    let (start, end) = layout.contiguous_offsets()?;
-    let data = cpu.as_slice::<T>().ok()?;
-    Some(f(data.get(start..end)?))
 }
 
 #[cfg(test)]

@@ -1,18 +1,38 @@
-//! The MLP's gated activation on the CPU through hearth-kernels' one-pass kernel, over the
-//! gate/up projection's joined output in place. Anything it does not cover (another device,
-//! another dtype, memory that is not one contiguous run) returns `None` and the caller keeps
-//! candle's ops, which give the same values.
+//! The MLP's gated activation, on the CPU through hearth-kernels' one-pass kernel over the
+//! gate/up projection's joined output in place. Anything the kernel does not cover (another
+//! device or dtype, memory that is not one contiguous run) takes candle's ops, which give the
+//! same values.
 
-use candle_core::{DType, Tensor};
+use candle_core::{D, DType, Tensor};
 use hearth_kernels::silu_mul;
 
-use crate::error::EngineError;
-use crate::model::cpu_attention::with_slice;
+use crate::error::{EngineBug, EngineError};
+use crate::model::cpu_memory::with_slice;
+use crate::model::stacked::SharedInput;
+
+/// `silu(gate) · up` of the MLP's input `h`, through its gate and up projections.
+pub(crate) fn gated(gate_up: &SharedInput, h: &Tensor) -> Result<Tensor, EngineError> {
+    let &[width, up_width] = gate_up.outs() else {
+        return Err(EngineBug::GateUpArity {
+            found: gate_up.outs().len(),
+        }
+        .into());
+    };
+    let joined = gate_up.forward_joined(h)?;
+    if width == up_width
+        && let Some(gated) = swiglu(&joined, width)?
+    {
+        return Ok(gated);
+    }
+    let gate = joined.narrow(D::Minus1, 0, width)?;
+    let up = joined.narrow(D::Minus1, width, up_width)?;
+    Ok((candle_nn::ops::silu(&gate)? * up)?)
+}
 
 /// `silu(gate) · up` for `gate_up`: `(.., 2 · width)`, each row's gate values then its up
-/// values. Returns `(.., width)`.
-pub(crate) fn swiglu(gate_up: &Tensor, width: usize) -> Result<Option<Tensor>, EngineError> {
-    if !gate_up.device().is_cpu() || gate_up.dtype() != DType::F32 {
+/// values. Returns `(.., width)`, or `None` where the kernel does not apply.
+fn swiglu(gate_up: &Tensor, width: usize) -> Result<Option<Tensor>, EngineError> {
+    if !gate_up.device().is_cpu() || gate_up.dtype() != DType::F32 || width == 0 {
         return Ok(None);
     }
     let mut dims = gate_up.dims().to_vec();
@@ -56,7 +76,7 @@ mod tests {
         }
     }
 
-    /// Other dtypes, mismatched widths and strided views stay on candle's ops.
+    /// Other dtypes, mismatched or empty widths and strided views stay on candle's ops.
     #[test]
     fn what_the_kernel_does_not_cover_falls_back() {
         let dev = Device::Cpu;
@@ -69,5 +89,7 @@ mod tests {
             .narrow(D::Minus1, 0, 8)
             .unwrap();
         assert!(swiglu(&strided, 4).unwrap().is_none());
+        let empty = Tensor::zeros((1, 2, 0), DType::F32, &dev).unwrap();
+        assert!(swiglu(&empty, 0).unwrap().is_none());
     }
 }

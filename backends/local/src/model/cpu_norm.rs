@@ -6,7 +6,7 @@
 use candle_core::{DType, Tensor};
 
 use crate::error::EngineError;
-use crate::model::cpu_attention::with_slice;
+use crate::model::cpu_memory::with_slice;
 
 /// candle's `rms_norm(x, alpha, eps)` over the last dimension.
 pub(crate) fn rms_norm(x: &Tensor, alpha: &Tensor, eps: f32) -> Result<Tensor, EngineError> {
@@ -54,12 +54,13 @@ pub(crate) fn add_rms_norm(
 }
 
 /// Whether the kernels take `x` and `alpha` by their kind: f32 on the CPU, rows of `alpha`'s
-/// length.
+/// length, which is not 0 (a crafted header's model; candle's op answers it).
 fn covered(x: &Tensor, alpha: &Tensor) -> bool {
     x.device().is_cpu()
         && x.dtype() == DType::F32
         && alpha.dtype() == DType::F32
         && alpha.dims().len() == 1
+        && alpha.elem_count() > 0
         && x.dims().last() == alpha.dims().first()
 }
 

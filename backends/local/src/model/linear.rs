@@ -13,7 +13,7 @@ use hearth_kernels::{
 };
 
 use crate::error::{EngineBug, EngineError};
-use crate::model::cpu_attention::with_slice;
+use crate::model::cpu_memory::with_slice;
 
 pub(crate) enum Linear {
     Candle(QMatMul),

@@ -3,6 +3,7 @@
 
 mod config;
 mod cpu_attention;
+mod cpu_memory;
 mod cpu_mlp;
 mod cpu_norm;
 mod disk_rows;

@@ -7,14 +7,13 @@
 //! (for `L == 1` the mask would be all zeros and is skipped).
 
 use candle_core::quantized::QMatMul;
-use candle_core::{D, Device, Tensor};
+use candle_core::{Device, Tensor};
 
 use crate::error::{EngineBug, EngineError};
-use crate::model::cpu_norm;
 use crate::model::disk_rows::DiskRows;
 use crate::model::linear::Linear;
 use crate::model::stacked::SharedInput;
-use crate::model::{KvCache, ModelConfig, Rope};
+use crate::model::{KvCache, ModelConfig, Rope, cpu_mlp, cpu_norm};
 
 pub(crate) struct Attention {
     /// q, k and v projections (with their biases), in that order.
@@ -189,28 +188,8 @@ impl Model {
         let mlp = block
             .mlp
             .down
-            .forward(&self.gated(&block.mlp.gate_up, &h)?)?;
+            .forward(&cpu_mlp::gated(&block.mlp.gate_up, &h)?)?;
         Ok((x + mlp)?)
-    }
-
-    /// `silu(gate) · up` of the MLP's input `h`: in one pass over the gate/up output where the
-    /// CPU kernel takes it, else as candle's ops (the same values).
-    fn gated(&self, gate_up: &SharedInput, h: &Tensor) -> Result<Tensor, EngineError> {
-        let &[width, up_width] = gate_up.outs() else {
-            return Err(EngineBug::GateUpArity {
-                found: gate_up.outs().len(),
-            }
-            .into());
-        };
-        let joined = gate_up.forward_joined(h)?;
-        if width == up_width
-            && let Some(gated) = crate::model::cpu_mlp::swiglu(&joined, width)?
-        {
-            return Ok(gated);
-        }
-        let gate = joined.narrow(D::Minus1, 0, width)?;
-        let up = joined.narrow(D::Minus1, width, up_width)?;
-        Ok((candle_nn::ops::silu(&gate)? * up)?)
     }
 
     fn attention(
