@@ -66,7 +66,7 @@ mod warm_pool;
 pub use attention::{AttentionShape, KvElement, ShapeError, causal_attention};
 pub use bandwidth::{BandwidthProbe, measure_bandwidth};
 pub use isa::Isa;
-pub use packed::PackedMatrix;
+pub use packed::{MatmulOut, PackedMatrix};
 pub use q2_k::PackedQ2_K;
 pub use q3_k::PackedQ3_K;
 pub use q4_0::PackedQ4_0;

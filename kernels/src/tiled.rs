@@ -7,6 +7,7 @@ use std::ops::Range;
 use crate::OutPtr;
 use crate::activations::{BLOCK, QuantizedRows};
 use crate::isa::Isa;
+use crate::packed::MatmulOut;
 use crate::shares::run_shared;
 
 /// Weight rows per tile: one 512-bit register of i32 lanes, or two 256-bit ones.
@@ -111,7 +112,7 @@ pub(crate) unsafe fn matmul<T: Sync>(
     (rows, cols): (usize, usize),
     lhs: &[f32],
     m: usize,
-    out: &mut [f32],
+    mut out: MatmulOut<'_>,
     threads: usize,
 ) {
     // Checked: a product that wrapped could match a short buffer, and the kernels write

@@ -28,6 +28,7 @@ use half::f16;
 
 use crate::activations::BLOCK;
 use crate::isa::Isa;
+use crate::packed::MatmulOut;
 use crate::tiled::{self, PackError, TILE_ROWS};
 use crate::two_bits::{self, PLANE_BYTES};
 
@@ -172,7 +173,7 @@ impl PackedQ2_K {
     ///
     /// # Panics
     /// If `lhs` or `out` do not have the sizes above.
-    pub fn matmul(&self, lhs: &[f32], m: usize, out: &mut [f32], threads: usize) {
+    pub fn matmul<'o>(&self, lhs: &[f32], m: usize, out: impl Into<MatmulOut<'o>>, threads: usize) {
         let kernels = tiled::Kernels {
             avx512: avx512::group,
             avx2: avx2::group,
@@ -181,6 +182,7 @@ impl PackedQ2_K {
         // SAFETY: `pack_for` checked that the CPU runs `isa`; each group's tiles are its own
         // and as many as the kernels read.
         unsafe {
+            let out = out.into();
             tiled::matmul(self.isa, &kernels, &self.tiles, shape, lhs, m, out, threads);
         }
     }

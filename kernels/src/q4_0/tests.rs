@@ -157,5 +157,5 @@ fn shapes_and_lengths_that_do_not_pack_are_refused() {
 #[should_panic(expected = "lhs is not m x cols")]
 fn a_row_count_whose_sizes_wrap_is_refused() {
     let packed = PackedQ4_0::pack_portable(Isa::Avx2, &[0; 16 * BLOCK_BYTES], 16, 32).unwrap();
-    packed.matmul(&[], 1 << 60, &mut [], 1);
+    packed.matmul(&[], 1 << 60, &mut Vec::new(), 1);
 }

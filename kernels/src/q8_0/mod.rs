@@ -26,6 +26,7 @@ use half::f16;
 
 use crate::activations::BLOCK;
 use crate::isa::Isa;
+use crate::packed::MatmulOut;
 use crate::tiled::PackError;
 use crate::tiled::{self, TILE_ROWS};
 
@@ -158,7 +159,7 @@ impl PackedQ8_0 {
     ///
     /// # Panics
     /// If `lhs` or `out` do not have the sizes above.
-    pub fn matmul(&self, lhs: &[f32], m: usize, out: &mut [f32], threads: usize) {
+    pub fn matmul<'o>(&self, lhs: &[f32], m: usize, out: impl Into<MatmulOut<'o>>, threads: usize) {
         let kernels = tiled::Kernels {
             avx512: avx512::group,
             avx2: avx2::group,
@@ -167,6 +168,7 @@ impl PackedQ8_0 {
         // SAFETY: `pack_for` checked that the CPU runs `isa`; each group's tiles are its own
         // and as many as the kernels read.
         unsafe {
+            let out = out.into();
             tiled::matmul(self.isa, &kernels, &self.tiles, shape, lhs, m, out, threads);
         }
     }

@@ -96,7 +96,7 @@ fn zero_rows_of_input_write_nothing_and_zero_blocks_give_zero() {
     let (data, _) = random_q8_0(&mut rng, 16, 64);
     for isa in kernels_here() {
         let packed = PackedQ8_0::pack_for(isa, &data, 16, 64).unwrap();
-        packed.matmul(&[], 0, &mut [], 2);
+        packed.matmul(&[], 0, &mut Vec::new(), 2);
         let mut out = vec![f32::NAN; 16];
         packed.matmul(&[0.0; 64], 1, &mut out, 2);
         assert!(out.iter().all(|&x| x == 0.0), "{isa:?}: {out:?}");
@@ -141,7 +141,7 @@ fn shapes_and_lengths_that_do_not_pack_are_refused() {
 fn a_row_count_whose_sizes_wrap_is_refused() {
     let data = vec![0u8; 16 * BLOCK_BYTES];
     let packed = PackedQ8_0::pack_portable(Isa::Avx2, &data, 16, 32).unwrap();
-    packed.matmul(&[], 1 << 60, &mut [], 1);
+    packed.matmul(&[], 1 << 60, &mut Vec::new(), 1);
 }
 
 #[test]

@@ -157,17 +157,27 @@ impl Linear {
         }
         let x32 = x.to_dtype(DType::F32)?;
         let m = x32.elem_count() / cols;
-        let mut out = vec![0f32; m * rows];
+        let len = m * rows;
+        // Written whole by the matmul, so not zeroed first.
+        let mut out = Vec::with_capacity(len);
+        let unwritten = &mut out.spare_capacity_mut()[..len];
         // The pool this runs in (the engine's own) sets the threads. candle's
         // `get_num_threads` would read /proc/cpuinfo and sysfs on every call: a hundred reads
         // per decoded token, 5% of decode's CPU time.
         let threads = rayon::current_num_threads();
         // Read in place where the input is one run of memory, as every activation is here:
         // copying it out first cost a prompt chunk 5 MB per MLP down projection.
-        if with_slice(&x32, |lhs: &[f32]| w.matmul(lhs, m, &mut out, threads)).is_none() {
+        if with_slice(&x32, |lhs: &[f32]| {
+            w.matmul_uninit(lhs, m, unwritten, threads)
+        })
+        .is_none()
+        {
             let lhs = x32.flatten_all()?.to_vec1::<f32>()?;
-            w.matmul(&lhs, m, &mut out, threads);
+            w.matmul_uninit(&lhs, m, unwritten, threads);
         }
+        // SAFETY: `matmul_uninit` wrote all `len` elements (`PackedMatrix`'s contract; it
+        // panics rather than return with a size it does not match).
+        unsafe { out.set_len(len) };
         dims.push(rows);
         Ok(Tensor::from_vec(out, dims, x.device())?.to_dtype(x.dtype())?)
     }
