@@ -121,13 +121,7 @@ mod tests {
     use std::sync::Mutex;
 
     use super::{Share, run_shared};
-
-    fn pool(threads: usize) -> rayon::ThreadPool {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap()
-    }
+    use crate::test_support::pool;
 
     #[test]
     fn the_two_ends_take_disjoint_parts_until_nothing_is_left() {

@@ -52,3 +52,11 @@ pub(crate) fn max_relative_error(got: &[f32], want: &[f32]) -> f32 {
         }
     })
 }
+
+/// A rayon pool of its own, for tests that need a given number of threads.
+pub(crate) fn pool(threads: usize) -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap()
+}

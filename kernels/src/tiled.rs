@@ -319,6 +319,7 @@ mod tests {
     use std::sync::Mutex;
 
     use super::{PackError, SLICE_BYTES, check_layout, run};
+    use crate::test_support::pool;
 
     /// Every (group, activation row) pair is handed out once, in slices of whole row steps,
     /// whether the rows take one pass or several slices, and whatever the blocks' size.
@@ -326,10 +327,7 @@ mod tests {
     fn run_covers_every_group_and_row_once() {
         let cols = 4096;
         let slice = SLICE_BYTES / cols;
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(2)
-            .build()
-            .unwrap();
+        let pool = pool(2);
         for groups in [1, 7, 40] {
             for m in [1, slice - 1, slice, slice + 1, 3 * slice + 5] {
                 for group_bytes in [1000, 70_000, 1 << 20] {

@@ -68,13 +68,7 @@ mod tests {
     use rayon::prelude::*;
 
     use super::keep_pool_warm;
-
-    fn pool(threads: usize) -> rayon::ThreadPool {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap()
-    }
+    use crate::test_support::pool;
 
     /// Parallel work inside still runs, on the spinning threads too, and the call returns.
     #[test]
