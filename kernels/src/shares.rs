@@ -169,20 +169,27 @@ mod tests {
         }
     }
 
-    /// A thread that cannot run (its share's owner is held up) leaves no group undone: the
-    /// others take its share.
+    /// A share whose owner never gets to run is taken by the thread that has finished its own,
+    /// from the back. In a pool of one the spawned owner of share 0 only runs once the caller
+    /// has waited at the scope's end, after its own share (32..64): by then the caller has
+    /// taken share 0 whole, last group first.
     #[test]
     fn a_stalled_thread_s_share_is_taken_by_the_others() {
         let ran = Mutex::new(Vec::new());
-        pool(2).install(|| {
-            // Four threads asked for in a pool of two: two shares wait for a thread that is
-            // busy elsewhere, and the two running take them.
-            run_shared(64, 4, 2, &|range| {
+        pool(1).install(|| {
+            run_shared(64, 2, 2, &|range| {
                 ran.lock().unwrap().extend(range);
             });
         });
-        let mut ran = ran.into_inner().unwrap();
-        ran.sort_unstable();
-        assert_eq!(ran, (0..64).collect::<Vec<_>>());
+        let ran = ran.into_inner().unwrap();
+        assert_eq!(
+            ran[..32],
+            (32..64).collect::<Vec<_>>()[..],
+            "its own share first"
+        );
+        assert_eq!(ran[32..34], [30, 31], "then the stalled share's back");
+        let mut sorted = ran.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..64).collect::<Vec<_>>());
     }
 }
