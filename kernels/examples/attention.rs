@@ -10,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 use half::f16;
-use hearth_kernels::{AttentionShape, KvElement, ShapeError, causal_attention};
+use hearth_kernels::{AttentionShape, KEY_BLOCK, KvElement, ShapeError, causal_attention};
 
 /// (name, query heads, KV heads, head size).
 const LAYOUTS: [(&str, usize, usize, usize); 3] = [
@@ -145,7 +145,8 @@ fn prefill<E: KvElement>(
     Ok(())
 }
 
-/// `queries` new tokens after `depth` cached ones, in a cache just large enough to hold them.
+/// `queries` new tokens after `depth` cached ones, in a cache just large enough to hold them
+/// (in whole key blocks). The keys are random, so their layout does not matter here.
 fn shape_of(
     (heads, kv_heads, head_dim): (usize, usize, usize),
     queries: usize,
@@ -157,7 +158,7 @@ fn shape_of(
         head_dim,
         queries,
         offset: depth,
-        capacity: depth + queries,
+        capacity: (depth + queries).next_multiple_of(KEY_BLOCK),
     }
 }
 

@@ -63,7 +63,9 @@ mod tiled;
 mod two_bits;
 mod warm_pool;
 
-pub use attention::{AttentionShape, KvElement, ShapeError, causal_attention};
+pub use attention::{
+    AttentionShape, CacheShape, KEY_BLOCK, KvElement, ShapeError, causal_attention, store_keys,
+};
 pub use bandwidth::{BandwidthProbe, measure_bandwidth};
 pub use isa::Isa;
 pub use packed::{MatmulOut, PackedMatrix};

@@ -20,10 +20,10 @@
 //! products (`tiled.rs`): four query vectors share every key and value loaded, and the
 //! softmax works on eight scores to a register. With AVX-512F too, and a head size that is a
 //! multiple of 16, seven query vectors share them, sixteen scores to a register
-//! (`tiled512.rs`). Otherwise the portable code takes one query vector at a time. An f16
-//! cache is widened as it is read: a key block once, into the transposed block the tiled
-//! kernel builds anyway, and the values as they are weighed, or once per block for a prompt
-//! chunk (see `element.rs` for why the cache is f16).
+//! (`tiled512.rs`). Otherwise the portable code takes one query vector at a time. The keys
+//! are held in blocks, dimension-major, as the tiled kernels read them (`keys.rs`). An f16
+//! cache is widened as it is read, or once per block for a prompt chunk (see `element.rs`
+//! for why the cache is f16).
 
 use std::fmt;
 
@@ -31,12 +31,14 @@ use rayon::prelude::*;
 
 use crate::OutPtr;
 pub use element::KvElement;
+pub use keys::{CacheShape, store_keys};
 
 /// Query positions per task (times the query heads of its KV head): they share every key
 /// block they read.
 const QUERY_BLOCK: usize = 16;
-/// Keys per block: 64 keys and values of 64 dims are 32 KiB, about an L1 data cache.
-const KEY_BLOCK: usize = 64;
+/// Keys per block: 64 keys and values of 64 dims are 32 KiB, about an L1 data cache. The key
+/// cache is held in blocks of this many positions (`keys.rs`), so its capacity is a multiple.
+pub const KEY_BLOCK: usize = 64;
 
 /// The sizes of one attention call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,8 +52,8 @@ pub struct AttentionShape {
     pub queries: usize,
     /// Tokens already in the cache before the new ones.
     pub offset: usize,
-    /// Positions allocated per KV head in the cache (its row stride), at least
-    /// `offset + queries`.
+    /// Positions allocated per KV head in the cache, at least `offset + queries` and a
+    /// multiple of [`KEY_BLOCK`].
     pub capacity: usize,
 }
 
@@ -68,6 +70,15 @@ impl fmt::Display for ShapeError {
 impl std::error::Error for ShapeError {}
 
 impl AttentionShape {
+    /// The sizes of the key cache this attention reads.
+    pub fn cache(&self) -> CacheShape {
+        CacheShape {
+            kv_heads: self.kv_heads,
+            head_dim: self.head_dim,
+            capacity: self.capacity,
+        }
+    }
+
     fn check(&self, q: usize, k: usize, v: usize, out: usize) -> Result<(), ShapeError> {
         let fail = |what: String| Err(ShapeError(what));
         if self.heads == 0 || self.kv_heads == 0 || self.head_dim == 0 {
@@ -89,11 +100,12 @@ impl AttentionShape {
                 self.offset, self.queries, self.capacity
             ));
         }
-        let product = |a: usize, b: usize, c: usize| a.checked_mul(b)?.checked_mul(c);
-        let (Some(rows), Some(cache)) = (
-            product(self.queries, self.heads, self.head_dim),
-            product(self.kv_heads, self.capacity, self.head_dim),
-        ) else {
+        let cache = self.cache().elements()?;
+        let Some(rows) = self
+            .queries
+            .checked_mul(self.heads)
+            .and_then(|n| n.checked_mul(self.head_dim))
+        else {
             return fail(format!("the buffer sizes of {self:?} overflow"));
         };
         if q != rows || out != rows {
@@ -109,8 +121,10 @@ impl AttentionShape {
 /// `out = softmax(q kᵀ / √d + causal mask) v` for every query head.
 ///
 /// - `q`: `(heads, queries, head_dim)`, row-major, already rotated.
-/// - `k`, `v`: `(kv_heads, capacity, head_dim)`, f32 or f16, with the new tokens already written at
-///   `offset..offset + queries`. Query `i` sees keys `0..=offset + i`.
+/// - `k`: `kv_heads × capacity` keys of `head_dim`, f32 or f16, in blocks as [`store_keys`]
+///   writes them; `v`: `(kv_heads, capacity, head_dim)`, row-major, of the same type. The new
+///   tokens are already written at `offset..offset + queries`. Query `i` sees keys
+///   `0..=offset + i`.
 /// - `out`: `(queries, heads, head_dim)`, token-major, ready for the output projection.
 ///
 /// Runs on the rayon pool, split by KV head and block of query rows, and by key range when
@@ -345,7 +359,7 @@ impl<E: KvElement> Task<'_, E> {
         let dim = if D == 0 { s.head_dim } else { D };
         let groups = s.heads / s.kv_heads;
         let cache = self.kv_head * s.capacity * dim..(self.kv_head + 1) * s.capacity * dim;
-        let (key_rows, values) = (&self.k[cache.clone()], &self.v[cache]);
+        let (key_blocks, values) = (&self.k[cache.clone()], &self.v[cache]);
         let scale = 1.0 / (dim as f32).sqrt();
         let State { max, sum, acc } = state;
         let mut scores = [0f32; KEY_BLOCK];
@@ -353,7 +367,9 @@ impl<E: KvElement> Task<'_, E> {
         let last = keys.end.min(self.visible());
         for first in (keys.start..last).step_by(KEY_BLOCK) {
             let block_end = last.min(first + KEY_BLOCK);
-            let key_block = E::as_f32(&key_rows[first * dim..block_end * dim], &mut wide_keys);
+            let block = &key_blocks[first * dim..][..KEY_BLOCK * dim];
+            keys::block_rows(block, block_end - first, dim, &mut wide_keys);
+            let key_block = &wide_keys[..];
             let value_block = E::as_f32(&values[first * dim..block_end * dim], &mut wide_values);
             for (r, row) in self.rows.clone().enumerate() {
                 let end = block_end.min(s.offset + row + 1);
@@ -553,6 +569,7 @@ fn exp_shifted(xs: &mut [f32], shift: f32) {
 }
 
 mod element;
+mod keys;
 #[cfg(target_arch = "x86_64")]
 mod tiled;
 #[cfg(target_arch = "x86_64")]

@@ -2,7 +2,7 @@ use half::f16;
 
 use super::{
     AttentionShape, KEY_BLOCK, Simd, attention_on, causal_attention, exp_shifted, key_splits,
-    split_keys,
+    split_keys, store_keys,
 };
 
 /// A small deterministic generator, so failures reproduce.
@@ -21,8 +21,9 @@ impl Lcg {
         (0..n).map(|_| self.float() * scale).collect()
     }
 
-    /// `queries` random query rows after `offset` cached tokens, in a cache with `spare`
-    /// positions past them: the shape, then `q`, `k` and `v`.
+    /// `queries` random query rows after `offset` cached tokens, in a cache with at least
+    /// `spare` positions past them: the shape, then `q`, `k` (one row per position, as the
+    /// reference reads it; [`blocked`] gives the kernel's layout) and `v`.
     fn case(
         &mut self,
         (heads, kv_heads, head_dim): (usize, usize, usize),
@@ -36,13 +37,20 @@ impl Lcg {
             head_dim,
             queries,
             offset,
-            capacity: offset + queries + spare,
+            capacity: (offset + queries + spare).next_multiple_of(KEY_BLOCK),
         };
         let cache = kv_heads * shape.capacity * head_dim;
         let q = self.fill(heads * queries * head_dim, 2.0);
         let (k, v) = (self.fill(cache, 2.0), self.fill(cache, 1.0));
         (shape, q, k, v)
     }
+}
+
+/// Keys given one row per position, `(kv_heads, capacity, head_dim)`, as the cache holds them.
+fn blocked<E: Copy>(k: &[E], shape: AttentionShape) -> Vec<E> {
+    let mut cache = k.to_vec();
+    store_keys(&mut cache, shape.cache(), 0, k).unwrap();
+    cache
 }
 
 /// Softmax attention in f64 with an explicit mask, straight from the definition.
@@ -91,7 +99,7 @@ fn in_f32_and_f16(
 ) {
     let want = reference(q, k, v, shape);
     let mut got = vec![f32::NAN; want.len()];
-    attention_on(simd, threads, q, k, v, shape, &mut got).unwrap();
+    attention_on(simd, threads, q, &blocked(k, shape), v, shape, &mut got).unwrap();
     check("f32", max_abs_error(&got, &want));
     let (k, v): (Vec<f16>, Vec<f16>) = (
         k.iter().copied().map(f16::from_f32).collect(),
@@ -100,7 +108,7 @@ fn in_f32_and_f16(
     let widen = |x: &[f16]| x.iter().map(|h| h.to_f32()).collect::<Vec<f32>>();
     let want = reference(q, &widen(&k), &widen(&v), shape);
     let mut got = vec![f32::NAN; want.len()];
-    attention_on(simd, threads, q, &k, &v, shape, &mut got).unwrap();
+    attention_on(simd, threads, q, &blocked(&k, shape), &v, shape, &mut got).unwrap();
     check("f16", max_abs_error(&got, &want));
 }
 
@@ -208,24 +216,24 @@ fn keys_after_a_query_never_reach_it() {
         head_dim: 8,
         queries: 4,
         offset: 0,
-        capacity: 4,
+        capacity: KEY_BLOCK,
     };
     let mut rng = Lcg(9);
     let q = rng.fill(2 * 4 * 8, 1.0);
-    let mut k = rng.fill(4 * 8, 1.0);
-    let mut v = rng.fill(4 * 8, 1.0);
+    let mut k = rng.fill(KEY_BLOCK * 8, 1.0);
+    let mut v = rng.fill(KEY_BLOCK * 8, 1.0);
     let mut before = vec![0f32; q.len()];
-    causal_attention(&q, &k, &v, shape, &mut before).unwrap();
+    causal_attention(&q, &blocked(&k, shape), &v, shape, &mut before).unwrap();
     // Changing the last value row may only change the last query's output. Its key is made
     // to score far above every other key for every query: a kernel that scores the whole
     // block and masks afterwards must leave it out of the earlier rows' maximum too, or their
     // weights underflow.
-    v[3 * 8..].iter_mut().for_each(|x| *x += 100.0);
-    for (d, key) in k[3 * 8..].iter_mut().enumerate() {
+    v[3 * 8..4 * 8].iter_mut().for_each(|x| *x += 100.0);
+    for (d, key) in k[3 * 8..4 * 8].iter_mut().enumerate() {
         *key = 1e4 * (q[d] + q[4 * 8 + d]).signum();
     }
     let mut after = vec![0f32; q.len()];
-    causal_attention(&q, &k, &v, shape, &mut after).unwrap();
+    causal_attention(&q, &blocked(&k, shape), &v, shape, &mut after).unwrap();
     assert_eq!(before[..3 * 2 * 8], after[..3 * 2 * 8]);
     assert_ne!(before[3 * 2 * 8..], after[3 * 2 * 8..]);
 }
@@ -255,9 +263,9 @@ fn mismatched_buffers_are_errors_not_panics() {
         head_dim: 8,
         queries: 2,
         offset: 3,
-        capacity: 5,
+        capacity: KEY_BLOCK,
     };
-    let (q, kv) = (vec![0f32; 4 * 2 * 8], vec![0f32; 2 * 5 * 8]);
+    let (q, kv) = (vec![0f32; 4 * 2 * 8], vec![0f32; 2 * KEY_BLOCK * 8]);
     let mut out = vec![0f32; q.len()];
     assert!(causal_attention(&q, &kv, &kv, shape, &mut out).is_ok());
     let overflow = AttentionShape {
@@ -266,6 +274,14 @@ fn mismatched_buffers_are_errors_not_panics() {
     };
     let err = causal_attention(&q, &kv, &kv, overflow, &mut out).unwrap_err();
     assert!(err.to_string().contains("exceed"), "{err}");
+    // Keys are held in whole blocks (`keys.rs`): a capacity between them is no layout.
+    let between_blocks = AttentionShape {
+        capacity: 5,
+        ..shape
+    };
+    let (short, mut out5) = (vec![0f32; 2 * 5 * 8], vec![0f32; q.len()]);
+    let err = causal_attention(&q, &short, &short, between_blocks, &mut out5).unwrap_err();
+    assert!(err.to_string().contains("whole blocks"), "{err}");
     let uneven = AttentionShape {
         kv_heads: 3,
         ..shape
@@ -311,17 +327,18 @@ fn non_finite_inputs_finish_without_a_panic() {
         head_dim: 64,
         queries: 20,
         offset: 100,
-        capacity: 120,
+        capacity: 128,
     };
     let mut rng = Lcg(3);
     let q = rng.fill(14 * 20 * 64, 1.0);
-    let v = rng.fill(2 * 120 * 64, 1.0);
+    let v = rng.fill(2 * 128 * 64, 1.0);
     let v16: Vec<f16> = v.iter().copied().map(f16::from_f32).collect();
     for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 1e30] {
-        let mut k = rng.fill(2 * 120 * 64, 1.0);
+        let mut k = rng.fill(2 * 128 * 64, 1.0);
         k[70 * 64 + 5] = bad;
         // In an f16 cache 1e30 is past the range: it is held as infinity.
-        let k16: Vec<f16> = k.iter().copied().map(f16::from_f32).collect();
+        let k16: Vec<f16> = blocked(&k, shape).into_iter().map(f16::from_f32).collect();
+        let k = blocked(&k, shape);
         for simd in [Simd::Detect, Simd::Avx2, Simd::Portable] {
             let mut out = vec![0f32; q.len()];
             attention_on(simd, 2, &q, &k, &v, shape, &mut out).unwrap();
@@ -347,7 +364,7 @@ fn the_avx512_products_give_the_avx2_kernels_bits() {
         assert!(Simd::Detect.wide(head_dim) && !Simd::Avx2.wide(head_dim));
         for (queries, offset) in [(1, 0), (1, 100), (1, 4000), (17, 63), (40, 300)] {
             let (shape, q, k, v) = rng.case((heads, kv_heads, head_dim), queries, offset, 5);
-            let k16: Vec<f16> = k.iter().copied().map(f16::from_f32).collect();
+            let k16: Vec<f16> = blocked(&k, shape).into_iter().map(f16::from_f32).collect();
             let v16: Vec<f16> = v.iter().copied().map(f16::from_f32).collect();
             for threads in [1, 2, 8] {
                 let run = |simd| {

@@ -4,11 +4,11 @@
 //! one multiply-add, and each score ends in a sum across lanes. Here the query heads of one
 //! row that share a KV head (seven for Qwen2.5-0.5B) go through together, up to [`QUERIES`] at
 //! a time, and every key or value loaded feeds that many multiply-adds from registers. For the
-//! scores, each block of keys is transposed once, so that a register holds one dimension of
-//! eight keys: the scores come out eight keys to a register, ready for the softmax's vector
-//! max, exp and sum, with no sums across lanes. The transposed block is reused by every query
-//! row and head of the task. An f16 cache is widened in the same two places the kernel loads
-//! from it: the transpose, once per key block, and the value rows, eight values at a time.
+//! scores, the cache holds each block of keys dimension-major (`keys.rs`), so that a register
+//! holds one dimension of eight keys: the scores come out eight keys to a register, ready for
+//! the softmax's vector max, exp and sum, with no sums across lanes. An f16 cache is widened
+//! where the kernel loads from it, eight keys or values at a time; a prompt chunk's task,
+//! which reads each block once per tile of states, widens the block once instead.
 
 use std::arch::x86_64::*;
 use std::ops::Range;
@@ -50,15 +50,14 @@ impl<E: KvElement> Task<'_, E> {
         assert!(dim.is_multiple_of(LANES), "head size {dim}");
         let groups = s.heads / s.kv_heads;
         let cache = self.kv_head * s.capacity * dim..(self.kv_head + 1) * s.capacity * dim;
-        let (key_rows, values) = (&self.k[cache.clone()], &self.v[cache]);
-        let mut transposed = vec![0f32; dim * KEY_BLOCK];
+        let (key_blocks, values) = (&self.k[cache.clone()], &self.v[cache]);
         let mut scores: Scores = [[0f32; KEY_BLOCK]; SCORE_ROWS];
-        // A prompt chunk's task reads each block's values once per tile of states: widened
-        // once into `f32_values` instead, prefill attention was 4–7% faster (2-core Zen 4 VM,
-        // `examples/attention`, AVX-512). Decoding reads them once per token, from memory,
-        // and takes them as they are.
-        let widen_values = E::KIND == Kind::F16 && self.rows.len() > 1;
-        let mut f32_values = Vec::new();
+        // A prompt chunk's task reads each block once per tile of states: widened once into
+        // `f32_keys` and `f32_values` instead, prefill attention was 4–7% faster (2-core Zen 4
+        // VM, `examples/attention`, AVX-512; measured on the values). Decoding reads them once
+        // per token, from memory, and takes them as they are.
+        let widen = E::KIND == Kind::F16 && self.rows.len() > 1;
+        let (mut f32_keys, mut f32_values) = (Vec::new(), Vec::new());
         let last = keys.end.min(self.visible());
         // State `i` is query head `kv_head · groups + i % groups` of row `rows.start + i / groups`.
         let query = |i: usize| {
@@ -70,15 +69,16 @@ impl<E: KvElement> Task<'_, E> {
         };
         for first in (keys.start..last).step_by(KEY_BLOCK) {
             let block_end = last.min(first + KEY_BLOCK);
-            let next = block_end * dim..last.min(block_end + KEY_BLOCK) * dim;
-            // SAFETY: the CPU has AVX2 (this function's contract).
-            unsafe {
-                transpose(
-                    &key_rows[first * dim..block_end * dim],
-                    dim,
-                    &mut transposed,
-                    [&key_rows[next.clone()], &values[next]],
-                )
+            // The cache's capacity is whole blocks, so the block is there whole; its keys
+            // past `block_end` are scored and then left out.
+            let block_keys = &key_blocks[first * dim..][..KEY_BLOCK * dim];
+            let ahead = if block_end < last {
+                [
+                    &key_blocks[block_end * dim..][..KEY_BLOCK * dim],
+                    &values[block_end * dim..last.min(block_end + KEY_BLOCK) * dim],
+                ]
+            } else {
+                [&[][..], &[][..]]
             };
             let whole = self
                 .rows
@@ -86,19 +86,42 @@ impl<E: KvElement> Task<'_, E> {
                 .position(|row| s.offset + row + 1 >= block_end)
                 .unwrap_or(self.rows.len());
             let values = &values[first * dim..block_end * dim];
-            let keys = (&transposed[..], first, whole);
+            let rows = (first, whole);
             // SAFETY (both): this function's contract.
-            if widen_values {
+            if widen {
+                let keys = E::as_f32(block_keys, &mut f32_keys);
                 let values = E::as_f32(values, &mut f32_values);
-                unsafe { self.attend_rows(values, keys, &query, state, &mut scores, wide) };
+                prefetch(ahead[0]);
+                prefetch(ahead[1]);
+                let ahead = [&[][..], &[][..]];
+                unsafe {
+                    self.attend_rows(
+                        (keys, values, ahead),
+                        rows,
+                        &query,
+                        state,
+                        &mut scores,
+                        wide,
+                    )
+                };
             } else {
-                unsafe { self.attend_rows(values, keys, &query, state, &mut scores, wide) };
+                unsafe {
+                    self.attend_rows(
+                        (block_keys, values, ahead),
+                        rows,
+                        &query,
+                        state,
+                        &mut scores,
+                        wide,
+                    )
+                };
             }
         }
     }
 
     /// Folds the block of keys that starts at key `first` into every state of the task:
-    /// `values` are its value rows, `transposed` its keys, and the task's rows before `whole`
+    /// `keys` are its keys as the cache holds them, `values` its value rows, `ahead` the next
+    /// block's keys and values to [`prefetch`] on the way, and the task's rows before `whole`
     /// are on its diagonal.
     ///
     /// # Safety
@@ -106,8 +129,8 @@ impl<E: KvElement> Task<'_, E> {
     #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn attend_rows<'q, F: KvElement>(
         &self,
-        values: &[F],
-        (transposed, first, whole): (&[f32], usize, usize),
+        (keys, values, ahead): (&[F], &[F], [&[F]; 2]),
+        (first, whole): (usize, usize),
         query: &impl Fn(usize) -> &'q [f32],
         state: &mut State,
         scores: &mut Scores,
@@ -116,9 +139,12 @@ impl<E: KvElement> Task<'_, E> {
         let s = self.shape;
         let (dim, groups) = (s.head_dim, s.heads / s.kv_heads);
         let scale = 1.0 / (dim as f32).sqrt();
-        let block = |end: usize| Block {
-            transposed,
+        // Only the first tile of states asks for the next block: one request per line.
+        let mut ahead = Some(ahead);
+        let mut block = |end: usize| Block {
+            keys,
             values: &values[..(end - first) * dim],
+            ahead: ahead.take().unwrap_or([&[], &[]]),
             count: end - first,
             dim,
             scale,
@@ -152,11 +178,12 @@ impl<E: KvElement> Task<'_, E> {
 }
 
 /// Asks for `span` (part of the next block's keys or values) to be brought into L2 while the
-/// current block is worked on. Decoding reads each layer's keys and values once, from memory;
+/// current block is worked on; decoding spreads the requests over a block's score products
+/// ([`prefetch_part`]). Decoding reads each layer's keys and values once, from memory;
 /// alone, the hardware prefetcher left decode attention at a depth of 4k twice as slow as from
 /// cache (`examples/attention`, 2-core Zen 4 VM). Asking for the whole next block at a block's
 /// start took that from 250 to 205 µs per layer; spreading the requests over the block's
-/// transpose, an eighth per eight keys ([`transpose`]'s `ahead`), to 152–158 µs (180–194 the
+/// key transpose, an eighth per eight keys, to 152–158 µs (180–194 the
 /// whole-block way, runs taken in turn; 16k: 662–669 against 842–861), likely because a
 /// burst of 256 lines is more misses than a core keeps in flight. Prefetching into L1 (T0)
 /// made no difference.
@@ -170,13 +197,27 @@ fn prefetch<E>(span: &[E]) {
     }
 }
 
+/// Part `part` of `parts` of each of `spans`, asked for with [`prefetch`].
+#[inline]
+pub(super) fn prefetch_part<E>(spans: &[&[E]; 2], part: usize, parts: usize) {
+    for span in spans {
+        let each = span.len().div_ceil(parts);
+        let from = (part * each).min(span.len());
+        prefetch(&span[from..span.len().min(from + each)]);
+    }
+}
+
 /// The keys of one block that a run of states sees (one row on the block's diagonal, or the
 /// rows past it), with their values.
 pub(super) struct Block<'a, E> {
-    /// The block's keys, transposed: dimension `d` of key `j` at `d · KEY_BLOCK + j`.
-    pub(super) transposed: &'a [f32],
+    /// The block's keys as the cache holds them: dimension `d` of key `j` at
+    /// `d · KEY_BLOCK + j` (`keys.rs`).
+    pub(super) keys: &'a [E],
     /// Rows `0..count` of the block's values, as the cache holds them.
     pub(super) values: &'a [E],
+    /// The next block's keys and values, to be asked for while this one is worked on; empty
+    /// where another tile of states has asked already.
+    pub(super) ahead: [&'a [E]; 2],
     /// Keys these states see in the block, at least 1.
     pub(super) count: usize,
     pub(super) dim: usize,
@@ -229,27 +270,30 @@ impl<E: KvElement> Block<'_, E> {
         let dim = self.dim;
         assert!(
             (1..=KEY_BLOCK).contains(&self.count)
-                && self.transposed.len() >= dim * KEY_BLOCK
+                && self.keys.len() >= dim * KEY_BLOCK
                 && self.values.len() >= self.count * dim
                 && queries.iter().all(|q| q.len() == dim)
                 && state.acc.len() >= (at + N) * dim
                 && state.max.len() >= at + N
         );
         let tiles = self.count.div_ceil(KEY_TILE);
+        let chunks = dim.div_ceil(DIM_CHUNK);
         let scale = _mm256_set1_ps(self.scale);
         for tile in 0..tiles {
             let mut acc = [[_mm256_setzero_ps(); 2]; N];
             for chunk in (0..dim).step_by(DIM_CHUNK) {
+                prefetch_part(
+                    &self.ahead,
+                    tile * chunks + chunk / DIM_CHUNK,
+                    tiles * chunks,
+                );
                 let mut part = [[_mm256_setzero_ps(); 2]; N];
                 for d in chunk..dim.min(chunk + DIM_CHUNK) {
                     // SAFETY: `d < dim` and the tile's 16 keys are inside a block of
                     // `KEY_BLOCK` (asserted above).
                     let (k0, k1) = unsafe {
-                        let k = self
-                            .transposed
-                            .as_ptr()
-                            .add(d * KEY_BLOCK + tile * KEY_TILE);
-                        (_mm256_loadu_ps(k), _mm256_loadu_ps(k.add(LANES)))
+                        let k = self.keys.as_ptr().add(d * KEY_BLOCK + tile * KEY_TILE);
+                        (load8(k), load8(k.add(LANES)))
                     };
                     for (part, query) in part.iter_mut().zip(&queries) {
                         // SAFETY: `d < dim = query.len()`.
@@ -392,44 +436,6 @@ fn sum(xs: &[f32]) -> f32 {
     _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)))
 }
 
-/// Writes the `keys.len() / dim` keys of `keys` into `out` transposed: dimension `d` of key
-/// `j` at `d · KEY_BLOCK + j`. Slots of keys past the end keep what they held. Each step of
-/// eight keys also [`prefetch`]es an eighth of each span of `ahead` (the next block's keys
-/// and values).
-///
-/// # Safety
-/// The CPU has AVX2 and F16C.
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn transpose<E: KvElement>(keys: &[E], dim: usize, out: &mut [f32], ahead: [&[E]; 2]) {
-    let count = keys.len() / dim;
-    assert!(count <= KEY_BLOCK && out.len() >= dim * KEY_BLOCK && dim.is_multiple_of(LANES));
-    let whole = count / LANES * LANES;
-    let (src, dst) = (keys.as_ptr(), out.as_mut_ptr());
-    let steps = KEY_BLOCK / LANES;
-    for j in (0..whole).step_by(LANES) {
-        for span in ahead {
-            let part = span.len().div_ceil(steps);
-            let from = (j / LANES * part).min(span.len());
-            prefetch(&span[from..span.len().min(from + part)]);
-        }
-        for d in (0..dim).step_by(LANES) {
-            // SAFETY: keys `j..j + 8` exist and `d + 8 <= dim`, so every load is inside
-            // `keys`; every store lands at `(d + i) · KEY_BLOCK + j..+8`, inside `out`.
-            unsafe {
-                let r: [__m256; LANES] = std::array::from_fn(|i| load8(src.add((j + i) * dim + d)));
-                for (i, column) in transpose8(r).into_iter().enumerate() {
-                    _mm256_storeu_ps(dst.add((d + i) * KEY_BLOCK + j), column);
-                }
-            }
-        }
-    }
-    for j in whole..count {
-        for d in 0..dim {
-            out[d * KEY_BLOCK + j] = keys[j * dim + d].widen();
-        }
-    }
-}
-
 /// Eight consecutive elements from `p`, as f32.
 ///
 /// # Safety
@@ -443,39 +449,4 @@ unsafe fn load8<E: KvElement>(p: *const E) -> __m256 {
         Kind::F32 => unsafe { _mm256_loadu_ps(p.cast()) },
         Kind::F16 => unsafe { _mm256_cvtph_ps(_mm_loadu_si128(p.cast())) },
     }
-}
-
-/// The transpose of the 8 × 8 matrix whose rows are `r`. Inlined: called, its 8 registers
-/// went to memory and back, and it took a tenth of decode attention's time.
-#[target_feature(enable = "avx2,fma")]
-#[inline]
-fn transpose8(r: [__m256; LANES]) -> [__m256; LANES] {
-    // Pairs of rows interleaved, then pairs of pairs, leave in each 128-bit half four
-    // elements of one column: the halves are then swapped into place.
-    let t0 = _mm256_unpacklo_ps(r[0], r[1]);
-    let t1 = _mm256_unpackhi_ps(r[0], r[1]);
-    let t2 = _mm256_unpacklo_ps(r[2], r[3]);
-    let t3 = _mm256_unpackhi_ps(r[2], r[3]);
-    let t4 = _mm256_unpacklo_ps(r[4], r[5]);
-    let t5 = _mm256_unpackhi_ps(r[4], r[5]);
-    let t6 = _mm256_unpacklo_ps(r[6], r[7]);
-    let t7 = _mm256_unpackhi_ps(r[6], r[7]);
-    let u0 = _mm256_shuffle_ps::<0x44>(t0, t2);
-    let u1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
-    let u2 = _mm256_shuffle_ps::<0x44>(t1, t3);
-    let u3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
-    let u4 = _mm256_shuffle_ps::<0x44>(t4, t6);
-    let u5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
-    let u6 = _mm256_shuffle_ps::<0x44>(t5, t7);
-    let u7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
-    [
-        _mm256_permute2f128_ps::<0x20>(u0, u4),
-        _mm256_permute2f128_ps::<0x20>(u1, u5),
-        _mm256_permute2f128_ps::<0x20>(u2, u6),
-        _mm256_permute2f128_ps::<0x20>(u3, u7),
-        _mm256_permute2f128_ps::<0x31>(u0, u4),
-        _mm256_permute2f128_ps::<0x31>(u1, u5),
-        _mm256_permute2f128_ps::<0x31>(u2, u6),
-        _mm256_permute2f128_ps::<0x31>(u3, u7),
-    ]
 }

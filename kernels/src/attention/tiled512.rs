@@ -11,9 +11,9 @@
 //! arithmetic in fewer instructions: decode attention at a depth of 4k went from 130 to
 //! 123–128 µs per layer on Qwen2.5-0.5B's heads and from 270 to 224–235 µs on 1.5B's (two
 //! threads, `examples/attention`, runs taken in turn); a prompt chunk's was 3–4% faster on
-//! the first and 15% on the second. The key transposes that both kernels share take a third
-//! of what is left from cache, but from memory, as a forward pass reads the cache at depth,
-//! the reading is the limit (`docs/inference.md`).
+//! the first and 15% on the second. With the keys held in blocks (`keys.rs`), the key
+//! transposes both kernels did went, and the same decode attention from memory went from
+//! 146–161 to 105–113 µs per layer.
 //!
 //! The sums are taken in the same order as the AVX2 kernel's, lane for lane (runs of
 //! [`DIM_CHUNK`] dimensions per score; values in key order), so the two give the same bits.
@@ -22,7 +22,7 @@ use std::arch::x86_64::*;
 use std::ops::Range;
 
 use super::element::Kind;
-use super::tiled::{Block, DIM_CHUNK, SCORE_ROWS, Scores};
+use super::tiled::{Block, DIM_CHUNK, SCORE_ROWS, Scores, prefetch_part};
 use super::{KEY_BLOCK, KvElement, State};
 
 /// Query vectors taken together: seven × two key registers, and their runs' partial sums,
@@ -84,27 +84,30 @@ impl<E: KvElement> Block<'_, E> {
             N <= QUERIES
                 && dim.is_multiple_of(LANES)
                 && (1..=KEY_BLOCK).contains(&self.count)
-                && self.transposed.len() >= dim * KEY_BLOCK
+                && self.keys.len() >= dim * KEY_BLOCK
                 && self.values.len() >= self.count * dim
                 && queries.iter().all(|q| q.len() == dim)
                 && state.acc.len() >= (at + N) * dim
                 && state.max.len() >= at + N
         );
         let tiles = self.count.div_ceil(KEY_TILE);
+        let chunks = dim.div_ceil(DIM_CHUNK);
         let scale = _mm512_set1_ps(self.scale);
         for tile in 0..tiles {
             let mut acc = [[_mm512_setzero_ps(); 2]; N];
             for chunk in (0..dim).step_by(DIM_CHUNK) {
+                prefetch_part(
+                    &self.ahead,
+                    tile * chunks + chunk / DIM_CHUNK,
+                    tiles * chunks,
+                );
                 let mut part = [[_mm512_setzero_ps(); 2]; N];
                 for d in chunk..dim.min(chunk + DIM_CHUNK) {
                     // SAFETY: `d < dim` and the tile's 32 keys are inside a block of
                     // `KEY_BLOCK` (asserted above).
                     let (k0, k1) = unsafe {
-                        let k = self
-                            .transposed
-                            .as_ptr()
-                            .add(d * KEY_BLOCK + tile * KEY_TILE);
-                        (_mm512_loadu_ps(k), _mm512_loadu_ps(k.add(LANES)))
+                        let k = self.keys.as_ptr().add(d * KEY_BLOCK + tile * KEY_TILE);
+                        (load16(k), load16(k.add(LANES)))
                     };
                     for (part, query) in part.iter_mut().zip(&queries) {
                         // SAFETY: `d < dim = query.len()`.

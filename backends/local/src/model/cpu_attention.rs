@@ -11,8 +11,9 @@ use crate::error::{EngineBug, EngineError};
 use crate::model::cpu_memory::with_slice;
 
 /// `q`: `(1, heads, L, head_dim)`, rotated, f32. `k`, `v`: the cache's whole `(1, kv_heads,
-/// capacity, head_dim)` buffers, both f32 or both f16, with the new tokens written at
-/// `offset..offset + L`. Returns `(1, L, heads · head_dim)`.
+/// capacity, head_dim)` buffers, both f32 or both f16, the keys in blocks
+/// (`KeyLayout::Blocked`), with the new tokens written at `offset..offset + L`. Returns
+/// `(1, L, heads · head_dim)`.
 pub(crate) fn attend(
     q: &Tensor,
     k: &Tensor,
@@ -69,6 +70,7 @@ mod tests {
     use candle_core::{DType, Device, Tensor};
 
     use super::attend;
+    use crate::model::kv_layout::blocked;
     use crate::model::transformer::{causal_mask, generic_attention};
 
     /// The fused kernel and the candle path (what CUDA runs) agree on the same cache, for
@@ -77,7 +79,7 @@ mod tests {
     #[test]
     fn the_fused_kernel_agrees_with_the_generic_path() {
         let dev = Device::Cpu;
-        let (heads, kv_heads, dim, capacity) = (6, 2, 16, 96);
+        let (heads, kv_heads, dim, capacity) = (6, 2, 16, 128);
         for (l, offset, dtype) in [
             (1, 0, DType::F32),
             (1, 40, DType::F32),
@@ -90,7 +92,7 @@ mod tests {
             let held = |t: Tensor| t.to_dtype(dtype).unwrap();
             let k = held(Tensor::randn(0f32, 1.0, (1, kv_heads, capacity, dim), &dev).unwrap());
             let v = held(Tensor::randn(0f32, 1.0, (1, kv_heads, capacity, dim), &dev).unwrap());
-            let fused = attend(&q, &k, &v, offset)
+            let fused = attend(&q, &blocked(&k), &v, offset)
                 .unwrap()
                 .expect("the kernel takes it");
             let mask = causal_mask(l, offset, &dev).unwrap();
@@ -117,7 +119,7 @@ mod tests {
         let dev = Device::Cpu;
         let zeros =
             |shape: (usize, usize, usize, usize), dtype| Tensor::zeros(shape, dtype, &dev).unwrap();
-        let kv = zeros((1, 1, 4, 8), DType::F16);
+        let kv = zeros((1, 1, 64, 8), DType::F16);
         assert!(
             attend(&zeros((1, 2, 1, 8), DType::F16), &kv, &kv, 0)
                 .unwrap()
@@ -125,12 +127,12 @@ mod tests {
         );
         let q = zeros((1, 2, 1, 8), DType::F32);
         assert!(
-            attend(&q, &zeros((1, 1, 4, 8), DType::BF16), &kv, 0)
+            attend(&q, &zeros((1, 1, 64, 8), DType::BF16), &kv, 0)
                 .unwrap()
                 .is_none()
         );
         assert!(
-            attend(&q, &kv, &zeros((1, 1, 4, 8), DType::F32), 0)
+            attend(&q, &kv, &zeros((1, 1, 64, 8), DType::F32), 0)
                 .unwrap()
                 .is_none()
         );

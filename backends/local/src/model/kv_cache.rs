@@ -1,8 +1,9 @@
 //! The per-sequence KV cache: preallocated K and V buffers for every layer, owned by the engine.
 //!
-//! Each layer's K and V have shape `(1, kv_heads, capacity, head_dim)`. Appending writes in
-//! place (`slice_set`) at `len`; capacity doubles when full (amortised O(1) append), capped at
-//! the model's context length. `len` advances only after a forward pass has written every
+//! Each layer's K and V have shape `(1, kv_heads, capacity, head_dim)`; on the CPU the keys
+//! lie in blocks within it (`kv_layout.rs`). Appending writes in place at `len`; capacity
+//! doubles when full (amortised O(1) append), capped at the model's context length and
+//! rounded up to whole key blocks. `len` advances only after a forward pass has written every
 //! layer, so a forward that fails part-way leaves the cache at its previous, consistent length.
 //!
 //! All the layers' buffers are views into one allocation, and that is what keeps memory to
@@ -22,6 +23,7 @@ use candle_core::{DType, Device, Tensor};
 
 use crate::error::EngineError;
 use crate::model::ModelConfig;
+use crate::model::kv_layout::{KeyLayout, copied_positions, whole_blocks};
 
 /// What a cache on `device` holds: f16 on the CPU, where hearth-kernels' attention reads it
 /// (see the module documentation); f32 elsewhere, where the generic attention's matmuls
@@ -48,6 +50,20 @@ struct LayerKv {
     v: Tensor,
 }
 
+impl LayerKv {
+    /// Copies `from`'s first `len` tokens into this layer's start. The keys go in whole
+    /// blocks, which lie alike at the start of any capacity (`kv_layout.rs`); both buffers
+    /// hold whole blocks, so the rounded-up prefix is inside them.
+    fn copy_prefix(&self, from: &LayerKv, len: usize) -> Result<(), EngineError> {
+        let keys = copied_positions(len);
+        self.k
+            .slice_set(&from.k.narrow(2, 0, keys)?.contiguous()?, 2, 0)?;
+        self.v
+            .slice_set(&from.v.narrow(2, 0, len)?.contiguous()?, 2, 0)?;
+        Ok(())
+    }
+}
+
 /// K/V for one sequence, all layers.
 pub struct KvCache {
     layers: Vec<LayerKv>,
@@ -58,6 +74,7 @@ pub struct KvCache {
     capacity: usize,
     max_len: usize,
     device: Device,
+    keys: KeyLayout,
     /// Bytes of K and V per token, all layers, in the cache's dtype.
     token_bytes: usize,
 }
@@ -74,6 +91,7 @@ impl KvCache {
             capacity: 0,
             max_len,
             device: device.clone(),
+            keys: KeyLayout::on(device),
             token_bytes: token_bytes(config, device),
         }
     }
@@ -156,10 +174,7 @@ impl KvCache {
         }
         fork.reserve(n)?;
         for (dst, src) in fork.layers.iter().zip(&self.layers) {
-            dst.k
-                .slice_set(&src.k.narrow(2, 0, n)?.contiguous()?, 2, 0)?;
-            dst.v
-                .slice_set(&src.v.narrow(2, 0, n)?.contiguous()?, 2, 0)?;
+            dst.copy_prefix(src, n)?;
         }
         fork.len = n;
         Ok(fork)
@@ -192,10 +207,12 @@ impl KvCache {
         if needed <= self.capacity && !self.layers.is_empty() {
             return Ok(());
         }
-        let new_cap = needed
-            .max(self.capacity * 2)
-            .max(MIN_CAPACITY)
-            .min(self.max_len);
+        let new_cap = whole_blocks(
+            needed
+                .max(self.capacity * 2)
+                .max(MIN_CAPACITY)
+                .min(self.max_len),
+        );
         // `(layers · 2, kv_heads, capacity, head_dim)`: layer `i`'s K is slice `2i`, its V
         // `2i + 1`, each one `(1, kv_heads, capacity, head_dim)` and contiguous.
         let shape = (self.num_layers * 2, self.kv_heads, new_cap, self.head_dim);
@@ -204,12 +221,11 @@ impl KvCache {
         for i in 0..self.num_layers {
             let k = all.narrow(0, 2 * i, 1)?;
             let v = all.narrow(0, 2 * i + 1, 1)?;
+            let layer = LayerKv { k, v };
             if self.len > 0 {
-                let old = &self.layers[i];
-                k.slice_set(&old.k.narrow(2, 0, self.len)?.contiguous()?, 2, 0)?;
-                v.slice_set(&old.v.narrow(2, 0, self.len)?.contiguous()?, 2, 0)?;
+                layer.copy_prefix(&self.layers[i], self.len)?;
             }
-            layers.push(LayerKv { k, v });
+            layers.push(layer);
         }
         self.layers = layers;
         self.capacity = new_cap;
@@ -232,23 +248,21 @@ impl KvCache {
                 limit: self.capacity,
             });
         }
-        let dtype = self.dtype();
-        slot.k
-            .slice_set(&k.to_dtype(dtype)?.contiguous()?, 2, self.len)?;
+        self.keys.write(&slot.k, k, self.len)?;
         slot.v
-            .slice_set(&v.to_dtype(dtype)?.contiguous()?, 2, self.len)?;
+            .slice_set(&v.to_dtype(self.dtype())?.contiguous()?, 2, self.len)?;
         Ok(())
     }
 
-    /// Views of `layer`'s K and V at positions `0..end`, `(1, kv_heads, end, head_dim)`, in
-    /// the cache's dtype.
+    /// `layer`'s K and V at positions `0..end`, `(1, kv_heads, end, head_dim)`, one row per
+    /// position, in the cache's dtype: views, except for blocked keys (a copy).
     pub(crate) fn view(&self, layer: usize, end: usize) -> Result<(Tensor, Tensor), EngineError> {
         let slot = self.layer(layer)?;
-        Ok((slot.k.narrow(2, 0, end)?, slot.v.narrow(2, 0, end)?))
+        Ok((self.keys.rows(&slot.k, end)?, slot.v.narrow(2, 0, end)?))
     }
 
     /// `layer`'s whole K and V buffers, `(1, kv_heads, capacity, head_dim)`, for kernels that
-    /// read the cache in place.
+    /// read the cache in place: on the CPU the keys lie in blocks (`kv_layout.rs`).
     pub(crate) fn buffers(&self, layer: usize) -> Result<(&Tensor, &Tensor), EngineError> {
         let slot = self.layer(layer)?;
         Ok((&slot.k, &slot.v))

@@ -12,6 +12,7 @@ mod gguf;
 mod gguf_check;
 mod gguf_types;
 mod kv_cache;
+mod kv_layout;
 mod linear;
 mod rope;
 pub mod safetensors;
