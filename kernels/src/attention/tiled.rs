@@ -52,10 +52,10 @@ impl<E: KvElement> Task<'_, E> {
         let cache = self.kv_head * s.capacity * dim..(self.kv_head + 1) * s.capacity * dim;
         let (key_blocks, values) = (&self.k[cache.clone()], &self.v[cache]);
         let mut scores: Scores = [[0f32; KEY_BLOCK]; SCORE_ROWS];
-        // A prompt chunk's task reads each block once per tile of states: widened once into
-        // `f32_keys` and `f32_values` instead, prefill attention was 4–7% faster (2-core Zen 4
-        // VM, `examples/attention`, AVX-512; measured on the values). Decoding reads them once
-        // per token, from memory, and takes them as they are.
+        // A prompt chunk's task reads each block once per tile of states, so it widens the
+        // block once into `f32_keys` and `f32_values`: widening in every tile instead made a
+        // chunk's attention 9–10% slower (2-core Zen 4 VM, `examples/attention`, AVX-512).
+        // Decoding reads each block once per token, from memory, and takes it as it is.
         let widen = E::KIND == Kind::F16 && self.rows.len() > 1;
         let (mut f32_keys, mut f32_values) = (Vec::new(), Vec::new());
         let last = keys.end.min(self.visible());
@@ -91,6 +91,8 @@ impl<E: KvElement> Task<'_, E> {
             if widen {
                 let keys = E::as_f32(block_keys, &mut f32_keys);
                 let values = E::as_f32(values, &mut f32_values);
+                // A chunk works on each block for many tiles of states: asking for the next
+                // one at once leaves it time to arrive.
                 prefetch(ahead[0]);
                 prefetch(ahead[1]);
                 let ahead = [&[][..], &[][..]];
