@@ -127,6 +127,26 @@ fn cache_grows_past_its_first_allocation() {
     assert!(max_diff(&reference, &got) < 1e-3);
 }
 
+/// A fork copies its prefix in whole key blocks (`kv_layout.rs`): the keys past the prefix
+/// in its last block come from the source's later tokens until the fork's own overwrite them,
+/// and must never be attended to.
+#[test]
+fn a_forked_prefix_continues_as_a_fresh_cache_would() {
+    let (model, _dir) = load(&TinySpec::qwen2());
+    let a = prompt(150);
+    let mut b = a[..70].to_vec();
+    b.extend((0..40).map(|i| (i * 7 + 2) as u32));
+    let mut fresh = model.new_cache();
+    let reference = chunked(&model, &mut fresh, &b, 256);
+    let mut source = model.new_cache();
+    chunked(&model, &mut source, &a, 256);
+    let mut fork = source.fork_prefix(70).unwrap();
+    let got = chunked(&model, &mut fork, &b[70..], 16);
+    assert!(max_diff(&reference, &got) < 1e-3);
+    assert_eq!(fork.len(), 110);
+    assert_eq!(source.len(), 150, "the source is untouched");
+}
+
 #[test]
 fn bad_ids_positions_and_overflow_are_errors_that_keep_the_cache() {
     let (model, _dir) = load(&TinySpec::qwen2());
