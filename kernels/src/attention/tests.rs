@@ -279,8 +279,8 @@ fn mismatched_buffers_are_errors_not_panics() {
         capacity: 5,
         ..shape
     };
-    let (short, mut out5) = (vec![0f32; 2 * 5 * 8], vec![0f32; q.len()]);
-    let err = causal_attention(&q, &short, &short, between_blocks, &mut out5).unwrap_err();
+    let short = vec![0f32; 2 * 5 * 8];
+    let err = causal_attention(&q, &short, &short, between_blocks, &mut out).unwrap_err();
     assert!(err.to_string().contains("whole blocks"), "{err}");
     let uneven = AttentionShape {
         kv_heads: 3,

@@ -23,7 +23,7 @@ use candle_core::{DType, Device, Tensor};
 
 use crate::error::EngineError;
 use crate::model::ModelConfig;
-use crate::model::kv_layout::{KeyLayout, copied_positions, whole_blocks};
+use crate::model::kv_layout::{KeyLayout, whole_blocks};
 
 /// What a cache on `device` holds: f16 on the CPU, where hearth-kernels' attention reads it
 /// (see the module documentation); f32 elsewhere, where the generic attention's matmuls
@@ -55,7 +55,7 @@ impl LayerKv {
     /// blocks, which lie alike at the start of any capacity (`kv_layout.rs`); both buffers
     /// hold whole blocks, so the rounded-up prefix is inside them.
     fn copy_prefix(&self, from: &LayerKv, len: usize) -> Result<(), EngineError> {
-        let keys = copied_positions(len);
+        let keys = whole_blocks(len);
         self.k
             .slice_set(&from.k.narrow(2, 0, keys)?.contiguous()?, 2, 0)?;
         self.v

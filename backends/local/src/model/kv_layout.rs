@@ -81,15 +81,10 @@ impl KeyLayout {
     }
 }
 
-/// Positions to copy when a cache of `len` tokens moves to a new buffer: its whole blocks,
-/// since a block's keys are spread across it.
-pub(crate) fn copied_positions(len: usize) -> usize {
-    len.next_multiple_of(KEY_BLOCK)
-}
-
-/// Capacities are whole blocks.
-pub(crate) fn whole_blocks(capacity: usize) -> usize {
-    capacity.next_multiple_of(KEY_BLOCK)
+/// `positions` rounded up to whole key blocks: what a cache's capacity is, and what it copies
+/// of a prefix of that many tokens, since a block's keys are spread across the block.
+pub(crate) fn whole_blocks(positions: usize) -> usize {
+    positions.next_multiple_of(KEY_BLOCK)
 }
 
 /// [`store_keys`] as a candle in-place op: the cache's buffer is shared by every layer, and
@@ -154,10 +149,8 @@ impl candle_core::InplaceOp2 for StoreKeys {
 /// holds them, for tests that hand the CPU kernel a cache of their own.
 #[cfg(test)]
 pub(crate) fn blocked(keys: &Tensor) -> Tensor {
-    let (_, kv_heads, capacity, head_dim) = keys.dims4().unwrap();
     let cache = Tensor::zeros(keys.shape(), keys.dtype(), keys.device()).unwrap();
     KeyLayout::Blocked.write(&cache, keys, 0).unwrap();
-    assert_eq!(cache.dims4().unwrap(), (1, kv_heads, capacity, head_dim));
     cache
 }
 
