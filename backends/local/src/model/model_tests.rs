@@ -42,6 +42,21 @@ fn chunked(model: &Model, cache: &mut KvCache, tokens: &[u32], chunk: usize) -> 
     logits_vec(&last.unwrap())
 }
 
+/// Two prompts that share their first `shared` tokens: `prompt(len)`, and the shared part
+/// followed by `tail`; with the second's last logits from a fresh cache.
+fn branch(
+    model: &Model,
+    len: usize,
+    shared: usize,
+    tail: &[u32],
+) -> (Vec<u32>, Vec<u32>, Vec<f32>) {
+    let a = prompt(len);
+    let b = [&a[..shared], tail].concat();
+    let mut fresh = model.new_cache();
+    let reference = chunked(model, &mut fresh, &b, 256);
+    (a, b, reference)
+}
+
 fn specs() -> Vec<TinySpec> {
     let f32_qwen2 = TinySpec {
         weights: GgmlDType::F32,
@@ -94,11 +109,8 @@ fn prefill_after_decode_steps_matches_single_pass() {
 #[test]
 fn truncate_and_reprefill_equals_fresh_prefill() {
     let (model, _dir) = load(&TinySpec::qwen3());
-    let a = prompt(80);
-    let mut b = a[..50].to_vec();
-    b.extend((0..30).map(|i| (i * 5 + 3) as u32));
-    let mut fresh = model.new_cache();
-    let reference = chunked(&model, &mut fresh, &b, 256);
+    let tail: Vec<u32> = (0..30).map(|i| (i * 5 + 3) as u32).collect();
+    let (a, b, reference) = branch(&model, 80, 50, &tail);
     let mut cache = model.new_cache();
     chunked(&model, &mut cache, &a, 16);
     cache.truncate(50).unwrap();
@@ -133,11 +145,8 @@ fn cache_grows_past_its_first_allocation() {
 #[test]
 fn a_forked_prefix_continues_as_a_fresh_cache_would() {
     let (model, _dir) = load(&TinySpec::qwen2());
-    let a = prompt(150);
-    let mut b = a[..70].to_vec();
-    b.extend((0..40).map(|i| (i * 7 + 2) as u32));
-    let mut fresh = model.new_cache();
-    let reference = chunked(&model, &mut fresh, &b, 256);
+    let tail: Vec<u32> = (0..40).map(|i| (i * 7 + 2) as u32).collect();
+    let (a, b, reference) = branch(&model, 150, 70, &tail);
     let mut source = model.new_cache();
     chunked(&model, &mut source, &a, 256);
     let mut fork = source.fork_prefix(70).unwrap();
