@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use hearth_kernels::{
     Isa, PackedMatrix, PackedQ2_K, PackedQ3_K, PackedQ4_0, PackedQ4_1, PackedQ4_K, PackedQ5_0,
-    PackedQ5_1, PackedQ5_K, PackedQ6_K, PackedQ8_0, measure_bandwidth,
+    PackedQ5_1, PackedQ5_K, PackedQ6_K, PackedQ8_0, WeightArena, measure_bandwidth,
 };
 
 /// Qwen2.5-7B's MLP down projection: a matrix far past the last-level cache, whose long rows
@@ -46,7 +46,7 @@ const K_SHAPES: [(&str, usize, usize); 5] = [
 struct Format {
     name: &'static str,
     block: (usize, usize),
-    pack: fn(Isa, &[u8], usize, usize) -> Option<Packed>,
+    pack: fn(&WeightArena, Isa, &[u8], usize, usize) -> Option<Packed>,
 }
 
 /// A matrix of any format, packed for one instruction set.
@@ -56,71 +56,91 @@ const FORMATS: [Format; 10] = [
     Format {
         name: "Q8_0",
         block: (32, 34),
-        pack: |isa, data, rows, cols| {
-            Some(Box::new(PackedQ8_0::pack_for(isa, data, rows, cols).ok()?))
+        pack: |arena, isa, data, rows, cols| {
+            Some(Box::new(
+                PackedQ8_0::pack_in(arena, isa, data, rows, cols).ok()?,
+            ))
         },
     },
     Format {
         name: "Q4_0",
         block: (32, 18),
-        pack: |isa, data, rows, cols| {
-            Some(Box::new(PackedQ4_0::pack_for(isa, data, rows, cols).ok()?))
+        pack: |arena, isa, data, rows, cols| {
+            Some(Box::new(
+                PackedQ4_0::pack_in(arena, isa, data, rows, cols).ok()?,
+            ))
         },
     },
     Format {
         name: "Q4_1",
         block: (32, 20),
-        pack: |isa, data, rows, cols| {
-            Some(Box::new(PackedQ4_1::pack_for(isa, data, rows, cols).ok()?))
+        pack: |arena, isa, data, rows, cols| {
+            Some(Box::new(
+                PackedQ4_1::pack_in(arena, isa, data, rows, cols).ok()?,
+            ))
         },
     },
     Format {
         name: "Q5_0",
         block: (32, 22),
-        pack: |isa, data, rows, cols| {
-            Some(Box::new(PackedQ5_0::pack_for(isa, data, rows, cols).ok()?))
+        pack: |arena, isa, data, rows, cols| {
+            Some(Box::new(
+                PackedQ5_0::pack_in(arena, isa, data, rows, cols).ok()?,
+            ))
         },
     },
     Format {
         name: "Q5_1",
         block: (32, 24),
-        pack: |isa, data, rows, cols| {
-            Some(Box::new(PackedQ5_1::pack_for(isa, data, rows, cols).ok()?))
+        pack: |arena, isa, data, rows, cols| {
+            Some(Box::new(
+                PackedQ5_1::pack_in(arena, isa, data, rows, cols).ok()?,
+            ))
         },
     },
     Format {
         name: "Q2_K",
         block: (256, 84),
-        pack: |isa, data, rows, cols| {
-            Some(Box::new(PackedQ2_K::pack_for(isa, data, rows, cols).ok()?))
+        pack: |arena, isa, data, rows, cols| {
+            Some(Box::new(
+                PackedQ2_K::pack_in(arena, isa, data, rows, cols).ok()?,
+            ))
         },
     },
     Format {
         name: "Q3_K",
         block: (256, 110),
-        pack: |isa, data, rows, cols| {
-            Some(Box::new(PackedQ3_K::pack_for(isa, data, rows, cols).ok()?))
+        pack: |arena, isa, data, rows, cols| {
+            Some(Box::new(
+                PackedQ3_K::pack_in(arena, isa, data, rows, cols).ok()?,
+            ))
         },
     },
     Format {
         name: "Q4_K",
         block: (256, 144),
-        pack: |isa, data, rows, cols| {
-            Some(Box::new(PackedQ4_K::pack_for(isa, data, rows, cols).ok()?))
+        pack: |arena, isa, data, rows, cols| {
+            Some(Box::new(
+                PackedQ4_K::pack_in(arena, isa, data, rows, cols).ok()?,
+            ))
         },
     },
     Format {
         name: "Q5_K",
         block: (256, 176),
-        pack: |isa, data, rows, cols| {
-            Some(Box::new(PackedQ5_K::pack_for(isa, data, rows, cols).ok()?))
+        pack: |arena, isa, data, rows, cols| {
+            Some(Box::new(
+                PackedQ5_K::pack_in(arena, isa, data, rows, cols).ok()?,
+            ))
         },
     },
     Format {
         name: "Q6_K",
         block: (256, 210),
-        pack: |isa, data, rows, cols| {
-            Some(Box::new(PackedQ6_K::pack_for(isa, data, rows, cols).ok()?))
+        pack: |arena, isa, data, rows, cols| {
+            Some(Box::new(
+                PackedQ6_K::pack_in(arena, isa, data, rows, cols).ok()?,
+            ))
         },
     },
 ];
@@ -177,7 +197,7 @@ fn compute_table(
             let data = random_blocks(format, rows * cols / format.block.0, next);
             let packed: Vec<Packed> = isas
                 .iter()
-                .filter_map(|&isa| (format.pack)(isa, &data, rows, cols))
+                .filter_map(|&isa| (format.pack)(&WeightArena::new(), isa, &data, rows, cols))
                 .collect();
             for m in [1, 256] {
                 let lhs = activations(m * cols, next);
@@ -217,8 +237,10 @@ fn memory_table(formats: &[&Format], isas: &[Isa], threads: usize, next: &mut im
         let mut out = vec![0f32; rows];
         print!("{:<5} {name:<18} {copies:>6}", format.name);
         for &isa in isas {
+            // In one arena, as a model's matrices are packed.
+            let arena = WeightArena::new();
             let Some(matrices) = (0..copies)
-                .map(|_| (format.pack)(isa, &data, rows, cols))
+                .map(|_| (format.pack)(&arena, isa, &data, rows, cols))
                 .collect::<Option<Vec<_>>>()
             else {
                 continue;

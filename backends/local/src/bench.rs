@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::engine::{Engine, EngineConfig, EngineEvent, GenerateRequest, Health, Prompt};
 use crate::error::EngineError;
-use crate::memory::{peak_rss, release_freed, reset_peak_rss};
+use crate::memory::{huge_page_bytes, huge_page_setting, peak_rss, release_freed, reset_peak_rss};
 use crate::model::{GgufFile, Kernels, KvCache, Model};
 use crate::sampler::{SamplingParams, argmax};
 use crate::tokenizer::TextTokenizer;
@@ -77,6 +77,8 @@ pub struct BenchReport {
     pub ttft: Option<(Duration, Duration)>,
     /// Memory while the depth rows ran: the weights and one sequence's cache.
     pub memory: Footprint,
+    /// Whether the weights lie on huge pages.
+    pub pages: Pages,
     /// Memory while the engine took the cold and warm turns, when measured apart.
     pub ttft_memory: Option<Footprint>,
     /// Size of the model file.
@@ -133,6 +135,35 @@ impl BenchReport {
     }
 }
 
+/// Whether the weights lie on 2 MiB pages, which decoding reads faster than 4 KiB ones (see
+/// `hearth_kernels::WeightArena`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pages {
+    /// The bytes of huge pages the model's load added.
+    pub huge_weight_bytes: Option<u64>,
+    /// The system's transparent huge page setting (`always`, `madvise` or `never`).
+    pub setting: Option<String>,
+}
+
+impl fmt::Display for Pages {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.huge_weight_bytes, self.setting.as_deref()) {
+            (_, Some("never")) => write!(
+                f,
+                "4 KiB only: transparent huge pages are off (`never`), which slows decoding; \
+                 `madvise` gives the weights 2 MiB pages"
+            ),
+            (Some(bytes), setting) => write!(
+                f,
+                "{:.0} MiB of weights on 2 MiB pages (transparent huge pages: {})",
+                bytes as f64 / (1 << 20) as f64,
+                setting.unwrap_or("unknown")
+            ),
+            (None, _) => write!(f, "unknown"),
+        }
+    }
+}
+
 /// The peak memory of one phase of the bench, and the longest context it held.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Footprint {
@@ -152,6 +183,7 @@ impl fmt::Display for BenchReport {
             .collect();
         writeln!(f, "kernels    {}", kernels.join(", "))?;
         writeln!(f, "load       {:.2} s", self.load.as_secs_f64())?;
+        writeln!(f, "pages      {}", self.pages)?;
         writeln!(f, "depth  prefill tok/s  decode tok/s  of bound (GB/s)")?;
         for r in &self.rows {
             writeln!(
@@ -203,9 +235,16 @@ pub fn run_bench(config: &BenchConfig) -> Result<BenchReport, EngineError> {
         &TextTokenizer::from_gguf(&file.content)?,
         need.max(conversation),
     )?;
+    let huge_before = huge_page_bytes();
     let start = Instant::now();
     let model = file.load_model_with(&device, config.kernels, &mut |_| Ok(()))?;
     let load = start.elapsed();
+    let pages = Pages {
+        huge_weight_bytes: huge_page_bytes()
+            .zip(huge_before)
+            .map(|(after, before)| after.saturating_sub(before)),
+        setting: huge_page_setting(),
+    };
     drop(file);
     // Inside a pool of its own, as the engine runs the model (see `engine::handle`): called
     // from outside one, every parallel op would wait on rayon's global pool, and decode would
@@ -254,6 +293,7 @@ pub fn run_bench(config: &BenchConfig) -> Result<BenchReport, EngineError> {
         rows,
         ttft,
         memory,
+        pages,
         ttft_memory,
         file_bytes: std::fs::metadata(&config.model_path)?.len(),
         kv_bytes_per_token: kv_per_token,
@@ -367,7 +407,7 @@ mod tests {
     use std::path::PathBuf;
     use std::time::Duration;
 
-    use super::{BenchReport, DepthRow, Footprint};
+    use super::{BenchReport, DepthRow, Footprint, Pages};
 
     /// 20 GB/s over 400 MB of weights and 25 kB of keys and values per token of context.
     fn report(rows: Vec<DepthRow>) -> BenchReport {
@@ -383,6 +423,10 @@ mod tests {
             memory: Footprint {
                 peak_rss_bytes: None,
                 kv_tokens: 0,
+            },
+            pages: Pages {
+                huge_weight_bytes: Some(390 << 20),
+                setting: Some("madvise".into()),
             },
             ttft_memory: None,
             file_bytes: 400_000_000,
@@ -425,5 +469,32 @@ mod tests {
         assert_eq!(share("0"), ("90%".into(), "(20.0)".into()));
         assert_eq!(share("4000"), ("100%".into(), "(10.0)".into()));
         assert!(text.contains("= 50.0 tok/s at depth 0"), "{text}");
+    }
+
+    /// The report says how much of the weights lie on huge pages, and, where the system has
+    /// them off, that this slows decoding and what to set.
+    #[test]
+    fn the_report_says_whether_the_weights_are_on_huge_pages() {
+        let mut report = report(vec![]);
+        let pages = |r: &BenchReport| {
+            let text = r.to_string();
+            let line = text.lines().find(|l| l.starts_with("pages "));
+            line.map(|l| l["pages ".len()..].trim().to_string())
+        };
+        assert_eq!(
+            pages(&report).as_deref(),
+            Some("390 MiB of weights on 2 MiB pages (transparent huge pages: madvise)")
+        );
+        report.pages.setting = Some("never".into());
+        let off = pages(&report).unwrap_or_default();
+        assert!(
+            off.contains("off (`never`)") && off.contains("`madvise`"),
+            "{off}"
+        );
+        report.pages = Pages {
+            huge_weight_bytes: None,
+            setting: None,
+        };
+        assert_eq!(pages(&report).as_deref(), Some("unknown"));
     }
 }

@@ -1,3 +1,4 @@
+use crate::weight_arena::WeightArena;
 use half::f16;
 
 use super::{BLOCK, BLOCK_BYTES, PackedQ4_0, TILE_ROWS};
@@ -58,7 +59,9 @@ fn the_reference_agrees_with_dense_math_on_the_unpacked_weights() {
     for (m, rows, cols) in [(1, 16, 32), (3, 32, 96), (5, 48, 896)] {
         let (data, dense) = random_q4_0(&mut rng, rows, cols);
         let lhs = random_rows(&mut rng, m, cols);
-        let packed = PackedQ4_0::pack_portable(Isa::Avx2, &data, rows, cols).unwrap();
+        let packed =
+            PackedQ4_0::pack_portable(&WeightArena::one_run_each(), Isa::Avx2, &data, rows, cols)
+                .unwrap();
         let mut got = vec![0f32; m * rows];
         packed.matmul_reference(&lhs, m, &mut got);
         let want = dense_matmul(&lhs, &dense, m, rows, cols);
@@ -123,7 +126,9 @@ fn dequantized_rows_are_the_unpacked_weights() {
     let mut rng = Lcg(23);
     let (rows, cols) = (32, 96);
     let (data, dense) = random_q4_0(&mut rng, rows, cols);
-    let packed = PackedQ4_0::pack_portable(Isa::Avx2, &data, rows, cols).unwrap();
+    let packed =
+        PackedQ4_0::pack_portable(&WeightArena::one_run_each(), Isa::Avx2, &data, rows, cols)
+            .unwrap();
     let mut row = vec![0f32; cols];
     for r in 0..rows {
         packed.dequantize_row(r, &mut row);
@@ -134,16 +139,23 @@ fn dequantized_rows_are_the_unpacked_weights() {
 #[test]
 fn shapes_and_lengths_that_do_not_pack_are_refused() {
     assert_eq!(
-        PackedQ4_0::pack_portable(Isa::Avx2, &[0; BLOCK_BYTES * 8], 8, 32).err(),
+        PackedQ4_0::pack_portable(
+            &WeightArena::one_run_each(),
+            Isa::Avx2,
+            &[0; BLOCK_BYTES * 8],
+            8,
+            32
+        )
+        .err(),
         Some(PackError::Shape { rows: 8, cols: 32 })
     );
     assert!(matches!(
-        PackedQ4_0::pack_portable(Isa::Avx2, &[0; 10], 16, 32),
+        PackedQ4_0::pack_portable(&WeightArena::one_run_each(), Isa::Avx2, &[0; 10], 16, 32),
         Err(PackError::Length { want, .. }) if want == 16 * BLOCK_BYTES
     ));
     // A crafted header's dimensions: `2^63 · 2 · 18` wraps to 0 in a release build.
     assert_eq!(
-        PackedQ4_0::pack_portable(Isa::Avx2, &[], 1 << 63, 64).err(),
+        PackedQ4_0::pack_portable(&WeightArena::one_run_each(), Isa::Avx2, &[], 1 << 63, 64).err(),
         Some(PackError::Overflow {
             rows: 1 << 63,
             cols: 64
@@ -156,6 +168,13 @@ fn shapes_and_lengths_that_do_not_pack_are_refused() {
 #[test]
 #[should_panic(expected = "lhs is not m x cols")]
 fn a_row_count_whose_sizes_wrap_is_refused() {
-    let packed = PackedQ4_0::pack_portable(Isa::Avx2, &[0; 16 * BLOCK_BYTES], 16, 32).unwrap();
+    let packed = PackedQ4_0::pack_portable(
+        &WeightArena::one_run_each(),
+        Isa::Avx2,
+        &[0; 16 * BLOCK_BYTES],
+        16,
+        32,
+    )
+    .unwrap();
     packed.matmul(&[], 1 << 60, &mut Vec::new(), 1);
 }

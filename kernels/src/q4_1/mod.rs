@@ -23,12 +23,13 @@ use crate::activations::BLOCK;
 use crate::isa::Isa;
 use crate::packed::MatmulOut;
 use crate::tiled::{self, PackError, TILE_ROWS};
+use crate::weight_arena::{ArenaSlice, WeightArena};
 
 /// Bytes per GGUF Q4_1 block: an f16 scale and offset and 16 bytes of nibbles.
 const BLOCK_BYTES: usize = 2 + 2 + BLOCK / 2;
 
 /// Sixteen rows × one 32-column block (see the module documentation for the byte order).
-#[derive(Clone)]
+#[derive(Clone, Copy)]
 #[repr(C, align(64))]
 struct Tile {
     /// `qs[(q * 16 + row) * 4 + t]` is byte `4q + t` of `row`'s block.
@@ -47,7 +48,7 @@ pub struct PackedQ4_1 {
     rows: usize,
     cols: usize,
     /// `tiles[group * blocks + block]`, where `blocks = cols / 32`.
-    tiles: Vec<Tile>,
+    tiles: ArenaSlice<Tile>,
 }
 
 impl PackedQ4_1 {
@@ -69,10 +70,21 @@ impl PackedQ4_1 {
 
     /// [`Self::pack`] for a given kernel (tests run every kernel the CPU has).
     pub fn pack_for(isa: Isa, data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+        Self::pack_in(&WeightArena::one_run_each(), isa, data, rows, cols)
+    }
+
+    /// [`Self::pack_for`] into `arena`, beside the other matrices packed there.
+    pub fn pack_in(
+        arena: &WeightArena,
+        isa: Isa,
+        data: &[u8],
+        rows: usize,
+        cols: usize,
+    ) -> Result<Self, PackError> {
         if !isa.available() {
             return Err(PackError::Unsupported);
         }
-        Self::pack_portable(isa, data, rows, cols)
+        Self::pack_portable(arena, isa, data, rows, cols)
     }
 
     /// The kernel this matrix runs on.
@@ -81,14 +93,22 @@ impl PackedQ4_1 {
     }
 
     /// The layout alone, which the tests check on any CPU.
-    fn pack_portable(isa: Isa, data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+    fn pack_portable(
+        arena: &WeightArena,
+        isa: Isa,
+        data: &[u8],
+        rows: usize,
+        cols: usize,
+    ) -> Result<Self, PackError> {
         let blocks = tiled::check_layout(data.len(), rows, cols, BLOCK_BYTES)?;
         let empty = Tile {
             qs: [0; TILE_ROWS * BLOCK / 2],
             d: [f16::ZERO; TILE_ROWS],
             m: [f16::ZERO; TILE_ROWS],
         };
-        let mut tiles = vec![empty; rows / TILE_ROWS * blocks];
+        let mut tiles = arena
+            .filled(empty, rows / TILE_ROWS * blocks)
+            .ok_or(PackError::Overflow { rows, cols })?;
         for (row, bytes) in data.chunks_exact(blocks * BLOCK_BYTES).enumerate() {
             let (group, lane) = (row / TILE_ROWS, row % TILE_ROWS);
             for (block, raw) in bytes.chunks_exact(BLOCK_BYTES).enumerate() {

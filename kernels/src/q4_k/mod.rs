@@ -29,6 +29,7 @@ use crate::activations::BLOCK;
 use crate::isa::Isa;
 use crate::packed::MatmulOut;
 use crate::tiled::{self, PackError, TILE_ROWS};
+use crate::weight_arena::{ArenaSlice, WeightArena};
 
 /// Values per super-block.
 const SUPER: usize = 256;
@@ -38,7 +39,7 @@ const SUBS: usize = SUPER / BLOCK;
 const BLOCK_BYTES: usize = 4 + 12 + SUPER / 2;
 
 /// Sixteen rows × one super-block (see the module documentation).
-#[derive(Clone)]
+#[derive(Clone, Copy)]
 #[repr(C, align(64))]
 struct Tile {
     /// Per sub-block, the Q4_0 tile order: `qs[j][(b / 4 * 16 + row) * 4 + b % 4]` is byte `b`
@@ -84,7 +85,7 @@ pub struct PackedQ4_K {
     rows: usize,
     cols: usize,
     /// `tiles[group * supers + s]`, where `supers = cols / 256`.
-    tiles: Vec<Tile>,
+    tiles: ArenaSlice<Tile>,
 }
 
 impl PackedQ4_K {
@@ -106,10 +107,21 @@ impl PackedQ4_K {
 
     /// [`Self::pack`] for a given kernel (tests run every kernel the CPU has).
     pub fn pack_for(isa: Isa, data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+        Self::pack_in(&WeightArena::one_run_each(), isa, data, rows, cols)
+    }
+
+    /// [`Self::pack_for`] into `arena`, beside the other matrices packed there.
+    pub fn pack_in(
+        arena: &WeightArena,
+        isa: Isa,
+        data: &[u8],
+        rows: usize,
+        cols: usize,
+    ) -> Result<Self, PackError> {
         if !isa.available() {
             return Err(PackError::Unsupported);
         }
-        Self::pack_portable(isa, data, rows, cols)
+        Self::pack_portable(arena, isa, data, rows, cols)
     }
 
     /// The kernel this matrix runs on.
@@ -118,7 +130,13 @@ impl PackedQ4_K {
     }
 
     /// The layout alone, which the tests check on any CPU.
-    fn pack_portable(isa: Isa, data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+    fn pack_portable(
+        arena: &WeightArena,
+        isa: Isa,
+        data: &[u8],
+        rows: usize,
+        cols: usize,
+    ) -> Result<Self, PackError> {
         let supers = tiled::check_blocks(data.len(), rows, cols, SUPER, BLOCK_BYTES)?;
         let empty = Tile {
             qs: [[0; TILE_ROWS * BLOCK / 2]; SUBS],
@@ -127,7 +145,9 @@ impl PackedQ4_K {
             d: [f16::ZERO; TILE_ROWS],
             dmin: [f16::ZERO; TILE_ROWS],
         };
-        let mut tiles = vec![empty; rows / TILE_ROWS * supers];
+        let mut tiles = arena
+            .filled(empty, rows / TILE_ROWS * supers)
+            .ok_or(PackError::Overflow { rows, cols })?;
         for (row, bytes) in data.chunks_exact(supers * BLOCK_BYTES).enumerate() {
             let (group, lane) = (row / TILE_ROWS, row % TILE_ROWS);
             for (s, raw) in bytes.chunks_exact(BLOCK_BYTES).enumerate() {

@@ -28,13 +28,14 @@ use crate::activations::BLOCK;
 use crate::isa::Isa;
 use crate::packed::MatmulOut;
 use crate::tiled::{self, PackError, TILE_ROWS};
+use crate::weight_arena::{ArenaSlice, WeightArena};
 
 /// Bytes per GGUF Q5_1 block: an f16 scale and offset, 4 bytes of fifth bits and 16 bytes of
 /// nibbles.
 const BLOCK_BYTES: usize = 2 + 2 + 4 + BLOCK / 2;
 
 /// Sixteen rows × one 32-column block (see the module documentation for the byte order).
-#[derive(Clone)]
+#[derive(Clone, Copy)]
 #[repr(C, align(64))]
 struct Tile {
     qs: [u8; TILE_ROWS * BLOCK / 2],
@@ -66,7 +67,7 @@ pub struct PackedQ5_1 {
     rows: usize,
     cols: usize,
     /// `tiles[group * blocks + block]`, where `blocks = cols / 32`.
-    tiles: Vec<Tile>,
+    tiles: ArenaSlice<Tile>,
 }
 
 impl PackedQ5_1 {
@@ -88,10 +89,21 @@ impl PackedQ5_1 {
 
     /// [`Self::pack`] for a given kernel (tests run every kernel the CPU has).
     pub fn pack_for(isa: Isa, data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+        Self::pack_in(&WeightArena::one_run_each(), isa, data, rows, cols)
+    }
+
+    /// [`Self::pack_for`] into `arena`, beside the other matrices packed there.
+    pub fn pack_in(
+        arena: &WeightArena,
+        isa: Isa,
+        data: &[u8],
+        rows: usize,
+        cols: usize,
+    ) -> Result<Self, PackError> {
         if !isa.available() {
             return Err(PackError::Unsupported);
         }
-        Self::pack_portable(isa, data, rows, cols)
+        Self::pack_portable(arena, isa, data, rows, cols)
     }
 
     /// The kernel this matrix runs on.
@@ -100,7 +112,13 @@ impl PackedQ5_1 {
     }
 
     /// The layout alone, which the tests check on any CPU.
-    fn pack_portable(isa: Isa, data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+    fn pack_portable(
+        arena: &WeightArena,
+        isa: Isa,
+        data: &[u8],
+        rows: usize,
+        cols: usize,
+    ) -> Result<Self, PackError> {
         let blocks = tiled::check_layout(data.len(), rows, cols, BLOCK_BYTES)?;
         let empty = Tile {
             qs: [0; TILE_ROWS * BLOCK / 2],
@@ -108,7 +126,9 @@ impl PackedQ5_1 {
             scales: [f16::ZERO; TILE_ROWS],
             mins: [f16::ZERO; TILE_ROWS],
         };
-        let mut tiles = vec![empty; rows / TILE_ROWS * blocks];
+        let mut tiles = arena
+            .filled(empty, rows / TILE_ROWS * blocks)
+            .ok_or(PackError::Overflow { rows, cols })?;
         for (row, bytes) in data.chunks_exact(blocks * BLOCK_BYTES).enumerate() {
             let (group, lane) = (row / TILE_ROWS, row % TILE_ROWS);
             for (block, raw) in bytes.chunks_exact(BLOCK_BYTES).enumerate() {

@@ -1,3 +1,4 @@
+use crate::weight_arena::WeightArena;
 use half::f16;
 
 use super::reference::dequantize_gguf;
@@ -40,7 +41,7 @@ packed_format_tests!(
     block: (BLOCK, BLOCK_BYTES),
     random: random_q5_1,
     decode: dequantize_gguf,
-    portable: |data, rows, cols| PackedQ5_1::pack_portable(Isa::Avx2, data, rows, cols),
+    portable: |data, rows, cols| PackedQ5_1::pack_portable(&WeightArena::one_run_each(), Isa::Avx2, data, rows, cols),
     rows: (random_q5_1(&mut Lcg(23), 32, 96), 32, 96),
     dense: [(1, 16, 32), (3, 32, 96), (5, 48, 896)],
     kernels: [(16, 32), (48, 96), (64, 896), (32, 4864)],

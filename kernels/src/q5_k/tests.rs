@@ -1,3 +1,4 @@
+use crate::weight_arena::WeightArena;
 use half::f16;
 
 use super::reference::dequantize_gguf;
@@ -46,7 +47,7 @@ packed_format_tests!(
     block: (SUPER, BLOCK_BYTES),
     random: random_q5_k,
     decode: dequantize_gguf,
-    portable: |data, rows, cols| PackedQ5_K::pack_portable(Isa::Avx2, data, rows, cols),
+    portable: |data, rows, cols| PackedQ5_K::pack_portable(&WeightArena::one_run_each(), Isa::Avx2, data, rows, cols),
     rows: extreme_rows(),
     dense: [(1, 16, 256), (3, 32, 512), (5, 48, 1024)],
     kernels: [(16, 256), (48, 512), (64, 1024)],

@@ -29,6 +29,7 @@ use crate::isa::Isa;
 use crate::packed::MatmulOut;
 use crate::tiled::PackError;
 use crate::tiled::{self, TILE_ROWS};
+use crate::weight_arena::{ArenaSlice, WeightArena};
 
 /// Bytes per GGUF Q8_0 block: an f16 scale and 32 signed bytes.
 const BLOCK_BYTES: usize = 2 + BLOCK;
@@ -45,7 +46,7 @@ fn weight_bias(isa: Isa) -> u8 {
 /// Sixteen rows × one 32-column block: `qs[(q * 16 + row) * 4 + t]` is column `q * 4 + t` of
 /// `row`, xored with the kernel's [`weight_bias`]; `scales[row]` is that row's block scale.
 /// Tiles are 32-byte aligned, not 64: a 64-byte alignment would pad each to 576 bytes.
-#[derive(Clone)]
+#[derive(Clone, Copy)]
 #[repr(C, align(32))]
 struct Tile {
     qs: [u8; TILE_ROWS * BLOCK],
@@ -62,7 +63,7 @@ pub struct PackedQ8_0 {
     rows: usize,
     cols: usize,
     /// `tiles[group * blocks + block]`, where `blocks = cols / 32`.
-    tiles: Vec<Tile>,
+    tiles: ArenaSlice<Tile>,
 }
 
 impl PackedQ8_0 {
@@ -84,10 +85,21 @@ impl PackedQ8_0 {
 
     /// [`Self::pack`] for a given kernel (tests run every kernel the CPU has).
     pub fn pack_for(isa: Isa, data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+        Self::pack_in(&WeightArena::one_run_each(), isa, data, rows, cols)
+    }
+
+    /// [`Self::pack_for`] into `arena`, beside the other matrices packed there.
+    pub fn pack_in(
+        arena: &WeightArena,
+        isa: Isa,
+        data: &[u8],
+        rows: usize,
+        cols: usize,
+    ) -> Result<Self, PackError> {
         if !isa.available() {
             return Err(PackError::Unsupported);
         }
-        Self::pack_portable(isa, data, rows, cols)
+        Self::pack_portable(arena, isa, data, rows, cols)
     }
 
     /// The kernel this matrix runs on.
@@ -96,14 +108,22 @@ impl PackedQ8_0 {
     }
 
     /// [`Self::pack_for`] without the CPU check, for the scalar reference in tests.
-    fn pack_portable(isa: Isa, data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
+    fn pack_portable(
+        arena: &WeightArena,
+        isa: Isa,
+        data: &[u8],
+        rows: usize,
+        cols: usize,
+    ) -> Result<Self, PackError> {
         let blocks = tiled::check_layout(data.len(), rows, cols, BLOCK_BYTES)?;
         let empty = Tile {
             qs: [0; TILE_ROWS * BLOCK],
             scales: [f16::ZERO; TILE_ROWS],
         };
         let bias = weight_bias(isa);
-        let mut tiles = vec![empty; rows / TILE_ROWS * blocks];
+        let mut tiles = arena
+            .filled(empty, rows / TILE_ROWS * blocks)
+            .ok_or(PackError::Overflow { rows, cols })?;
         for (row, bytes) in data.chunks_exact(blocks * BLOCK_BYTES).enumerate() {
             let (group, lane) = (row / TILE_ROWS, row % TILE_ROWS);
             for (block, raw) in bytes.chunks_exact(BLOCK_BYTES).enumerate() {

@@ -1,3 +1,4 @@
+use crate::weight_arena::WeightArena;
 use half::f16;
 
 use super::{BLOCK, BLOCK_BYTES, Isa, PackError, PackedQ8_0};
@@ -27,7 +28,9 @@ fn the_reference_agrees_with_dense_math_on_the_unpacked_weights() {
     for (m, rows, cols) in [(1, 16, 32), (3, 32, 96), (5, 48, 896)] {
         let (data, dense) = random_q8_0(&mut rng, rows, cols);
         let lhs = random_rows(&mut rng, m, cols);
-        let packed = PackedQ8_0::pack_portable(Isa::Avx2, &data, rows, cols).unwrap();
+        let packed =
+            PackedQ8_0::pack_portable(&WeightArena::one_run_each(), Isa::Avx2, &data, rows, cols)
+                .unwrap();
         let mut got = vec![0f32; m * rows];
         packed.matmul_reference(&lhs, m, &mut got);
         let want = dense_matmul(&lhs, &dense, m, rows, cols);
@@ -82,15 +85,15 @@ fn zero_rows_of_input_write_nothing_and_zero_blocks_give_zero() {
 fn shapes_and_lengths_that_do_not_pack_are_refused() {
     let data = vec![0u8; 16 * BLOCK_BYTES];
     assert_eq!(
-        PackedQ8_0::pack_portable(Isa::Avx2, &data, 8, 64).err(),
+        PackedQ8_0::pack_portable(&WeightArena::one_run_each(), Isa::Avx2, &data, 8, 64).err(),
         Some(PackError::Shape { rows: 8, cols: 64 })
     );
     assert_eq!(
-        PackedQ8_0::pack_portable(Isa::Avx2, &data, 16, 40).err(),
+        PackedQ8_0::pack_portable(&WeightArena::one_run_each(), Isa::Avx2, &data, 16, 40).err(),
         Some(PackError::Shape { rows: 16, cols: 40 })
     );
     assert_eq!(
-        PackedQ8_0::pack_portable(Isa::Avx2, &data, 16, 64).err(),
+        PackedQ8_0::pack_portable(&WeightArena::one_run_each(), Isa::Avx2, &data, 16, 64).err(),
         Some(PackError::Length {
             rows: 16,
             cols: 64,
@@ -98,10 +101,12 @@ fn shapes_and_lengths_that_do_not_pack_are_refused() {
             want: 32 * BLOCK_BYTES
         })
     );
-    assert!(PackedQ8_0::pack_portable(Isa::Avx2, &data, 16, 32).is_ok());
+    assert!(
+        PackedQ8_0::pack_portable(&WeightArena::one_run_each(), Isa::Avx2, &data, 16, 32).is_ok()
+    );
     // A crafted header's dimensions: `2^63 · 2 · 34` wraps to 0 in a release build.
     assert_eq!(
-        PackedQ8_0::pack_portable(Isa::Avx2, &[], 1 << 63, 64).err(),
+        PackedQ8_0::pack_portable(&WeightArena::one_run_each(), Isa::Avx2, &[], 1 << 63, 64).err(),
         Some(PackError::Overflow {
             rows: 1 << 63,
             cols: 64
@@ -115,7 +120,8 @@ fn shapes_and_lengths_that_do_not_pack_are_refused() {
 #[should_panic(expected = "lhs is not m x cols")]
 fn a_row_count_whose_sizes_wrap_is_refused() {
     let data = vec![0u8; 16 * BLOCK_BYTES];
-    let packed = PackedQ8_0::pack_portable(Isa::Avx2, &data, 16, 32).unwrap();
+    let packed =
+        PackedQ8_0::pack_portable(&WeightArena::one_run_each(), Isa::Avx2, &data, 16, 32).unwrap();
     packed.matmul(&[], 1 << 60, &mut Vec::new(), 1);
 }
 
@@ -124,7 +130,9 @@ fn dequantized_rows_are_the_unpacked_weights() {
     let mut rng = Lcg(13);
     let (rows, cols) = (48, 96);
     let (data, dense) = random_q8_0(&mut rng, rows, cols);
-    let packed = PackedQ8_0::pack_portable(Isa::Avx2, &data, rows, cols).unwrap();
+    let packed =
+        PackedQ8_0::pack_portable(&WeightArena::one_run_each(), Isa::Avx2, &data, rows, cols)
+            .unwrap();
     let mut row = vec![f32::NAN; cols];
     for r in [0, 1, 15, 16, 47] {
         packed.dequantize_row(r, &mut row);

@@ -16,7 +16,7 @@ use crate::error::EngineError;
 use crate::model::disk_rows::DiskRows;
 use crate::model::gguf_check::{self, GgufLayoutError};
 use crate::model::gguf_types;
-use crate::model::linear::{Kernels, Linear};
+use crate::model::linear::{Kernels, Linear, Packing};
 use crate::model::stacked::SharedInput;
 use crate::model::transformer::{Attention, Block, Embedding, Mlp, cpu_cores};
 use crate::model::{Arch, Model, ModelConfig, Rope};
@@ -132,7 +132,7 @@ struct Reader<'a, R> {
     reader: &'a mut R,
     path: &'a str,
     device: &'a Device,
-    kernels: Kernels,
+    packing: Packing,
     bytes: usize,
 }
 
@@ -179,6 +179,13 @@ impl<R: Read + Seek> Reader<'_, R> {
         Ok(QMatMul::from_qtensor(self.counted(name, want)?)?)
     }
 
+    /// A linear layer of shape `want`, packed where a kernel serves it; counts its bytes as
+    /// read per token.
+    fn linear(&mut self, name: &str, want: &[usize]) -> Result<Linear, EngineError> {
+        let weight = self.matmul(name, want)?;
+        self.packing.linear(weight)
+    }
+
     /// A small f32 vector of length `n` (norms, biases).
     fn vector(&mut self, name: &str, n: usize) -> Result<Tensor, EngineError> {
         self.expect(name, &[n])?;
@@ -223,7 +230,7 @@ fn load<R: Read + Seek>(
         reader,
         path,
         device,
-        kernels,
+        packing: Packing::new(kernels),
         bytes: 0,
     };
     let table = [vocab_size, config.hidden_size];
@@ -232,7 +239,7 @@ fn load<R: Read + Seek>(
     // moment (as read and as packed). Read last, that moment came on top of every block and
     // set the load's peak memory (+140 MiB on the 0.5B's Q4_K_M).
     let (embed, lm_head) = if r.has("output.weight") {
-        let head = Linear::new(r.matmul("output.weight", &table)?, kernels)?;
+        let head = r.linear("output.weight", &table)?;
         let on_disk = table_file
             .filter(|_| device.is_cpu())
             .and_then(|file| DiskRows::new(file, path, embed_at, (vocab_size, table[1]), dtype));
@@ -244,7 +251,7 @@ fn load<R: Read + Seek>(
     } else {
         let embed = Arc::new(r.qtensor("token_embd.weight")?);
         r.bytes += embed.storage_size_in_bytes();
-        let head = Linear::new(QMatMul::from_arc(embed.clone())?, kernels)?;
+        let head = r.packing.linear(QMatMul::from_arc(embed.clone())?)?;
         // A packed head holds the table's values itself; the embedding reads them there and
         // the original table is dropped.
         match head.is_packed() {
@@ -306,8 +313,8 @@ fn load_block<R: Read + Seek>(
         .map(|&(n, rows)| r.optional_vector(&p(&format!("{n}.bias")), rows))
         .collect::<Result<Vec<_>, _>>()?;
     let attn = Attention {
-        qkv: SharedInput::quantized(weights, biases, r.kernels)?,
-        wo: Linear::new(r.matmul(&p("attn_output.weight"), &[h, q_dim])?, r.kernels)?,
+        qkv: SharedInput::quantized(weights, biases, &r.packing)?,
+        wo: r.linear(&p("attn_output.weight"), &[h, q_dim])?,
         q_norm: if qk_norm {
             Some(r.vector(&p("attn_q_norm.weight"), d)?)
         } else {
@@ -329,8 +336,8 @@ fn load_block<R: Read + Seek>(
         attn,
         ffn_norm: r.vector(&p("ffn_norm.weight"), h)?,
         mlp: Mlp {
-            gate_up: SharedInput::quantized(gate_up, vec![None, None], r.kernels)?,
-            down: Linear::new(r.matmul(&p("ffn_down.weight"), &[h, ffn])?, r.kernels)?,
+            gate_up: SharedInput::quantized(gate_up, vec![None, None], &r.packing)?,
+            down: r.linear(&p("ffn_down.weight"), &[h, ffn])?,
         },
     })
 }

@@ -9,7 +9,7 @@ use candle_core::quantized::{GgmlDType, QMatMul};
 use candle_core::{DType, Device, Module, Tensor};
 use hearth_kernels::{
     Isa, PackError, PackedMatrix, PackedQ2_K, PackedQ3_K, PackedQ4_0, PackedQ4_1, PackedQ4_K,
-    PackedQ5_0, PackedQ5_1, PackedQ5_K, PackedQ6_K, PackedQ8_0,
+    PackedQ5_0, PackedQ5_1, PackedQ5_K, PackedQ6_K, PackedQ8_0, WeightArena,
 };
 
 use crate::error::{EngineBug, EngineError};
@@ -48,64 +48,82 @@ impl Kernels {
     }
 }
 
-/// Packs GGUF bytes of one format holding a `rows` × `cols` matrix for an instruction set.
-type Packer = fn(Isa, &[u8], usize, usize) -> Result<Box<dyn PackedMatrix>, PackError>;
+/// Packs GGUF bytes of one format holding a `rows` × `cols` matrix for an instruction set,
+/// into an arena.
+type Packer =
+    fn(&WeightArena, Isa, &[u8], usize, usize) -> Result<Box<dyn PackedMatrix>, PackError>;
 
 /// The packer for weights of `dtype`, if hearth-kernels has a kernel for them.
 fn packer(dtype: GgmlDType) -> Option<Packer> {
     Some(match dtype {
-        GgmlDType::Q8_0 => {
-            |isa, data, rows, cols| Ok(Box::new(PackedQ8_0::pack_for(isa, data, rows, cols)?))
-        }
-        GgmlDType::Q4_0 => {
-            |isa, data, rows, cols| Ok(Box::new(PackedQ4_0::pack_for(isa, data, rows, cols)?))
-        }
-        GgmlDType::Q4_1 => {
-            |isa, data, rows, cols| Ok(Box::new(PackedQ4_1::pack_for(isa, data, rows, cols)?))
-        }
-        GgmlDType::Q5_0 => {
-            |isa, data, rows, cols| Ok(Box::new(PackedQ5_0::pack_for(isa, data, rows, cols)?))
-        }
-        GgmlDType::Q5_1 => {
-            |isa, data, rows, cols| Ok(Box::new(PackedQ5_1::pack_for(isa, data, rows, cols)?))
-        }
-        GgmlDType::Q2K => {
-            |isa, data, rows, cols| Ok(Box::new(PackedQ2_K::pack_for(isa, data, rows, cols)?))
-        }
-        GgmlDType::Q3K => {
-            |isa, data, rows, cols| Ok(Box::new(PackedQ3_K::pack_for(isa, data, rows, cols)?))
-        }
-        GgmlDType::Q4K => {
-            |isa, data, rows, cols| Ok(Box::new(PackedQ4_K::pack_for(isa, data, rows, cols)?))
-        }
-        GgmlDType::Q5K => {
-            |isa, data, rows, cols| Ok(Box::new(PackedQ5_K::pack_for(isa, data, rows, cols)?))
-        }
-        GgmlDType::Q6K => {
-            |isa, data, rows, cols| Ok(Box::new(PackedQ6_K::pack_for(isa, data, rows, cols)?))
-        }
+        GgmlDType::Q8_0 => |arena, isa, data, rows, cols| {
+            Ok(Box::new(PackedQ8_0::pack_in(arena, isa, data, rows, cols)?))
+        },
+        GgmlDType::Q4_0 => |arena, isa, data, rows, cols| {
+            Ok(Box::new(PackedQ4_0::pack_in(arena, isa, data, rows, cols)?))
+        },
+        GgmlDType::Q4_1 => |arena, isa, data, rows, cols| {
+            Ok(Box::new(PackedQ4_1::pack_in(arena, isa, data, rows, cols)?))
+        },
+        GgmlDType::Q5_0 => |arena, isa, data, rows, cols| {
+            Ok(Box::new(PackedQ5_0::pack_in(arena, isa, data, rows, cols)?))
+        },
+        GgmlDType::Q5_1 => |arena, isa, data, rows, cols| {
+            Ok(Box::new(PackedQ5_1::pack_in(arena, isa, data, rows, cols)?))
+        },
+        GgmlDType::Q2K => |arena, isa, data, rows, cols| {
+            Ok(Box::new(PackedQ2_K::pack_in(arena, isa, data, rows, cols)?))
+        },
+        GgmlDType::Q3K => |arena, isa, data, rows, cols| {
+            Ok(Box::new(PackedQ3_K::pack_in(arena, isa, data, rows, cols)?))
+        },
+        GgmlDType::Q4K => |arena, isa, data, rows, cols| {
+            Ok(Box::new(PackedQ4_K::pack_in(arena, isa, data, rows, cols)?))
+        },
+        GgmlDType::Q5K => |arena, isa, data, rows, cols| {
+            Ok(Box::new(PackedQ5_K::pack_in(arena, isa, data, rows, cols)?))
+        },
+        GgmlDType::Q6K => |arena, isa, data, rows, cols| {
+            Ok(Box::new(PackedQ6_K::pack_in(arena, isa, data, rows, cols)?))
+        },
         _ => return None,
     })
 }
 
-impl Linear {
-    /// Packs `weight` when it is a Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 or K-quant (Q2_K to Q6_K)
-    /// matrix on the CPU and `kernels` has an instruction set this CPU runs.
-    pub fn new(weight: QMatMul, kernels: Kernels) -> Result<Self, EngineError> {
+/// How a model's weights are packed as it loads: for which kernels, and into one arena, so
+/// that its matrices lie together on huge pages (see [`WeightArena`]).
+pub(crate) struct Packing {
+    kernels: Kernels,
+    arena: WeightArena,
+}
+
+impl Packing {
+    pub fn new(kernels: Kernels) -> Self {
+        Self {
+            kernels,
+            arena: WeightArena::new(),
+        }
+    }
+
+    /// `weight` as a linear layer, packed when it is a Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 or K-quant
+    /// (Q2_K to Q6_K) matrix on the CPU and the kernels asked for are ones this CPU runs.
+    pub fn linear(&self, weight: QMatMul) -> Result<Linear, EngineError> {
         if let QMatMul::QTensor(t) = &weight
             && t.device().is_cpu()
             && let Some(pack) = packer(t.dtype())
-            && let Some(isa) = kernels.isa()
+            && let Some(isa) = self.kernels.isa()
         {
             let (rows, cols) = t.shape().dims2()?;
-            match pack(isa, &t.data()?, rows, cols) {
-                Ok(packed) => return Ok(Self::Packed(packed)),
+            match pack(&self.arena, isa, &t.data()?, rows, cols) {
+                Ok(packed) => return Ok(Linear::Packed(packed)),
                 Err(err) => tracing::debug!("{rows}x{cols} weight stays on candle: {err}"),
             }
         }
-        Ok(Self::Candle(weight))
+        Ok(Linear::Candle(weight))
     }
+}
 
+impl Linear {
     /// Rows `ids` of the weight as a `(ids.len(), cols)` f32 tensor: the embedding lookup of a
     /// table tied to this (packed) output head. `None` on candle's path, which keeps its own
     /// table.
@@ -188,7 +206,7 @@ mod tests {
     use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
     use candle_core::{Device, Module, Tensor};
 
-    use super::{Isa, Kernels, Linear};
+    use super::{Isa, Kernels, Packing};
     use crate::error::{EngineBug, EngineError};
 
     fn quantized(dtype: GgmlDType, rows: usize, cols: usize) -> QTensor {
@@ -231,7 +249,10 @@ mod tests {
             // 20 rows: a multiple of candle's block count but not of the 16-row tile.
             let weight = QMatMul::from_qtensor(quantized(dtype, 20, 256)).unwrap();
             assert!(
-                !Linear::new(weight, Kernels::Fastest).unwrap().is_packed(),
+                !Packing::new(Kernels::Fastest)
+                    .linear(weight)
+                    .unwrap()
+                    .is_packed(),
                 "{dtype:?}"
             );
         }
@@ -242,9 +263,14 @@ mod tests {
     #[test]
     fn the_kernels_asked_for_are_the_kernels_packed() {
         let weight = || QMatMul::from_qtensor(quantized(GgmlDType::Q8_0, 32, 64)).unwrap();
-        assert!(!Linear::new(weight(), Kernels::Candle).unwrap().is_packed());
+        assert!(
+            !Packing::new(Kernels::Candle)
+                .linear(weight())
+                .unwrap()
+                .is_packed()
+        );
         for isa in Isa::ALL {
-            let linear = Linear::new(weight(), Kernels::Only(isa)).unwrap();
+            let linear = Packing::new(Kernels::Only(isa)).linear(weight()).unwrap();
             match isa.available() {
                 true => assert_eq!(linear.kernel(), format!("Q8_0 {isa:?}")),
                 false => assert!(!linear.is_packed(), "{isa:?} is not on this CPU"),
@@ -264,7 +290,9 @@ mod tests {
         let QMatMul::QTensor(t) = &candle else {
             unreachable!()
         };
-        let packed = Linear::new(QMatMul::from_arc(t.clone()).unwrap(), Kernels::Fastest).unwrap();
+        let packed = Packing::new(Kernels::Fastest)
+            .linear(QMatMul::from_arc(t.clone()).unwrap())
+            .unwrap();
         if !packed.is_packed() {
             eprintln!("this CPU has no packed kernel: candle serves the weight");
             assert!(packed.rows(&[0], &dev).unwrap().is_none());

@@ -13,7 +13,7 @@ use candle_core::{DType, Device, Tensor};
 use serde::Deserialize;
 
 use crate::error::EngineError;
-use crate::model::linear::{Kernels, Linear};
+use crate::model::linear::Linear;
 use crate::model::stacked::SharedInput;
 use crate::model::transformer::{Attention, Block, Embedding, Mlp, cpu_cores};
 use crate::model::{Arch, LoadStage, Model, ModelConfig, Rope};
@@ -333,10 +333,7 @@ fn load_block(w: &mut Weights, config: &ModelConfig, i: usize) -> Result<Block, 
                 w.optional_vector(&p("self_attn.v_proj.bias"), kv_dim)?,
             ],
         )?,
-        wo: Linear::new(
-            w.matmul(&p("self_attn.o_proj.weight"), h, q_dim)?,
-            Kernels::Fastest,
-        )?,
+        wo: Linear::Candle(w.matmul(&p("self_attn.o_proj.weight"), h, q_dim)?),
         q_norm: if qk_norm {
             Some(w.vector(&p("self_attn.q_norm.weight"), d)?)
         } else {
@@ -358,10 +355,7 @@ fn load_block(w: &mut Weights, config: &ModelConfig, i: usize) -> Result<Block, 
         ffn_norm: w.vector(&p("post_attention_layernorm.weight"), h)?,
         mlp: Mlp {
             gate_up: SharedInput::dense(gate_up, vec![None, None])?,
-            down: Linear::new(
-                w.matmul(&p("mlp.down_proj.weight"), h, gate)?,
-                Kernels::Fastest,
-            )?,
+            down: Linear::Candle(w.matmul(&p("mlp.down_proj.weight"), h, gate)?),
         },
     })
 }

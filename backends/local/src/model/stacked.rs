@@ -7,7 +7,7 @@ use candle_core::quantized::{QMatMul, QTensor, ggml_file::qtensor_from_ggml};
 use candle_core::{D, Tensor};
 
 use crate::error::EngineError;
-use crate::model::linear::{Kernels, Linear};
+use crate::model::linear::{Linear, Packing};
 
 enum Kind {
     /// One weight whose rows are every part's rows in order, with the stacked bias.
@@ -48,7 +48,7 @@ impl SharedInput {
     pub fn quantized(
         ws: Vec<QTensor>,
         biases: Vec<Option<Tensor>>,
-        kernels: Kernels,
+        packing: &Packing,
     ) -> Result<Self, EngineError> {
         let dims = ws
             .iter()
@@ -70,7 +70,7 @@ impl SharedInput {
             let stacked = qtensor_from_ggml(dtype, &bytes, vec![rows, dims[0].1], &device)?;
             return Ok(Self {
                 kind: Kind::Stacked {
-                    w: Linear::new(QMatMul::from_qtensor(stacked)?, kernels)?,
+                    w: packing.linear(QMatMul::from_qtensor(stacked)?)?,
                     b: stack_biases(biases, &outs)?,
                 },
                 outs,
@@ -79,7 +79,7 @@ impl SharedInput {
         let separate = ws
             .into_iter()
             .zip(biases)
-            .map(|(w, b)| Ok((Linear::new(QMatMul::from_qtensor(w)?, kernels)?, b)))
+            .map(|(w, b)| Ok((packing.linear(QMatMul::from_qtensor(w)?)?, b)))
             .collect::<Result<Vec<_>, EngineError>>()?;
         Ok(Self {
             kind: Kind::Separate(separate),
