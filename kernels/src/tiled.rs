@@ -188,6 +188,16 @@ const PREFETCH_AHEAD: usize = 16 * 1024;
 /// faster without it (`examples/decode`, depth 0, eight pairings in turn, all eight faster),
 /// so the AVX-512 Q8_0, Q4_0, Q5_0 and Q4_1 kernels do not call it. Why the kernels differ so
 /// is not understood; a different CPU may want a different choice.
+///
+/// Those figures were taken on 4 KiB pages. On the 2 MiB pages of a `WeightArena`, measured
+/// again the same way (four rounds each way, memory at 31–35 GB/s), the AVX2 kernels of Q8_0,
+/// Q4_0 and Q5_0 streamed faster without it as well: 30.4–31.1 GB/s against 28.9–30.1,
+/// 31.7–33.9 against 27.4–30.2 and 33.2–34.4 against 29.4–30.8; Q5_1's about the same
+/// (31.7–33.3 against 31.6–33.7); and on AVX-512, asking made Q8_0 and Q5_0 slower still
+/// (33–37 against 40–44 GB/s). Whole files on the AVX2 kernels (`hearth bench --kernels
+/// avx2`, depth 0) decoded faster without it in five of six pairs. So only Q5_1 calls it now.
+/// The K-quants' [`prefetch_part`] is needed on huge pages too: without it Q5_K and Q6_K
+/// streamed at 9–17 GB/s.
 #[inline(always)]
 pub(crate) fn prefetch_ahead<const R: usize, T>(tile: &T) {
     #[cfg(target_arch = "x86_64")]
