@@ -159,7 +159,13 @@ pub(crate) unsafe fn matmul<T: Sync>(
 /// streamed a Q8_0 matrix at half the rate it sums plain memory (14 of 28 GB/s on a 2-core
 /// EPYC VM). Asking for the lines 16 KiB ahead, into L2, made decode 30–40% faster there on
 /// Q8_0 and Q4_K_M files (`examples/decode.rs`, runs taken in turn).
-const PREFETCH_AHEAD: usize = 16 * 1024;
+///
+/// On the 2 MiB pages of a `WeightArena`, 8 KiB ahead does a little better: the K-quant
+/// kernels streamed as fast or faster than at 16 KiB in most of six rounds each (AVX2 Q2_K
+/// 27.0–28.1 GB/s against 25.8–26.3, Q6_K 35.4–36.6 against 33.9–35.2; 4 KiB no better, 32
+/// KiB worse), and a whole Q4_K_M file decoded 0.6–3% faster in six pairs of six (`hearth
+/// bench`, AVX-512 and AVX2 kernels, memory at 35 GB/s).
+const PREFETCH_AHEAD: usize = 8 * 1024;
 
 /// Asks the CPU to bring the lines of the tile-sized span [`PREFETCH_AHEAD`] bytes past `tile`
 /// into L2, when a kernel call is for `R = 1` activation row (decode). Tiles are stored in the
