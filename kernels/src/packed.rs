@@ -79,6 +79,69 @@ impl<'a> From<&'a mut [MaybeUninit<f32>]> for MatmulOut<'a> {
     }
 }
 
+/// The constructors and accessors every packed format has, around its own `pack_portable`
+/// (the layout alone, which the tests check on any CPU). Invoked in each format's module, where
+/// its struct's `isa`, `rows` and `cols` fields and `pack_portable` are visible.
+macro_rules! packed_basics {
+    ($ty:ident, $name:literal) => {
+        impl $ty {
+            /// Whether this CPU runs a packed kernel (AVX-512 VNNI, or AVX2 and FMA). Without
+            /// it, callers keep their ordinary path.
+            pub fn supported() -> bool {
+                $crate::Isa::detect().is_some()
+            }
+
+            #[doc = concat!("Repacks GGUF ", $name, " `data` holding a `rows` × `cols` matrix")]
+            /// for the fastest kernel this CPU has.
+            pub fn pack(data: &[u8], rows: usize, cols: usize) -> Result<Self, $crate::PackError> {
+                let isa = $crate::Isa::detect().ok_or($crate::PackError::Unsupported)?;
+                Self::pack_for(isa, data, rows, cols)
+            }
+
+            /// [`Self::pack`] for a given kernel (tests run every kernel the CPU has), in
+            /// memory of the matrix's own.
+            pub fn pack_for(
+                isa: $crate::Isa,
+                data: &[u8],
+                rows: usize,
+                cols: usize,
+            ) -> Result<Self, $crate::PackError> {
+                Self::pack_in(&$crate::WeightArena::one_run_each(), isa, data, rows, cols)
+            }
+
+            /// [`Self::pack_for`] into `arena`, beside the other matrices packed there.
+            pub fn pack_in(
+                arena: &$crate::WeightArena,
+                isa: $crate::Isa,
+                data: &[u8],
+                rows: usize,
+                cols: usize,
+            ) -> Result<Self, $crate::PackError> {
+                if !isa.available() {
+                    return Err($crate::PackError::Unsupported);
+                }
+                Self::pack_portable(arena, isa, data, rows, cols)
+            }
+
+            /// The kernel this matrix runs on.
+            pub fn isa(&self) -> $crate::Isa {
+                self.isa
+            }
+
+            /// Output width (rows of the weight).
+            pub fn rows(&self) -> usize {
+                self.rows
+            }
+
+            /// Input width (columns of the weight).
+            pub fn cols(&self) -> usize {
+                self.cols
+            }
+        }
+    };
+}
+pub(crate) use packed_basics;
+
 /// Implements [`PackedMatrix`] for packed types by their inherent methods of the same names.
 macro_rules! packed_matrix {
     ($($ty:ty => $name:literal),* $(,)?) => {$(

@@ -30,6 +30,7 @@ use half::f16;
 use crate::activations::BLOCK;
 use crate::isa::Isa;
 use crate::packed::MatmulOut;
+use crate::packed::packed_basics;
 use crate::tiled::{self, PackError, TILE_ROWS};
 use crate::two_bits::{self, PLANE_BYTES};
 use crate::weight_arena::{ArenaSlice, WeightArena};
@@ -98,47 +99,9 @@ pub struct PackedQ3_K {
     tiles: ArenaSlice<Tile>,
 }
 
+packed_basics!(PackedQ3_K, "Q3_K");
+
 impl PackedQ3_K {
-    /// Whether this CPU runs a packed kernel (AVX-512 VNNI, or AVX2 and FMA).
-    pub fn supported() -> bool {
-        Isa::detect().is_some()
-    }
-
-    /// Repacks GGUF Q3_K `data` holding a `rows` × `cols` matrix, for the fastest kernel
-    /// this CPU has.
-    pub fn pack(data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
-        Self::pack_for(
-            Isa::detect().ok_or(PackError::Unsupported)?,
-            data,
-            rows,
-            cols,
-        )
-    }
-
-    /// [`Self::pack`] for a given kernel (tests run every kernel the CPU has).
-    pub fn pack_for(isa: Isa, data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
-        Self::pack_in(&WeightArena::one_run_each(), isa, data, rows, cols)
-    }
-
-    /// [`Self::pack_for`] into `arena`, beside the other matrices packed there.
-    pub fn pack_in(
-        arena: &WeightArena,
-        isa: Isa,
-        data: &[u8],
-        rows: usize,
-        cols: usize,
-    ) -> Result<Self, PackError> {
-        if !isa.available() {
-            return Err(PackError::Unsupported);
-        }
-        Self::pack_portable(arena, isa, data, rows, cols)
-    }
-
-    /// The kernel this matrix runs on.
-    pub fn isa(&self) -> Isa {
-        self.isa
-    }
-
     /// The layout alone, which the tests check on any CPU.
     fn pack_portable(
         arena: &WeightArena,
@@ -180,14 +143,6 @@ impl PackedQ3_K {
             cols,
             tiles,
         })
-    }
-
-    pub fn rows(&self) -> usize {
-        self.rows
-    }
-
-    pub fn cols(&self) -> usize {
-        self.cols
     }
 
     /// The unsigned 3-bit value `v` (0..32) of `lane`'s sub-block `j` in `tile`.

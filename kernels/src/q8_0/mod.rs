@@ -27,6 +27,7 @@ use half::f16;
 use crate::activations::BLOCK;
 use crate::isa::Isa;
 use crate::packed::MatmulOut;
+use crate::packed::packed_basics;
 use crate::tiled::PackError;
 use crate::tiled::{self, TILE_ROWS};
 use crate::weight_arena::{ArenaSlice, WeightArena};
@@ -66,47 +67,9 @@ pub struct PackedQ8_0 {
     tiles: ArenaSlice<Tile>,
 }
 
+packed_basics!(PackedQ8_0, "Q8_0");
+
 impl PackedQ8_0 {
-    /// Whether this CPU runs a packed kernel. Without it, callers keep their ordinary path.
-    pub fn supported() -> bool {
-        Isa::detect().is_some()
-    }
-
-    /// Repacks GGUF Q8_0 `data` holding a `rows` × `cols` matrix for the fastest kernel this
-    /// CPU has.
-    pub fn pack(data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
-        Self::pack_for(
-            Isa::detect().ok_or(PackError::Unsupported)?,
-            data,
-            rows,
-            cols,
-        )
-    }
-
-    /// [`Self::pack`] for a given kernel (tests run every kernel the CPU has).
-    pub fn pack_for(isa: Isa, data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError> {
-        Self::pack_in(&WeightArena::one_run_each(), isa, data, rows, cols)
-    }
-
-    /// [`Self::pack_for`] into `arena`, beside the other matrices packed there.
-    pub fn pack_in(
-        arena: &WeightArena,
-        isa: Isa,
-        data: &[u8],
-        rows: usize,
-        cols: usize,
-    ) -> Result<Self, PackError> {
-        if !isa.available() {
-            return Err(PackError::Unsupported);
-        }
-        Self::pack_portable(arena, isa, data, rows, cols)
-    }
-
-    /// The kernel this matrix runs on.
-    pub fn isa(&self) -> Isa {
-        self.isa
-    }
-
     /// [`Self::pack_for`] without the CPU check, for the scalar reference in tests.
     fn pack_portable(
         arena: &WeightArena,
@@ -141,16 +104,6 @@ impl PackedQ8_0 {
             cols,
             tiles,
         })
-    }
-
-    /// Output width (rows of the weight).
-    pub fn rows(&self) -> usize {
-        self.rows
-    }
-
-    /// Input width (columns of the weight).
-    pub fn cols(&self) -> usize {
-        self.cols
     }
 
     /// Row `row` of the weight, dequantized into `out` (`cols` values): an embedding lookup
