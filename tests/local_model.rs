@@ -183,6 +183,15 @@ fn bench_measures_the_file_the_engine_runs() {
     assert_eq!(Path::new(measured), expected, "{stdout}");
     assert_ne!(Path::new(measured), download.as_path());
     assert!(stdout.contains("Q8_0"), "{stdout}");
+    // Where the system offers transparent huge pages, the packed weights are on them.
+    let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled");
+    if thp.is_ok_and(|t| t.contains("[madvise]") || t.contains("[always]")) {
+        let pages = stdout.lines().find_map(|l| l.strip_prefix("pages"));
+        let huge_mib = pages
+            .and_then(|p| p.split_whitespace().next())
+            .and_then(|mib| mib.parse::<u64>().ok());
+        assert!(huge_mib.is_some_and(|mib| mib > 0), "{stdout}");
+    }
 }
 
 #[test]
