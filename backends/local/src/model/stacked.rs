@@ -1,7 +1,9 @@
 //! Linear maps that share one input (q/k/v; gate/up), run as one matmul over their stacked
 //! weights when the weights allow it. In decode every matmul is a separate parallel region
 //! (and, for quantized weights, a separate quantization of the input); stacking q/k/v and
-//! gate/up turns five of a block's seven matmuls into two.
+//! gate/up turns five of a block's seven matmuls into two. Parts of different formats are
+//! stacked in runs of one format: in half the layers of a Q4_K_M file v is Q8_0 while q and k
+//! are Q5_0 (or Q6_K beside Q4_K in larger models), and q and k still run as one matmul.
 
 use candle_core::quantized::{QMatMul, QTensor, ggml_file::qtensor_from_ggml};
 use candle_core::{D, Tensor};
@@ -9,16 +11,29 @@ use candle_core::{D, Tensor};
 use crate::error::EngineError;
 use crate::model::linear::{Linear, Packing};
 
-enum Kind {
-    /// One weight whose rows are every part's rows in order, with the stacked bias.
-    Stacked { w: Linear, b: Option<Tensor> },
-    /// Weights that cannot be stacked (different quant types): one matmul each.
-    Separate(Vec<(Linear, Option<Tensor>)>),
+/// Consecutive parts run as one matmul over their stacked rows.
+struct Group {
+    w: Linear,
+    /// The parts' biases stacked, when any part has one.
+    b: Option<Tensor>,
+    /// Output width of each part in the group.
+    outs: Vec<usize>,
+}
+
+impl Group {
+    fn forward(&self, x: &Tensor) -> Result<Tensor, EngineError> {
+        let y = self.w.forward(x)?;
+        Ok(match &self.b {
+            Some(b) => y.broadcast_add(b)?,
+            None => y,
+        })
+    }
 }
 
 /// Several `x @ w_i^T (+ b_i)` sharing `x`.
 pub(crate) struct SharedInput {
-    kind: Kind,
+    /// The parts in order, in runs that stack.
+    groups: Vec<Group>,
     /// Output width of each part.
     outs: Vec<usize>,
 }
@@ -43,68 +58,49 @@ fn stack_biases(
 }
 
 impl SharedInput {
-    /// From GGUF weights `(out_i, in)`. Stacked when all share one type and input width: the
-    /// row-major block data of each is simply concatenated.
+    /// From GGUF weights `(out_i, in)`. Consecutive weights of one type and input width are
+    /// stacked: the row-major block data of each is simply concatenated.
     pub fn quantized(
         ws: Vec<QTensor>,
         biases: Vec<Option<Tensor>>,
         packing: &Packing,
     ) -> Result<Self, EngineError> {
-        let dims = ws
-            .iter()
-            .map(|w| w.shape().dims2())
-            .collect::<Result<Vec<_>, _>>()?;
-        let outs: Vec<usize> = dims.iter().map(|d| d.0).collect();
-        let dtype = ws.first().map(QTensor::dtype);
-        let stackable = ws.len() > 1
-            && ws.iter().all(|w| Some(w.dtype()) == dtype)
-            && dims.iter().all(|d| d.1 == dims[0].1);
-        if let (true, Some(dtype)) = (stackable, dtype) {
-            let device = ws[0].device();
-            let mut bytes = Vec::with_capacity(ws.iter().map(|w| w.storage_size_in_bytes()).sum());
-            for w in &ws {
-                bytes.extend_from_slice(&w.data()?);
+        let mut outs = Vec::with_capacity(ws.len());
+        let mut groups = Vec::new();
+        let mut run: Vec<(QTensor, Option<Tensor>)> = Vec::new();
+        for (w, b) in ws.into_iter().zip(biases) {
+            let (rows, cols) = w.shape().dims2()?;
+            outs.push(rows);
+            if let Some((first, _)) = run.first()
+                && (first.dtype() != w.dtype() || first.shape().dims2()?.1 != cols)
+            {
+                groups.push(stack(std::mem::take(&mut run), packing)?);
             }
-            drop(ws);
-            let rows = outs.iter().sum();
-            let stacked = qtensor_from_ggml(dtype, &bytes, vec![rows, dims[0].1], &device)?;
-            return Ok(Self {
-                kind: Kind::Stacked {
-                    w: packing.linear(QMatMul::from_qtensor(stacked)?)?,
-                    b: stack_biases(biases, &outs)?,
-                },
-                outs,
-            });
+            run.push((w, b));
         }
-        let separate = ws
-            .into_iter()
-            .zip(biases)
-            .map(|(w, b)| Ok((packing.linear(QMatMul::from_qtensor(w)?)?, b)))
-            .collect::<Result<Vec<_>, EngineError>>()?;
-        Ok(Self {
-            kind: Kind::Separate(separate),
-            outs,
-        })
+        if !run.is_empty() {
+            groups.push(stack(run, packing)?);
+        }
+        Ok(Self { groups, outs })
     }
 
     /// From dense f32 weights `(out_i, in)`, always stacked.
     pub fn dense(ws: Vec<Tensor>, biases: Vec<Option<Tensor>>) -> Result<Self, EngineError> {
         let outs = ws.iter().map(|w| w.dim(0)).collect::<Result<Vec<_>, _>>()?;
+        let group = Group {
+            w: Linear::Candle(QMatMul::Tensor(Tensor::cat(&ws, 0)?)),
+            b: stack_biases(biases, &outs)?,
+            outs: outs.clone(),
+        };
         Ok(Self {
-            kind: Kind::Stacked {
-                w: Linear::Candle(QMatMul::Tensor(Tensor::cat(&ws, 0)?)),
-                b: stack_biases(biases, &outs)?,
-            },
+            groups: vec![group],
             outs,
         })
     }
 
-    /// The weights behind the parts: one when stacked.
+    /// The weights behind the parts: one per run that stacks.
     pub fn linears(&self) -> Vec<&Linear> {
-        match &self.kind {
-            Kind::Stacked { w, .. } => vec![w],
-            Kind::Separate(parts) => parts.iter().map(|(w, _)| w).collect(),
-        }
+        self.groups.iter().map(|g| &g.w).collect()
     }
 
     /// Output width of each part.
@@ -112,44 +108,132 @@ impl SharedInput {
         &self.outs
     }
 
-    /// The parts' outputs side by side, `(.., Σ out_i)`: stacked weights give it as it is,
-    /// separate ones are joined.
+    /// The parts' outputs side by side, `(.., Σ out_i)`: one stacked weight gives it as it is,
+    /// several runs are joined.
     pub fn forward_joined(&self, x: &Tensor) -> Result<Tensor, EngineError> {
-        match &self.kind {
-            Kind::Stacked { w, b } => {
-                let y = w.forward(x)?;
-                Ok(match b {
-                    Some(b) => y.broadcast_add(b)?,
-                    None => y,
-                })
+        match self.groups.as_slice() {
+            [group] => group.forward(x),
+            groups => {
+                let ys = groups
+                    .iter()
+                    .map(|g| g.forward(x))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(Tensor::cat(&ys, D::Minus1)?)
             }
-            Kind::Separate(_) => Ok(Tensor::cat(&self.forward(x)?, D::Minus1)?),
         }
     }
 
-    /// Each part's output, `(.., out_i)`; stacked outputs are views into one tensor.
+    /// Each part's output, `(.., out_i)`; the parts of a stacked run are views into its one
+    /// tensor.
     pub fn forward(&self, x: &Tensor) -> Result<Vec<Tensor>, EngineError> {
-        match &self.kind {
-            Kind::Stacked { .. } => {
-                let y = self.forward_joined(x)?;
-                let mut start = 0;
-                let mut out = Vec::with_capacity(self.outs.len());
-                for &n in &self.outs {
-                    out.push(y.narrow(D::Minus1, start, n)?);
-                    start += n;
-                }
-                Ok(out)
+        let mut out = Vec::with_capacity(self.outs.len());
+        for group in &self.groups {
+            let y = group.forward(x)?;
+            if let [_] = group.outs.as_slice() {
+                out.push(y);
+                continue;
             }
-            Kind::Separate(parts) => parts
-                .iter()
-                .map(|(w, b)| {
-                    let y = w.forward(x)?;
-                    Ok(match b {
-                        Some(b) => y.broadcast_add(b)?,
-                        None => y,
-                    })
-                })
-                .collect(),
+            let mut start = 0;
+            for &n in &group.outs {
+                out.push(y.narrow(D::Minus1, start, n)?);
+                start += n;
+            }
         }
+        Ok(out)
+    }
+}
+
+/// One matmul for a run of weights of one type and input width (and their biases).
+fn stack(run: Vec<(QTensor, Option<Tensor>)>, packing: &Packing) -> Result<Group, EngineError> {
+    let (ws, biases): (Vec<QTensor>, Vec<Option<Tensor>>) = run.into_iter().unzip();
+    let outs = ws
+        .iter()
+        .map(|w| Ok(w.shape().dims2()?.0))
+        .collect::<Result<Vec<_>, EngineError>>()?;
+    let b = stack_biases(biases, &outs)?;
+    let weight = match <[QTensor; 1]>::try_from(ws) {
+        Ok([w]) => w,
+        Err(ws) => joined(ws)?,
+    };
+    Ok(Group {
+        w: packing.linear(QMatMul::from_qtensor(weight)?)?,
+        b,
+        outs,
+    })
+}
+
+/// Weights of one type and input width as one, their rows in order.
+fn joined(ws: Vec<QTensor>) -> Result<QTensor, EngineError> {
+    let (dtype, device) = (ws[0].dtype(), ws[0].device());
+    let cols = ws[0].shape().dims2()?.1;
+    let mut rows = 0;
+    let mut bytes = Vec::with_capacity(ws.iter().map(|w| w.storage_size_in_bytes()).sum());
+    for w in &ws {
+        rows += w.shape().dims2()?.0;
+        bytes.extend_from_slice(&w.data()?);
+    }
+    drop(ws);
+    Ok(qtensor_from_ggml(dtype, &bytes, vec![rows, cols], &device)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
+    use candle_core::{Device, Tensor};
+
+    use super::SharedInput;
+    use crate::model::linear::{Kernels, Packing};
+
+    fn weight(dtype: GgmlDType, rows: usize, seed: f64) -> QTensor {
+        let w = Tensor::arange(0f32, (rows * 64) as f32, &Device::Cpu).unwrap();
+        let w = ((w * seed).unwrap().sin().unwrap())
+            .reshape((rows, 64))
+            .unwrap();
+        QTensor::quantize(&w, dtype).unwrap()
+    }
+
+    fn bits(t: &Tensor) -> Vec<u32> {
+        let values = t.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        values.iter().map(|v| v.to_bits()).collect()
+    }
+
+    /// q and k of one format run as one matmul beside a v of another, as in half the layers
+    /// of a Q4_K_M file, and each part's output (with its bias, where it has one) is the
+    /// one its own weight gives, to the bit: stacking rows changes no row's sum.
+    #[test]
+    fn runs_of_one_format_stack_and_each_part_answers_as_alone() {
+        let dev = Device::Cpu;
+        let packing = Packing::new(Kernels::Fastest);
+        let parts = [
+            (GgmlDType::Q8_0, 48, 0.37),
+            (GgmlDType::Q8_0, 16, 0.11),
+            (GgmlDType::Q4_0, 16, 0.23),
+            (GgmlDType::Q4_0, 32, 0.05),
+            (GgmlDType::Q8_0, 16, 0.71),
+        ];
+        let k_bias = Tensor::arange(0f32, 16.0, &dev).unwrap();
+        let biases = vec![None, Some(k_bias.clone()), None, None, None];
+        let ws = parts.iter().map(|&(t, r, s)| weight(t, r, s)).collect();
+        let shared = SharedInput::quantized(ws, biases, &packing).unwrap();
+        assert_eq!(shared.linears().len(), 3, "[q, k], [v, v2], [w]");
+        assert_eq!(shared.outs(), &[48, 16, 16, 32, 16]);
+
+        let x = Tensor::randn(0f32, 1.0, (1, 3, 64), &dev).unwrap();
+        let outputs = shared.forward(&x).unwrap();
+        assert_eq!(outputs.len(), parts.len());
+        for (i, (&(dtype, rows, seed), got)) in parts.iter().zip(&outputs).enumerate() {
+            let alone = packing
+                .linear(QMatMul::from_qtensor(weight(dtype, rows, seed)).unwrap())
+                .unwrap();
+            let mut want = alone.forward(&x).unwrap();
+            if i == 1 {
+                want = want.broadcast_add(&k_bias).unwrap();
+            }
+            assert_eq!(got.dims(), want.dims(), "part {i}");
+            assert!(bits(got) == bits(&want), "part {i}");
+        }
+        let joined = shared.forward_joined(&x).unwrap();
+        let parts = Tensor::cat(&outputs, 2).unwrap();
+        assert!(bits(&joined) == bits(&parts));
     }
 }
