@@ -53,39 +53,26 @@ impl Kernels {
 type Packer =
     fn(&WeightArena, Isa, &[u8], usize, usize) -> Result<Box<dyn PackedMatrix>, PackError>;
 
+/// The [`Packer`] of one packed type.
+macro_rules! packer_of {
+    ($ty:ty) => {
+        |arena, isa, data, rows, cols| Ok(Box::new(<$ty>::pack_in(arena, isa, data, rows, cols)?))
+    };
+}
+
 /// The packer for weights of `dtype`, if hearth-kernels has a kernel for them.
 fn packer(dtype: GgmlDType) -> Option<Packer> {
     Some(match dtype {
-        GgmlDType::Q8_0 => |arena, isa, data, rows, cols| {
-            Ok(Box::new(PackedQ8_0::pack_in(arena, isa, data, rows, cols)?))
-        },
-        GgmlDType::Q4_0 => |arena, isa, data, rows, cols| {
-            Ok(Box::new(PackedQ4_0::pack_in(arena, isa, data, rows, cols)?))
-        },
-        GgmlDType::Q4_1 => |arena, isa, data, rows, cols| {
-            Ok(Box::new(PackedQ4_1::pack_in(arena, isa, data, rows, cols)?))
-        },
-        GgmlDType::Q5_0 => |arena, isa, data, rows, cols| {
-            Ok(Box::new(PackedQ5_0::pack_in(arena, isa, data, rows, cols)?))
-        },
-        GgmlDType::Q5_1 => |arena, isa, data, rows, cols| {
-            Ok(Box::new(PackedQ5_1::pack_in(arena, isa, data, rows, cols)?))
-        },
-        GgmlDType::Q2K => |arena, isa, data, rows, cols| {
-            Ok(Box::new(PackedQ2_K::pack_in(arena, isa, data, rows, cols)?))
-        },
-        GgmlDType::Q3K => |arena, isa, data, rows, cols| {
-            Ok(Box::new(PackedQ3_K::pack_in(arena, isa, data, rows, cols)?))
-        },
-        GgmlDType::Q4K => |arena, isa, data, rows, cols| {
-            Ok(Box::new(PackedQ4_K::pack_in(arena, isa, data, rows, cols)?))
-        },
-        GgmlDType::Q5K => |arena, isa, data, rows, cols| {
-            Ok(Box::new(PackedQ5_K::pack_in(arena, isa, data, rows, cols)?))
-        },
-        GgmlDType::Q6K => |arena, isa, data, rows, cols| {
-            Ok(Box::new(PackedQ6_K::pack_in(arena, isa, data, rows, cols)?))
-        },
+        GgmlDType::Q8_0 => packer_of!(PackedQ8_0),
+        GgmlDType::Q4_0 => packer_of!(PackedQ4_0),
+        GgmlDType::Q4_1 => packer_of!(PackedQ4_1),
+        GgmlDType::Q5_0 => packer_of!(PackedQ5_0),
+        GgmlDType::Q5_1 => packer_of!(PackedQ5_1),
+        GgmlDType::Q2K => packer_of!(PackedQ2_K),
+        GgmlDType::Q3K => packer_of!(PackedQ3_K),
+        GgmlDType::Q4K => packer_of!(PackedQ4_K),
+        GgmlDType::Q5K => packer_of!(PackedQ5_K),
+        GgmlDType::Q6K => packer_of!(PackedQ6_K),
         _ => return None,
     })
 }

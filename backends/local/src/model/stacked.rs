@@ -5,7 +5,7 @@
 //! stacked in runs of one format: in half the layers of a Q4_K_M file v is Q8_0 while q and k
 //! are Q5_0 (or Q6_K beside Q4_K in larger models), and q and k still run as one matmul.
 
-use candle_core::quantized::{QMatMul, QTensor, ggml_file::qtensor_from_ggml};
+use candle_core::quantized::{GgmlDType, QMatMul, QTensor, ggml_file::qtensor_from_ggml};
 use candle_core::{D, Tensor};
 
 use crate::error::EngineError;
@@ -66,21 +66,23 @@ impl SharedInput {
         packing: &Packing,
     ) -> Result<Self, EngineError> {
         let mut outs = Vec::with_capacity(ws.len());
-        let mut groups = Vec::new();
-        let mut run: Vec<(QTensor, Option<Tensor>)> = Vec::new();
+        let mut runs: Vec<Run> = Vec::new();
         for (w, b) in ws.into_iter().zip(biases) {
             let (rows, cols) = w.shape().dims2()?;
             outs.push(rows);
-            if let Some((first, _)) = run.first()
-                && (first.dtype() != w.dtype() || first.shape().dims2()?.1 != cols)
-            {
-                groups.push(stack(std::mem::take(&mut run), packing)?);
+            let key = (w.dtype(), cols);
+            match runs.last_mut() {
+                Some(run) if run.key == key => run.parts.push((w, b, rows)),
+                _ => runs.push(Run {
+                    key,
+                    parts: vec![(w, b, rows)],
+                }),
             }
-            run.push((w, b));
         }
-        if !run.is_empty() {
-            groups.push(stack(run, packing)?);
-        }
+        let groups = runs
+            .into_iter()
+            .map(|run| run.stack(packing))
+            .collect::<Result<_, _>>()?;
         Ok(Self { groups, outs })
     }
 
@@ -143,37 +145,45 @@ impl SharedInput {
     }
 }
 
-/// One matmul for a run of weights of one type and input width (and their biases).
-fn stack(run: Vec<(QTensor, Option<Tensor>)>, packing: &Packing) -> Result<Group, EngineError> {
-    let (ws, biases): (Vec<QTensor>, Vec<Option<Tensor>>) = run.into_iter().unzip();
-    let outs = ws
-        .iter()
-        .map(|w| Ok(w.shape().dims2()?.0))
-        .collect::<Result<Vec<_>, EngineError>>()?;
-    let b = stack_biases(biases, &outs)?;
-    let weight = match <[QTensor; 1]>::try_from(ws) {
-        Ok([w]) => w,
-        Err(ws) => joined(ws)?,
-    };
-    Ok(Group {
-        w: packing.linear(QMatMul::from_qtensor(weight)?)?,
-        b,
-        outs,
-    })
+/// Consecutive weights of one type and input width (the run's key), with their biases and
+/// output widths.
+struct Run {
+    key: (GgmlDType, usize),
+    parts: Vec<(QTensor, Option<Tensor>, usize)>,
 }
 
-/// Weights of one type and input width as one, their rows in order.
-fn joined(ws: Vec<QTensor>) -> Result<QTensor, EngineError> {
-    let (dtype, device) = (ws[0].dtype(), ws[0].device());
-    let cols = ws[0].shape().dims2()?.1;
-    let mut rows = 0;
-    let mut bytes = Vec::with_capacity(ws.iter().map(|w| w.storage_size_in_bytes()).sum());
-    for w in &ws {
-        rows += w.shape().dims2()?.0;
-        bytes.extend_from_slice(&w.data()?);
+impl Run {
+    /// One matmul for the run's weights, their rows in order (their biases stacked alike).
+    fn stack(self, packing: &Packing) -> Result<Group, EngineError> {
+        let mut ws = Vec::with_capacity(self.parts.len());
+        let (mut biases, mut outs) = (Vec::new(), Vec::new());
+        for (w, b, rows) in self.parts {
+            ws.push(w);
+            biases.push(b);
+            outs.push(rows);
+        }
+        let b = stack_biases(biases, &outs)?;
+        let (dtype, cols) = self.key;
+        let weight = match <[QTensor; 1]>::try_from(ws) {
+            Ok([w]) => w,
+            Err(ws) => {
+                let mut bytes =
+                    Vec::with_capacity(ws.iter().map(|w| w.storage_size_in_bytes()).sum());
+                for w in &ws {
+                    bytes.extend_from_slice(&w.data()?);
+                }
+                let device = ws[0].device();
+                drop(ws);
+                let shape = vec![outs.iter().sum(), cols];
+                qtensor_from_ggml(dtype, &bytes, shape, &device)?
+            }
+        };
+        Ok(Group {
+            w: packing.linear(QMatMul::from_qtensor(weight)?)?,
+            b,
+            outs,
+        })
     }
-    drop(ws);
-    Ok(qtensor_from_ggml(dtype, &bytes, vec![rows, cols], &device)?)
 }
 
 #[cfg(test)]
