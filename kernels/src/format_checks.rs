@@ -48,7 +48,9 @@ pub(crate) fn rows_are_the_gguf_decode_bit_for_bit<F: Format>(
 }
 
 /// The reference product is the dense product of the decoded weights, up to the activations'
-/// 8-bit quantization, for each `(m, rows, cols)`.
+/// 8-bit quantization, for each `(m, rows, cols)`. The bound allows for the K-quants' one
+/// activation scale per 256 values (ggml's Q8_K), a coarser step than one per 32: Q3_K's
+/// reference came to 2.1% of the largest output on these rows, the others to less.
 pub(crate) fn the_reference_is_dense_math<F: Format>(seed: u64, shapes: &[(usize, usize, usize)]) {
     let mut rng = Lcg(seed);
     for &(m, rows, cols) in shapes {
@@ -60,7 +62,7 @@ pub(crate) fn the_reference_is_dense_math<F: Format>(seed: u64, shapes: &[(usize
         packed.matmul_reference(&lhs, m, &mut got);
         let want = dense_matmul(&lhs, &dense, m, rows, cols);
         let err = max_relative_error(&got, &want);
-        assert!(err < 0.02, "{m}x{rows}x{cols}: relative error {err}");
+        assert!(err < 0.03, "{m}x{rows}x{cols}: relative error {err}");
     }
 }
 

@@ -5,7 +5,7 @@
 use std::ops::Range;
 
 use crate::OutPtr;
-use crate::activations::{BLOCK, QuantizedRows};
+use crate::activations::{BLOCK, QuantizedRows, Scheme};
 use crate::isa::Isa;
 use crate::packed::MatmulOut;
 use crate::shares::run_shared;
@@ -84,10 +84,11 @@ pub(crate) fn check_blocks(
 /// (`out`, rows `stride` apart) for a range of activation rows, from the group's tiles.
 pub(crate) type GroupKernel<T> = unsafe fn(&[T], &QuantizedRows, Range<usize>, *mut f32, usize);
 
-/// A format's kernels, one per instruction set.
+/// A format's kernels, one per instruction set, and how they take their activations.
 pub(crate) struct Kernels<T> {
     pub avx512: GroupKernel<T>,
     pub avx2: GroupKernel<T>,
+    pub activations: Scheme,
 }
 
 /// The frame of every packed matmul: `out = lhs · Wᵀ` for the `m` rows of `lhs` (`m × cols`,
@@ -124,7 +125,7 @@ pub(crate) unsafe fn matmul<T: Sync>(
         return;
     }
     let per_group = tiles.len() / groups;
-    let acts = QuantizedRows::quantize(lhs, m, cols, threads);
+    let acts = QuantizedRows::quantize(lhs, m, cols, threads, kernels.activations);
     let kernel = match isa {
         Isa::Avx512Vnni => kernels.avx512,
         Isa::Avx2 => kernels.avx2,

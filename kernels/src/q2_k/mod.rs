@@ -26,7 +26,7 @@ mod tests;
 
 use half::f16;
 
-use crate::activations::BLOCK;
+use crate::activations::{BLOCK, Scheme};
 use crate::isa::Isa;
 use crate::packed::MatmulOut;
 use crate::packed::packed_basics;
@@ -152,6 +152,7 @@ impl PackedQ2_K {
         let kernels = tiled::Kernels {
             avx512: avx512::group,
             avx2: avx2::group,
+            activations: Scheme::Q8_K,
         };
         let shape = (self.rows, self.cols);
         // SAFETY: `pack_for` checked that the CPU runs `isa`; each group's tiles are its own

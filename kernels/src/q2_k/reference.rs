@@ -6,7 +6,7 @@
 use half::f16;
 
 use super::{BLOCK, BLOCK_BYTES, PackedQ2_K, SUBS, SUPER, TILE_ROWS};
-use crate::activations::QuantizedRows;
+use crate::activations::{QuantizedRows, Scheme};
 use crate::two_bits;
 
 /// ggml's `dequantize_row_q2_K` over whole super-blocks of GGUF bytes, written from its loops.
@@ -36,7 +36,7 @@ pub(super) fn dequantize_gguf(data: &[u8]) -> Vec<f32> {
 impl PackedQ2_K {
     /// What [`PackedQ2_K::matmul`] computes, in the same order per sub-block.
     pub(super) fn matmul_reference(&self, lhs: &[f32], m: usize, out: &mut [f32]) {
-        let acts = QuantizedRows::quantize(lhs, m, self.cols, 1);
+        let acts = QuantizedRows::quantize(lhs, m, self.cols, 1, Scheme::Q8_K);
         let (blocks, supers) = (self.cols / BLOCK, self.cols / SUPER);
         for i in 0..m {
             for row in 0..self.rows {

@@ -6,7 +6,7 @@
 use half::f16;
 
 use super::{BLOCK, BLOCK_BYTES, PackedQ3_K, SUBS, SUPER, TILE_ROWS};
-use crate::activations::QuantizedRows;
+use crate::activations::{QuantizedRows, Scheme};
 
 /// ggml's `dequantize_row_q3_K` over whole super-blocks of GGUF bytes, written from its loops
 /// (not from this module's `decode`), scales unpacked through its u32 masks.
@@ -52,7 +52,7 @@ pub(super) fn dequantize_gguf(data: &[u8]) -> Vec<f32> {
 impl PackedQ3_K {
     /// What [`PackedQ3_K::matmul`] computes, in the same order per sub-block.
     pub(super) fn matmul_reference(&self, lhs: &[f32], m: usize, out: &mut [f32]) {
-        let acts = QuantizedRows::quantize(lhs, m, self.cols, 1);
+        let acts = QuantizedRows::quantize(lhs, m, self.cols, 1, Scheme::Q8_K);
         let (blocks, supers) = (self.cols / BLOCK, self.cols / SUPER);
         for i in 0..m {
             for row in 0..self.rows {

@@ -2,7 +2,7 @@ use crate::weight_arena::WeightArena;
 use half::f16;
 
 use super::{BLOCK, BLOCK_BYTES, PackedQ4_0, TILE_ROWS};
-use crate::activations::QuantizedRows;
+use crate::activations::{QuantizedRows, Scheme};
 use crate::isa::{Isa, kernels_here};
 use crate::test_support::{Lcg, dense_matmul, max_relative_error, random_rows};
 use crate::tiled::PackError;
@@ -26,7 +26,7 @@ fn random_q4_0(rng: &mut Lcg, rows: usize, cols: usize) -> (Vec<u8>, Vec<f32>) {
 impl PackedQ4_0 {
     /// What [`PackedQ4_0::matmul`] computes, one value at a time, from the packed bytes.
     fn matmul_reference(&self, lhs: &[f32], m: usize, out: &mut [f32]) {
-        let acts = QuantizedRows::quantize(lhs, m, self.cols, 1);
+        let acts = QuantizedRows::quantize(lhs, m, self.cols, 1, Scheme::Q8_0);
         let blocks = self.cols / BLOCK;
         for row in 0..self.rows {
             let (group, lane) = (row / TILE_ROWS, row % TILE_ROWS);

@@ -19,7 +19,7 @@ mod tests;
 
 use half::f16;
 
-use crate::activations::BLOCK;
+use crate::activations::{BLOCK, Scheme};
 use crate::isa::Isa;
 use crate::packed::MatmulOut;
 use crate::packed::packed_basics;
@@ -122,6 +122,7 @@ impl PackedQ4_1 {
         let kernels = tiled::Kernels {
             avx512: avx512::group,
             avx2: avx2::group,
+            activations: Scheme::Q8_0,
         };
         let shape = (self.rows, self.cols);
         // SAFETY: `pack_for` checked that the CPU runs `isa` (and F16C); each group's tiles

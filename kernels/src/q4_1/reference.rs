@@ -6,7 +6,7 @@
 use half::f16;
 
 use super::{BLOCK, BLOCK_BYTES, PackedQ4_1, TILE_ROWS, qs_index};
-use crate::activations::QuantizedRows;
+use crate::activations::{QuantizedRows, Scheme};
 
 /// ggml's `dequantize_row_q4_1` over whole blocks of GGUF bytes.
 pub(super) fn dequantize_gguf(data: &[u8]) -> Vec<f32> {
@@ -28,7 +28,7 @@ pub(super) fn dequantize_gguf(data: &[u8]) -> Vec<f32> {
 impl PackedQ4_1 {
     /// What [`PackedQ4_1::matmul`] computes, in the same order per block.
     pub(super) fn matmul_reference(&self, lhs: &[f32], m: usize, out: &mut [f32]) {
-        let acts = QuantizedRows::quantize(lhs, m, self.cols, 1);
+        let acts = QuantizedRows::quantize(lhs, m, self.cols, 1, Scheme::Q8_0);
         let blocks = self.cols / BLOCK;
         for i in 0..m {
             for row in 0..self.rows {

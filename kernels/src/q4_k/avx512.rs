@@ -1,16 +1,20 @@
-//! The Q4_K kernel on AVX-512 VNNI: per sub-block, the nibbles times one activation block in
-//! `vpdpbusd` as for Q4_0 (see `q4_0::avx512`), whose i32 sums are exact, then
-//! `d · sc · a_scale` times that less `dmin · m · a_scale · Σa` into f32 accumulators.
+//! The Q4_K kernel on AVX-512 VNNI. Per sub-block, the nibbles times one activation block in
+//! `vpdpbusd` as for Q4_0 (see `q4_0::avx512`), whose i32 sums are exact; the activations of a
+//! K-quant matmul share one scale per super-block (see `activations`), so the sub-blocks'
+//! sums, times their 6-bit scales, and the activations' block sums, times their 6-bit mins,
+//! are added in i32 over the whole super-block, exactly, and only then turned to f32:
+//! `d · a_scale` times the first less `dmin · a_scale` times the second.
 
 use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 use crate::avx512_frame::avx512_group;
 #[cfg(target_arch = "x86_64")]
-use crate::avx512_frame::{nibbles512, store_rows512, widen16};
+use crate::avx512_frame::{store_rows512, widen16};
 use crate::tiled::prefetch_part;
 
-/// Activation rows per micro-kernel call: 8 unpacked weight registers, the sub-block's scales
-/// and mins, and an accumulator and two sums per row fit the 32 zmm registers.
+/// Activation rows per micro-kernel call: a row's accumulator and its two i32 sums, times 6,
+/// beside the 8 unpacked weight registers and the sub-block's scales and mins, fit the 32 zmm
+/// registers.
 const MR: usize = 6;
 
 const _: () = assert!(TILE_ROWS == 16);
@@ -32,23 +36,30 @@ unsafe fn micro_kernel<const R: usize>(
     let blocks = acts.blocks;
     let (words, scales, offsets, _) = acts.rows(first..first + R);
     let mut acc = [_mm512_setzero_ps(); R];
+    let (low_nibbles, high_nibbles) = (_mm512_set1_epi8(0x0f), _mm512_set1_epi8(0xf0u8 as i8));
     for (s, tile) in tiles.iter().enumerate() {
-        let (d, dmin) = (widen16(&tile.d), widen16(&tile.dmin));
+        // Per row: Σ_j sc_j · (q · a)_j, and Σ_j m_j · (−128 · Σa_j).
+        let mut dots = [_mm512_setzero_si512(); R];
+        let mut mins = [_mm512_setzero_si512(); R];
         for j in 0..SUBS {
             prefetch_part::<R, SUBS, _>(tile, j);
             let block = s * SUBS + j;
+            let qs = tile.qs[j].as_ptr().cast::<__m512i>();
             // SAFETY: `qs[j]` is 256 bytes at a 64-byte aligned offset of the tile.
-            let (low, high) = unsafe { nibbles512(tile.qs[j].as_ptr()) };
+            let raw: [__m512i; 4] =
+                std::array::from_fn(|q| unsafe { _mm512_load_si512(qs.add(q)) });
+            // The high nibbles stay in place, 16 times their value: their products are exact
+            // multiples of 16, taken out once per sub-block.
+            let low = raw.map(|raw| _mm512_and_si512(raw, low_nibbles));
+            let high = raw.map(|raw| _mm512_and_si512(raw, high_nibbles));
             // SAFETY: `scales[j]` and `mins[j]` are 16 bytes each inside the tile.
-            let (sc, mins) = unsafe {
+            let (sc, m) = unsafe {
                 (
-                    _mm_loadu_si128(tile.scales[j].as_ptr().cast()),
-                    _mm_loadu_si128(tile.mins[j].as_ptr().cast()),
+                    _mm512_cvtepu8_epi32(_mm_loadu_si128(tile.scales[j].as_ptr().cast())),
+                    _mm512_cvtepu8_epi32(_mm_loadu_si128(tile.mins[j].as_ptr().cast())),
                 )
             };
-            let sc = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(sc)));
-            let mins = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(mins)));
-            for (r, acc) in acc.iter_mut().enumerate() {
+            for r in 0..R {
                 let at = r * blocks + block;
                 let a = &words[at];
                 let (mut even, mut odd) = (_mm512_setzero_si512(), _mm512_setzero_si512());
@@ -56,13 +67,22 @@ unsafe fn micro_kernel<const R: usize>(
                     even = _mm512_dpbusd_epi32(even, low[q], _mm512_set1_epi32(a[q]));
                     odd = _mm512_dpbusd_epi32(odd, high[q], _mm512_set1_epi32(a[q + 4]));
                 }
-                let dot = _mm512_cvtepi32_ps(_mm512_add_epi32(even, odd));
-                // `offsets` holds −128 · Σa.
-                let a_sum = (-(offsets[at] / 128)) as f32 * scales[at];
-                let a_scale = _mm512_set1_ps(scales[at]);
-                *acc = _mm512_fmadd_ps(dot, _mm512_mul_ps(sc, a_scale), *acc);
-                *acc = _mm512_fnmadd_ps(mins, _mm512_set1_ps(a_sum), *acc);
+                let dot = _mm512_add_epi32(even, _mm512_srai_epi32::<4>(odd));
+                dots[r] = _mm512_add_epi32(dots[r], _mm512_mullo_epi32(dot, sc));
+                mins[r] = _mm512_add_epi32(
+                    mins[r],
+                    _mm512_mullo_epi32(m, _mm512_set1_epi32(offsets[at])),
+                );
             }
+        }
+        let (d, dmin) = (widen16(&tile.d), widen16(&tile.dmin));
+        for r in 0..R {
+            let a_scale = scales[r * blocks + s * SUBS];
+            // `mins` holds −128 times the sum the mins multiply.
+            let dot_scale = _mm512_mul_ps(d, _mm512_set1_ps(a_scale));
+            let min_scale = _mm512_mul_ps(dmin, _mm512_set1_ps(a_scale / 128.0));
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dots[r]), dot_scale, acc[r]);
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mins[r]), min_scale, acc[r]);
         }
     }
     // SAFETY: rows `first..first + R` are the caller's.

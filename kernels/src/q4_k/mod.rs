@@ -12,9 +12,12 @@
 //! the scales and mins stay 6-bit integers (a byte each), `d` and `dmin` the file's f16. That
 //! is 148 bytes per row and super-block against the file's 144 (1.03×), read once per matmul.
 //!
-//! The AVX2 kernel sums `q · a` over a sub-block in i16 exactly as the Q4_0 one does (at most
-//! 16 · 15 · 127 per lane), widens it with `vpmaddwd` against the sub-block's scales, and
-//! adds `d · a_scale` times that, less `dmin · m · a_scale · Σa`, to f32 accumulators.
+//! The activations are quantized as ggml does for the K-quants (Q8_K: one scale per
+//! super-block). The AVX-512 kernel sums a whole super-block in i32, exactly, and scales it
+//! once (see `avx512`). The AVX2 kernel sums `q · a` over a sub-block in i16 exactly as the
+//! Q4_0 one does (at most 16 · 15 · 127 per lane), widens it with `vpmaddwd` against the
+//! sub-block's scales, and adds `d · a_scale` times that, less `dmin · m · a_scale · Σa`, to
+//! f32 accumulators.
 
 mod avx2;
 mod avx512;
@@ -25,7 +28,7 @@ mod tests;
 
 use half::f16;
 
-use crate::activations::BLOCK;
+use crate::activations::{BLOCK, Scheme};
 use crate::isa::Isa;
 use crate::packed::MatmulOut;
 use crate::packed::packed_basics;
@@ -171,6 +174,7 @@ impl PackedQ4_K {
         let kernels = tiled::Kernels {
             avx512: avx512::group,
             avx2: avx2::group,
+            activations: Scheme::Q8_K,
         };
         let shape = (self.rows, self.cols);
         // SAFETY: `pack_for` checked that the CPU runs `isa`; each group's tiles are its own

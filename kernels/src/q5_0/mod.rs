@@ -28,7 +28,7 @@ mod tests;
 
 use half::f16;
 
-use crate::activations::BLOCK;
+use crate::activations::{BLOCK, Scheme};
 use crate::isa::Isa;
 use crate::packed::MatmulOut;
 use crate::packed::packed_basics;
@@ -159,6 +159,7 @@ impl PackedQ5_0 {
         let kernels = tiled::Kernels {
             avx512: avx512::group,
             avx2: avx2::group,
+            activations: Scheme::Q8_0,
         };
         let shape = (self.rows, self.cols);
         // SAFETY: `pack_for` checked that the CPU runs `isa`; each group's tiles are its own

@@ -6,7 +6,7 @@
 use half::f16;
 
 use super::{BLOCK, BLOCK_BYTES, PackedQ5_0, TILE_ROWS};
-use crate::activations::QuantizedRows;
+use crate::activations::{QuantizedRows, Scheme};
 
 /// ggml's `dequantize_row_q5_0` over whole blocks of GGUF bytes.
 pub(super) fn dequantize_gguf(data: &[u8]) -> Vec<f32> {
@@ -33,7 +33,7 @@ pub(super) fn dequantize_gguf(data: &[u8]) -> Vec<f32> {
 impl PackedQ5_0 {
     /// What [`PackedQ5_0::matmul`] computes, one value at a time, from the packed tiles.
     pub(super) fn matmul_reference(&self, lhs: &[f32], m: usize, out: &mut [f32]) {
-        let acts = QuantizedRows::quantize(lhs, m, self.cols, 1);
+        let acts = QuantizedRows::quantize(lhs, m, self.cols, 1, Scheme::Q8_0);
         let blocks = self.cols / BLOCK;
         for i in 0..m {
             for row in 0..self.rows {

@@ -6,7 +6,7 @@
 use half::f16;
 
 use super::{BLOCK, BLOCK_BYTES, PackedQ5_K, SUBS, SUPER, TILE_ROWS, qs_index, scale_min};
-use crate::activations::QuantizedRows;
+use crate::activations::{QuantizedRows, Scheme};
 
 /// ggml's `dequantize_row_q5_K` over whole super-blocks of GGUF bytes.
 pub(super) fn dequantize_gguf(data: &[u8]) -> Vec<f32> {
@@ -39,7 +39,7 @@ pub(super) fn dequantize_gguf(data: &[u8]) -> Vec<f32> {
 impl PackedQ5_K {
     /// What [`PackedQ5_K::matmul`] computes, in the same order per sub-block.
     pub(super) fn matmul_reference(&self, lhs: &[f32], m: usize, out: &mut [f32]) {
-        let acts = QuantizedRows::quantize(lhs, m, self.cols, 1);
+        let acts = QuantizedRows::quantize(lhs, m, self.cols, 1, Scheme::Q8_K);
         let (blocks, supers) = (self.cols / BLOCK, self.cols / SUPER);
         for i in 0..m {
             for row in 0..self.rows {

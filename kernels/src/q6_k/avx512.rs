@@ -3,6 +3,9 @@
 //! high four). The 6-bit values are `vpdpbusd`'s unsigned operand, and each 16-value half of a
 //! sub-block (the low nibbles, then the high ones) sums into its own i32 accumulator started
 //! at `−32 · Σa` over that half, so that each comes out exact before its own scale applies.
+//! The activations of a K-quant matmul share one scale per super-block (see `activations`),
+//! so the halves' sums times their i8 scales are added in i32 over the super-block, exactly
+//! (at most 16 · 65024 · 128 in magnitude), and turned to f32 once.
 
 use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::{QuantizedRows, half_sum};
@@ -36,7 +39,7 @@ unsafe fn micro_kernel<const R: usize>(
     let (nibble, high_bits) = (_mm512_set1_epi8(0x0f), _mm512_set1_epi8(0x30));
     let mut acc = [_mm512_setzero_ps(); R];
     for (s, tile) in tiles.iter().enumerate() {
-        let d = widen16(&tile.d);
+        let mut dots = [_mm512_setzero_si512(); R];
         for j in 0..SUBS {
             prefetch_part::<R, SUBS, _>(tile, j);
             let block = s * SUBS + j;
@@ -69,18 +72,14 @@ unsafe fn micro_kernel<const R: usize>(
                 );
             }
             // SAFETY: `scales[j]` is 2 × 16 i8 inside the tile.
-            let (first_half, second_half) = unsafe {
+            let sc = unsafe {
                 let sc = tile.scales[j].as_ptr().cast::<i8>();
-                (
-                    _mm_loadu_si128(sc.cast()),
-                    _mm_loadu_si128(sc.add(16).cast()),
-                )
+                [
+                    _mm512_cvtepi8_epi32(_mm_loadu_si128(sc.cast())),
+                    _mm512_cvtepi8_epi32(_mm_loadu_si128(sc.add(16).cast())),
+                ]
             };
-            let sc = [
-                _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(first_half))),
-                _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(second_half))),
-            ];
-            for (r, acc) in acc.iter_mut().enumerate() {
+            for (r, dots) in dots.iter_mut().enumerate() {
                 let at = r * blocks + block;
                 let a = &words[at];
                 let mut sums = [
@@ -91,13 +90,17 @@ unsafe fn micro_kernel<const R: usize>(
                     sums[0] = _mm512_dpbusd_epi32(sums[0], low[q], _mm512_set1_epi32(a[q]));
                     sums[1] = _mm512_dpbusd_epi32(sums[1], upper[q], _mm512_set1_epi32(a[q + 4]));
                 }
-                let dot = _mm512_fmadd_ps(
-                    _mm512_cvtepi32_ps(sums[0]),
-                    sc[0],
-                    _mm512_mul_ps(_mm512_cvtepi32_ps(sums[1]), sc[1]),
+                let scaled = _mm512_add_epi32(
+                    _mm512_mullo_epi32(sums[0], sc[0]),
+                    _mm512_mullo_epi32(sums[1], sc[1]),
                 );
-                *acc = _mm512_fmadd_ps(dot, _mm512_set1_ps(scales[at]), *acc);
+                *dots = _mm512_add_epi32(*dots, scaled);
             }
+        }
+        let d = widen16(&tile.d);
+        for (r, acc) in acc.iter_mut().enumerate() {
+            let scale = _mm512_mul_ps(d, _mm512_set1_ps(scales[r * blocks + s * SUBS]));
+            *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dots[r]), scale, *acc);
         }
     }
     // SAFETY: rows `first..first + R` are the caller's.

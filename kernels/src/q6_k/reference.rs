@@ -6,7 +6,7 @@
 use half::f16;
 
 use super::{BLOCK, BLOCK_BYTES, PackedQ6_K, SUBS, SUPER, TILE_ROWS};
-use crate::activations::QuantizedRows;
+use crate::activations::{QuantizedRows, Scheme};
 
 /// ggml's `dequantize_row_q6_K` over whole super-blocks of GGUF bytes.
 pub(super) fn dequantize_gguf(data: &[u8]) -> Vec<f32> {
@@ -39,30 +39,34 @@ pub(super) fn dequantize_gguf(data: &[u8]) -> Vec<f32> {
 }
 
 impl PackedQ6_K {
-    /// What [`PackedQ6_K::matmul`] computes, in the same order per sub-block.
+    /// What [`PackedQ6_K::matmul`] computes: per super-block, each half sub-block's integer
+    /// sum times its scale, added exactly in integers, then scaled once by `d` and the
+    /// super-block's shared activation scale.
     pub(super) fn matmul_reference(&self, lhs: &[f32], m: usize, out: &mut [f32]) {
-        let acts = QuantizedRows::quantize(lhs, m, self.cols, 1);
+        let acts = QuantizedRows::quantize(lhs, m, self.cols, 1, Scheme::Q8_K);
         let (blocks, supers) = (self.cols / BLOCK, self.cols / SUPER);
         for i in 0..m {
             for row in 0..self.rows {
                 let (group, lane) = (row / TILE_ROWS, row % TILE_ROWS);
                 let mut acc = 0f32;
-                for block in 0..blocks {
-                    let (s, j) = (block / SUBS, block % SUBS);
+                for s in 0..supers {
                     let tile = &self.tiles[group * supers + s];
-                    let at = i * blocks + block;
-                    let a: Vec<i32> = acts.words[at]
-                        .iter()
-                        .flat_map(|w| w.to_le_bytes().map(|b| i32::from(b as i8)))
-                        .collect();
-                    let mut dot = 0i32;
-                    for half in 0..2 {
-                        let sum: i32 = (16 * half..16 * half + 16)
-                            .map(|b| (i32::from(Self::value(tile, j, lane, b)) - 32) * a[b])
-                            .sum();
-                        dot += sum * i32::from(tile.scales[j][half][lane]);
+                    let mut dot = 0i64;
+                    for j in 0..SUBS {
+                        let at = i * blocks + s * SUBS + j;
+                        let a: Vec<i32> = acts.words[at]
+                            .iter()
+                            .flat_map(|w| w.to_le_bytes().map(|b| i32::from(b as i8)))
+                            .collect();
+                        for half in 0..2 {
+                            let sum: i32 = (16 * half..16 * half + 16)
+                                .map(|b| (i32::from(Self::value(tile, j, lane, b)) - 32) * a[b])
+                                .sum();
+                            dot += i64::from(sum * i32::from(tile.scales[j][half][lane]));
+                        }
                     }
-                    acc += dot as f32 * (tile.d[lane].to_f32() * acts.scales[at]);
+                    let a_scale = acts.scales[i * blocks + s * SUBS];
+                    acc += dot as f32 * (tile.d[lane].to_f32() * a_scale);
                 }
                 out[i * self.rows + row] = acc;
             }

@@ -2,12 +2,12 @@
 //! order of summation, plain Rust. The SIMD kernel is tested against it.
 
 use super::{BLOCK, PackedQ8_0, TILE_ROWS};
-use crate::activations::QuantizedRows;
+use crate::activations::{QuantizedRows, Scheme};
 
 impl PackedQ8_0 {
     /// What [`PackedQ8_0::matmul`] computes, one value at a time.
     pub(super) fn matmul_reference(&self, lhs: &[f32], m: usize, out: &mut [f32]) {
-        let acts = QuantizedRows::quantize(lhs, m, self.cols, 1);
+        let acts = QuantizedRows::quantize(lhs, m, self.cols, 1, Scheme::Q8_0);
         let blocks = self.cols / BLOCK;
         let bias = super::weight_bias(self.isa);
         for i in 0..m {
