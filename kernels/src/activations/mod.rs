@@ -106,6 +106,15 @@ impl QuantizedRows {
     }
 }
 
+#[cfg(test)]
+impl QuantizedRows {
+    /// Entry `at`'s 32 quantized values, for the formats' scalar references.
+    pub fn values(&self, at: usize) -> [i32; BLOCK] {
+        let bytes = self.words[at].map(i32::to_le_bytes);
+        std::array::from_fn(|i| i32::from(bytes[i / 4][i % 4] as i8))
+    }
+}
+
 /// A run of activation rows' entries in each of [`QuantizedRows`]' outputs (see
 /// [`QuantizedRows::rows`]).
 pub(crate) type RowSlices<'a> = (&'a [[i32; BLOCK / 4]], &'a [f32], &'a [i32], &'a [[i32; 2]]);

@@ -46,10 +46,7 @@ impl PackedQ2_K {
                     let (s, j) = (block / SUBS, block % SUBS);
                     let tile = &self.tiles[group * supers + s];
                     let at = i * blocks + block;
-                    let a: Vec<i32> = acts.words[at]
-                        .iter()
-                        .flat_map(|w| w.to_le_bytes().map(|b| i32::from(b as i8)))
-                        .collect();
+                    let a = acts.values(at);
                     let (mut dot, mut min_dot) = (0i32, 0i32);
                     for half in 0..2 {
                         let byte = tile.scales[j][half][lane];

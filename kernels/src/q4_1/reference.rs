@@ -37,10 +37,7 @@ impl PackedQ4_1 {
                 for block in 0..blocks {
                     let tile = &self.tiles[group * blocks + block];
                     let at = i * blocks + block;
-                    let a: Vec<i32> = acts.words[at]
-                        .iter()
-                        .flat_map(|w| w.to_le_bytes().map(|b| i32::from(b as i8)))
-                        .collect();
+                    let a = acts.values(at);
                     let mut dot = 0i32;
                     for j in 0..BLOCK / 2 {
                         let byte = tile.qs[qs_index(lane, j)];

@@ -43,10 +43,7 @@ impl PackedQ4_K {
                     let (mut dots, mut mins) = (0i64, 0i64);
                     for j in 0..SUBS {
                         let at = i * blocks + s * SUBS + j;
-                        let a: Vec<i32> = acts.words[at]
-                            .iter()
-                            .flat_map(|w| w.to_le_bytes().map(|b| i32::from(b as i8)))
-                            .collect();
+                        let a = acts.values(at);
                         let mut dot = 0i64;
                         for b in 0..BLOCK / 2 {
                             let byte = tile.qs[j][qs_index(lane, b)];

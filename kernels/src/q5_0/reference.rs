@@ -42,10 +42,7 @@ impl PackedQ5_0 {
                 for block in 0..blocks {
                     let tile = &self.tiles[group * blocks + block];
                     let at = i * blocks + block;
-                    let a: Vec<i32> = acts.words[at]
-                        .iter()
-                        .flat_map(|w| w.to_le_bytes().map(|b| i32::from(b as i8)))
-                        .collect();
+                    let a = acts.values(at);
                     let sum: i32 = (0..BLOCK)
                         .map(|v| (i32::from(Self::value(tile, lane, v)) - 16) * a[v])
                         .sum();

@@ -54,10 +54,7 @@ impl PackedQ6_K {
                     let mut dot = 0i64;
                     for j in 0..SUBS {
                         let at = i * blocks + s * SUBS + j;
-                        let a: Vec<i32> = acts.words[at]
-                            .iter()
-                            .flat_map(|w| w.to_le_bytes().map(|b| i32::from(b as i8)))
-                            .collect();
+                        let a = acts.values(at);
                         for half in 0..2 {
                             let sum: i32 = (16 * half..16 * half + 16)
                                 .map(|b| (i32::from(Self::value(tile, j, lane, b)) - 32) * a[b])
