@@ -84,6 +84,107 @@ pub(crate) unsafe fn store_rows512<const R: usize>(
     }
 }
 
+/// One row's sums over a K-quant super-block whose sub-blocks have 6-bit scales and mins
+/// (Q4_K, Q5_K), added in i32: exact, since the activations of the super-block share one
+/// scale (ggml's Q8_K). Sub-block dots of up to 32 · 31 · 127 times scales of up to 63, and
+/// the mins times `−128 · Σa`, stay far inside i32 over the eight sub-blocks.
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+pub(crate) struct SuperSums {
+    /// `Σ_j sc_j · (q · a)_j`, one lane per weight row.
+    dots: __m512i,
+    /// `Σ_j m_j · (−128 · Σa_j)`.
+    mins: __m512i,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl SuperSums {
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    pub fn new() -> Self {
+        Self {
+            dots: _mm512_setzero_si512(),
+            mins: _mm512_setzero_si512(),
+        }
+    }
+
+    /// Adds sub-block `j`: its exact dot, its scales `sc` and mins `m` (i32 lanes), and the
+    /// activation block's `offset` (`−128 · Σa`, as [`crate::activations::QuantizedRows`]
+    /// holds it).
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    pub fn add(&mut self, dot: __m512i, sc: __m512i, m: __m512i, offset: i32) {
+        self.dots = _mm512_add_epi32(self.dots, _mm512_mullo_epi32(dot, sc));
+        self.mins = _mm512_add_epi32(self.mins, _mm512_mullo_epi32(m, _mm512_set1_epi32(offset)));
+    }
+
+    /// `acc` plus the super-block: `d · a_scale` times the dots, less `dmin · a_scale` times
+    /// the mins' sums (which carry −128).
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    pub fn into_acc(self, acc: __m512, d: __m512, dmin: __m512, a_scale: f32) -> __m512 {
+        let dot_scale = _mm512_mul_ps(d, _mm512_set1_ps(a_scale));
+        let min_scale = _mm512_mul_ps(dmin, _mm512_set1_ps(a_scale / 128.0));
+        let acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(self.dots), dot_scale, acc);
+        _mm512_fmadd_ps(_mm512_cvtepi32_ps(self.mins), min_scale, acc)
+    }
+}
+
+/// `dots` plus a sub-block's two 16-value halves' exact sums times their i8 scales, in i32
+/// (Q3_K, Q6_K): the super-block's activations share one scale (ggml's Q8_K), so the sum over
+/// its sixteen halves stays exact (at most 16 · 65024 · 128 in magnitude, Q6_K's bound).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx512f")]
+pub(crate) fn add_scaled_halves(dots: __m512i, sums: [__m512i; 2], sc: [__m512i; 2]) -> __m512i {
+    let scaled = _mm512_add_epi32(
+        _mm512_mullo_epi32(sums[0], sc[0]),
+        _mm512_mullo_epi32(sums[1], sc[1]),
+    );
+    _mm512_add_epi32(dots, scaled)
+}
+
+/// A sub-block's two halves' i8 scales (`[half][row]`) as i32 lanes.
+///
+/// # Safety
+/// `scales` points to 32 readable bytes.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn widen_half_scales(scales: *const i8) -> [__m512i; 2] {
+    // SAFETY: the caller's 32 bytes, two unaligned loads of 16.
+    unsafe {
+        [
+            _mm512_cvtepi8_epi32(_mm_loadu_si128(scales.cast())),
+            _mm512_cvtepi8_epi32(_mm_loadu_si128(scales.add(16).cast())),
+        ]
+    }
+}
+
+/// `acc` plus a super-block's i32 `dots` times `d · a_scale`.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx512f")]
+pub(crate) fn add_super(acc: __m512, dots: __m512i, d: __m512, a_scale: f32) -> __m512 {
+    _mm512_fmadd_ps(
+        _mm512_cvtepi32_ps(dots),
+        _mm512_mul_ps(d, _mm512_set1_ps(a_scale)),
+        acc,
+    )
+}
+
+/// A sub-block's 16 6-bit scales or mins (a byte per row) as i32 lanes.
+///
+/// # Safety
+/// `bytes` points to 16 readable bytes.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn widen_bytes16(bytes: *const u8) -> __m512i {
+    // SAFETY: the caller's 16 bytes, unaligned.
+    _mm512_cvtepu8_epi32(unsafe { _mm_loadu_si128(bytes.cast()) })
+}
+
 /// A tile's 16 f16 scales (as the file stores them) widened to f32, one per lane.
 #[cfg(target_arch = "x86_64")]
 #[inline]

@@ -2,14 +2,17 @@
 //! bits each hold all sixteen rows, a row's four bytes in its own 32-bit lane; shifted and
 //! masked, they give the 3-bit values of four activation words, each the unsigned operand of a
 //! `vpdpbusd`. Each 16-value half of a sub-block sums into its own i32 accumulator started at
-//! `−4 · Σa` over that half, which takes the values' offset of 4 out exactly, before the
-//! half's `d · scale` applies in f32.
+//! `−4 · Σa` over that half, which takes the values' offset of 4 out exactly. The halves' sums
+//! times their scales are added in i32 over the super-block, whose activations share one
+//! scale (ggml's Q8_K), and turned to f32 once.
 
 use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::{QuantizedRows, half_sum};
 use crate::avx512_frame::avx512_group;
 #[cfg(target_arch = "x86_64")]
-use crate::avx512_frame::{store_rows512, widen16};
+use crate::avx512_frame::{
+    add_scaled_halves, add_super, store_rows512, widen_half_scales, widen16,
+};
 use crate::tiled::prefetch_part;
 #[cfg(target_arch = "x86_64")]
 use crate::two_bits::values512;
@@ -58,7 +61,7 @@ unsafe fn micro_kernel<const R: usize>(
     let (words, scales, _, pair_sums) = acts.rows(first..first + R);
     let mut acc = [_mm512_setzero_ps(); R];
     for (s, tile) in tiles.iter().enumerate() {
-        let d = widen16(&tile.d);
+        let mut dots = [_mm512_setzero_si512(); R];
         for j in 0..SUBS {
             prefetch_part::<R, SUBS, _>(tile, j);
             let block = s * SUBS + j;
@@ -83,23 +86,14 @@ unsafe fn micro_kernel<const R: usize>(
                 }
             }
             // SAFETY: `scales[j]` is 2 × 16 i8 inside the tile.
-            let sc = unsafe {
-                let sc = tile.scales[j].as_ptr().cast::<i8>();
-                [
-                    _mm512_cvtepi8_epi32(_mm_loadu_si128(sc.cast())),
-                    _mm512_cvtepi8_epi32(_mm_loadu_si128(sc.add(16).cast())),
-                ]
+            let sc = unsafe { widen_half_scales(tile.scales[j].as_ptr().cast()) };
+            for (dots, sums) in dots.iter_mut().zip(sums) {
+                *dots = add_scaled_halves(*dots, sums, sc);
             }
-            .map(|sc| _mm512_mul_ps(d, _mm512_cvtepi32_ps(sc)));
-            for (r, acc) in acc.iter_mut().enumerate() {
-                let dot = _mm512_fmadd_ps(
-                    _mm512_cvtepi32_ps(sums[r][0]),
-                    sc[0],
-                    _mm512_mul_ps(_mm512_cvtepi32_ps(sums[r][1]), sc[1]),
-                );
-                let a_scale = _mm512_set1_ps(scales[r * blocks + block]);
-                *acc = _mm512_fmadd_ps(dot, a_scale, *acc);
-            }
+        }
+        let d = widen16(&tile.d);
+        for (r, acc) in acc.iter_mut().enumerate() {
+            *acc = add_super(*acc, dots[r], d, scales[r * blocks + s * SUBS]);
         }
     }
     // SAFETY: rows `first..first + R` are the caller's.

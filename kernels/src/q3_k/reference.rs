@@ -50,7 +50,9 @@ pub(super) fn dequantize_gguf(data: &[u8]) -> Vec<f32> {
 }
 
 impl PackedQ3_K {
-    /// What [`PackedQ3_K::matmul`] computes, in the same order per sub-block.
+    /// What [`PackedQ3_K::matmul`] computes: per super-block, each half sub-block's integer
+    /// sum times its scale, added exactly in integers, then scaled once by `d` and the
+    /// super-block's shared activation scale.
     pub(super) fn matmul_reference(&self, lhs: &[f32], m: usize, out: &mut [f32]) {
         let acts = QuantizedRows::quantize(lhs, m, self.cols, 1, Scheme::Q8_K);
         let (blocks, supers) = (self.cols / BLOCK, self.cols / SUPER);
@@ -58,19 +60,20 @@ impl PackedQ3_K {
             for row in 0..self.rows {
                 let (group, lane) = (row / TILE_ROWS, row % TILE_ROWS);
                 let mut acc = 0f32;
-                for block in 0..blocks {
-                    let (s, j) = (block / SUBS, block % SUBS);
+                for s in 0..supers {
                     let tile = &self.tiles[group * supers + s];
-                    let at = i * blocks + block;
-                    let a = acts.values(at);
-                    let mut dot = 0i32;
-                    for half in 0..2 {
-                        let sum: i32 = (16 * half..16 * half + 16)
-                            .map(|v| (i32::from(Self::value(tile, j, lane, v)) - 4) * a[v])
-                            .sum();
-                        dot += sum * i32::from(tile.scales[j][half][lane]);
+                    let mut dot = 0i64;
+                    for j in 0..SUBS {
+                        let a = acts.values(i * blocks + s * SUBS + j);
+                        for half in 0..2 {
+                            let sum: i32 = (16 * half..16 * half + 16)
+                                .map(|v| (i32::from(Self::value(tile, j, lane, v)) - 4) * a[v])
+                                .sum();
+                            dot += i64::from(sum * i32::from(tile.scales[j][half][lane]));
+                        }
                     }
-                    acc += dot as f32 * (tile.d[lane].to_f32() * acts.scales[at]);
+                    let a_scale = acts.scales[i * blocks + s * SUBS];
+                    acc += dot as f32 * (tile.d[lane].to_f32() * a_scale);
                 }
                 out[i * self.rows + row] = acc;
             }

@@ -9,7 +9,7 @@ use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 use crate::avx512_frame::avx512_group;
 #[cfg(target_arch = "x86_64")]
-use crate::avx512_frame::{store_rows512, widen16};
+use crate::avx512_frame::{SuperSums, store_rows512, widen_bytes16, widen16};
 use crate::tiled::prefetch_part;
 
 /// Activation rows per micro-kernel call: a row's accumulator and its two i32 sums, times 6,
@@ -38,9 +38,7 @@ unsafe fn micro_kernel<const R: usize>(
     let mut acc = [_mm512_setzero_ps(); R];
     let (low_nibbles, high_nibbles) = (_mm512_set1_epi8(0x0f), _mm512_set1_epi8(0xf0u8 as i8));
     for (s, tile) in tiles.iter().enumerate() {
-        // Per row: Σ_j sc_j · (q · a)_j, and Σ_j m_j · (−128 · Σa_j).
-        let mut dots = [_mm512_setzero_si512(); R];
-        let mut mins = [_mm512_setzero_si512(); R];
+        let mut sums = [SuperSums::new(); R];
         for j in 0..SUBS {
             prefetch_part::<R, SUBS, _>(tile, j);
             let block = s * SUBS + j;
@@ -55,11 +53,11 @@ unsafe fn micro_kernel<const R: usize>(
             // SAFETY: `scales[j]` and `mins[j]` are 16 bytes each inside the tile.
             let (sc, m) = unsafe {
                 (
-                    _mm512_cvtepu8_epi32(_mm_loadu_si128(tile.scales[j].as_ptr().cast())),
-                    _mm512_cvtepu8_epi32(_mm_loadu_si128(tile.mins[j].as_ptr().cast())),
+                    widen_bytes16(tile.scales[j].as_ptr()),
+                    widen_bytes16(tile.mins[j].as_ptr()),
                 )
             };
-            for r in 0..R {
+            for (r, sums) in sums.iter_mut().enumerate() {
                 let at = r * blocks + block;
                 let a = &words[at];
                 let (mut even, mut odd) = (_mm512_setzero_si512(), _mm512_setzero_si512());
@@ -68,21 +66,12 @@ unsafe fn micro_kernel<const R: usize>(
                     odd = _mm512_dpbusd_epi32(odd, high[q], _mm512_set1_epi32(a[q + 4]));
                 }
                 let dot = _mm512_add_epi32(even, _mm512_srai_epi32::<4>(odd));
-                dots[r] = _mm512_add_epi32(dots[r], _mm512_mullo_epi32(dot, sc));
-                mins[r] = _mm512_add_epi32(
-                    mins[r],
-                    _mm512_mullo_epi32(m, _mm512_set1_epi32(offsets[at])),
-                );
+                sums.add(dot, sc, m, offsets[at]);
             }
         }
         let (d, dmin) = (widen16(&tile.d), widen16(&tile.dmin));
-        for r in 0..R {
-            let a_scale = scales[r * blocks + s * SUBS];
-            // `mins` holds −128 times the sum the mins multiply.
-            let dot_scale = _mm512_mul_ps(d, _mm512_set1_ps(a_scale));
-            let min_scale = _mm512_mul_ps(dmin, _mm512_set1_ps(a_scale / 128.0));
-            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dots[r]), dot_scale, acc[r]);
-            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mins[r]), min_scale, acc[r]);
+        for (r, acc) in acc.iter_mut().enumerate() {
+            *acc = sums[r].into_acc(*acc, d, dmin, scales[r * blocks + s * SUBS]);
         }
     }
     // SAFETY: rows `first..first + R` are the caller's.

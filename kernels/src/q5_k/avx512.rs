@@ -1,19 +1,21 @@
 //! The Q5_K kernel on AVX-512 VNNI: per sub-block, the 5-bit values (nibbles with their fifth
 //! bits moved to bit 4, as in `q5_0::avx512`) times one activation block in `vpdpbusd`, whose
-//! i32 sums are exact, then as for Q4_K: `d · sc · a_scale` times that less
-//! `dmin · m · a_scale · Σa` into f32 accumulators.
+//! i32 sums are exact, then as for Q4_K: the sub-blocks' sums times their scales, and the
+//! mins times the activations' block sums, added in i32 over the super-block, and scaled once
+//! by `d · a_scale` and `dmin · a_scale` (see `avx512_frame::SuperSums`).
 
 use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 use crate::avx512_frame::avx512_group;
 #[cfg(target_arch = "x86_64")]
-use crate::avx512_frame::{store_rows512, widen16};
+use crate::avx512_frame::{SuperSums, store_rows512, widen_bytes16, widen16};
 #[cfg(target_arch = "x86_64")]
 use crate::fifth_bits::FifthBits512;
 use crate::tiled::prefetch_part;
 
 /// Activation rows per micro-kernel call: 8 unpacked weight registers, the sub-block's scales
-/// and mins, and an accumulator and two sums per row fit the 32 zmm registers.
+/// and mins, and per row an accumulator and the super-block's two sums fit the 32 zmm
+/// registers.
 const MR: usize = 6;
 
 const _: () = assert!(TILE_ROWS == 16);
@@ -36,7 +38,7 @@ unsafe fn micro_kernel<const R: usize>(
     let (words, scales, offsets, _) = acts.rows(first..first + R);
     let mut acc = [_mm512_setzero_ps(); R];
     for (s, tile) in tiles.iter().enumerate() {
-        let (d, dmin) = (widen16(&tile.d), widen16(&tile.dmin));
+        let mut sums = [SuperSums::new(); R];
         for j in 0..SUBS {
             prefetch_part::<R, SUBS, _>(tile, j);
             let block = s * SUBS + j;
@@ -53,15 +55,13 @@ unsafe fn micro_kernel<const R: usize>(
                 (low[q], high[q]) = fifths.next_word(raw);
             }
             // SAFETY: `scales[j]` and `mins[j]` are 16 bytes each inside the tile.
-            let (sc, mins) = unsafe {
+            let (sc, m) = unsafe {
                 (
-                    _mm_loadu_si128(tile.scales[j].as_ptr().cast()),
-                    _mm_loadu_si128(tile.mins[j].as_ptr().cast()),
+                    widen_bytes16(tile.scales[j].as_ptr()),
+                    widen_bytes16(tile.mins[j].as_ptr()),
                 )
             };
-            let sc = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(sc)));
-            let mins = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(mins)));
-            for (r, acc) in acc.iter_mut().enumerate() {
+            for (r, sums) in sums.iter_mut().enumerate() {
                 let at = r * blocks + block;
                 let a = &words[at];
                 let (mut even, mut odd) = (_mm512_setzero_si512(), _mm512_setzero_si512());
@@ -69,13 +69,12 @@ unsafe fn micro_kernel<const R: usize>(
                     even = _mm512_dpbusd_epi32(even, low[q], _mm512_set1_epi32(a[q]));
                     odd = _mm512_dpbusd_epi32(odd, high[q], _mm512_set1_epi32(a[q + 4]));
                 }
-                let dot = _mm512_cvtepi32_ps(_mm512_add_epi32(even, odd));
-                // `offsets` holds −128 · Σa.
-                let a_sum = (-(offsets[at] / 128)) as f32 * scales[at];
-                let a_scale = _mm512_set1_ps(scales[at]);
-                *acc = _mm512_fmadd_ps(dot, _mm512_mul_ps(sc, a_scale), *acc);
-                *acc = _mm512_fnmadd_ps(mins, _mm512_set1_ps(a_sum), *acc);
+                sums.add(_mm512_add_epi32(even, odd), sc, m, offsets[at]);
             }
+        }
+        let (d, dmin) = (widen16(&tile.d), widen16(&tile.dmin));
+        for (r, acc) in acc.iter_mut().enumerate() {
+            *acc = sums[r].into_acc(*acc, d, dmin, scales[r * blocks + s * SUBS]);
         }
     }
     // SAFETY: rows `first..first + R` are the caller's.

@@ -37,7 +37,9 @@ pub(super) fn dequantize_gguf(data: &[u8]) -> Vec<f32> {
 }
 
 impl PackedQ5_K {
-    /// What [`PackedQ5_K::matmul`] computes, in the same order per sub-block.
+    /// What [`PackedQ5_K::matmul`] computes: per super-block, the sub-blocks' integer sums
+    /// times their scales, and the activations' block sums times their mins, added exactly in
+    /// integers, then scaled once by the super-block's shared activation scale.
     pub(super) fn matmul_reference(&self, lhs: &[f32], m: usize, out: &mut [f32]) {
         let acts = QuantizedRows::quantize(lhs, m, self.cols, 1, Scheme::Q8_K);
         let (blocks, supers) = (self.cols / BLOCK, self.cols / SUPER);
@@ -45,23 +47,24 @@ impl PackedQ5_K {
             for row in 0..self.rows {
                 let (group, lane) = (row / TILE_ROWS, row % TILE_ROWS);
                 let mut acc = 0f32;
-                for block in 0..blocks {
-                    let (s, j) = (block / SUBS, block % SUBS);
+                for s in 0..supers {
                     let tile = &self.tiles[group * supers + s];
-                    let at = i * blocks + block;
-                    let a = acts.values(at);
-                    let mut dot = 0i32;
-                    for b in 0..BLOCK / 2 {
-                        let byte = tile.qs[j][qs_index(lane, b)];
-                        let low = (byte & 0x0f) | Self::fifth(tile, j, lane, b);
-                        let high = (byte >> 4) | Self::fifth(tile, j, lane, b + 16);
-                        dot += i32::from(low) * a[b] + i32::from(high) * a[b + 16];
+                    let (mut dots, mut mins) = (0i64, 0i64);
+                    for j in 0..SUBS {
+                        let a = acts.values(i * blocks + s * SUBS + j);
+                        let mut dot = 0i64;
+                        for b in 0..BLOCK / 2 {
+                            let byte = tile.qs[j][qs_index(lane, b)];
+                            let low = (byte & 0x0f) | Self::fifth(tile, j, lane, b);
+                            let high = (byte >> 4) | Self::fifth(tile, j, lane, b + 16);
+                            dot += i64::from(i32::from(low) * a[b] + i32::from(high) * a[b + 16]);
+                        }
+                        dots += dot * i64::from(tile.scales[j][lane]);
+                        mins += i64::from(tile.mins[j][lane]) * i64::from(a.iter().sum::<i32>());
                     }
-                    let dot = dot * i32::from(tile.scales[j][lane]);
-                    let a_sum = a.iter().sum::<i32>() as f32 * acts.scales[at];
-                    let min = tile.dmin[lane].to_f32() * f32::from(tile.mins[j][lane]);
-                    acc += dot as f32 * (tile.d[lane].to_f32() * acts.scales[at]);
-                    acc -= min * a_sum;
+                    let a_scale = acts.scales[i * blocks + s * SUBS];
+                    acc += dots as f32 * (tile.d[lane].to_f32() * a_scale);
+                    acc -= mins as f32 * (tile.dmin[lane].to_f32() * a_scale);
                 }
                 out[i * self.rows + row] = acc;
             }

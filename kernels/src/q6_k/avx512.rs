@@ -11,7 +11,9 @@ use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::{QuantizedRows, half_sum};
 use crate::avx512_frame::avx512_group;
 #[cfg(target_arch = "x86_64")]
-use crate::avx512_frame::{store_rows512, widen16};
+use crate::avx512_frame::{
+    add_scaled_halves, add_super, store_rows512, widen_half_scales, widen16,
+};
 use crate::tiled::prefetch_part;
 
 /// Activation rows per micro-kernel call: 8 unpacked weight registers, the two halves'
@@ -72,13 +74,7 @@ unsafe fn micro_kernel<const R: usize>(
                 );
             }
             // SAFETY: `scales[j]` is 2 × 16 i8 inside the tile.
-            let sc = unsafe {
-                let sc = tile.scales[j].as_ptr().cast::<i8>();
-                [
-                    _mm512_cvtepi8_epi32(_mm_loadu_si128(sc.cast())),
-                    _mm512_cvtepi8_epi32(_mm_loadu_si128(sc.add(16).cast())),
-                ]
-            };
+            let sc = unsafe { widen_half_scales(tile.scales[j].as_ptr().cast()) };
             for (r, dots) in dots.iter_mut().enumerate() {
                 let at = r * blocks + block;
                 let a = &words[at];
@@ -90,17 +86,12 @@ unsafe fn micro_kernel<const R: usize>(
                     sums[0] = _mm512_dpbusd_epi32(sums[0], low[q], _mm512_set1_epi32(a[q]));
                     sums[1] = _mm512_dpbusd_epi32(sums[1], upper[q], _mm512_set1_epi32(a[q + 4]));
                 }
-                let scaled = _mm512_add_epi32(
-                    _mm512_mullo_epi32(sums[0], sc[0]),
-                    _mm512_mullo_epi32(sums[1], sc[1]),
-                );
-                *dots = _mm512_add_epi32(*dots, scaled);
+                *dots = add_scaled_halves(*dots, sums, sc);
             }
         }
         let d = widen16(&tile.d);
         for (r, acc) in acc.iter_mut().enumerate() {
-            let scale = _mm512_mul_ps(d, _mm512_set1_ps(scales[r * blocks + s * SUBS]));
-            *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dots[r]), scale, *acc);
+            *acc = add_super(*acc, dots[r], d, scales[r * blocks + s * SUBS]);
         }
     }
     // SAFETY: rows `first..first + R` are the caller's.
