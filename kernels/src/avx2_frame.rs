@@ -122,6 +122,36 @@ pub(crate) unsafe fn nibble_sums<const R: usize>(
     sums
 }
 
+/// `acc` plus a K-quant super-block's exact i32 sums `dots` (rows 0–7, then 8–15) times
+/// `d · a_scale`: the kernels add a super-block's sub-blocks in integers, since its
+/// activations share one scale (ggml's Q8_K), and turn them to f32 once.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+pub(crate) fn add_super(acc: &mut [__m256; 2], dots: [__m256i; 2], d: [__m256; 2], a_scale: f32) {
+    let a_scale = _mm256_set1_ps(a_scale);
+    for h in 0..2 {
+        let scale = _mm256_mul_ps(d[h], a_scale);
+        acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[h]), scale, acc[h]);
+    }
+}
+
+/// A sub-block's 16 unsigned byte scales or mins (a byte per row) as i32 lanes, rows 0–7 then
+/// 8–15.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(crate) fn widen_bytes8x2(bytes: &[u8; 16]) -> [__m256i; 2] {
+    let at = bytes.as_ptr().cast::<__m128i>();
+    // SAFETY: the 16 bytes of `bytes`, two loads of 8.
+    unsafe {
+        [
+            _mm256_cvtepu8_epi32(_mm_loadl_epi64(at)),
+            _mm256_cvtepu8_epi32(_mm_loadl_epi64(at.cast::<u8>().add(8).cast())),
+        ]
+    }
+}
+
 /// The scales of half `h` of a tile (rows `8h..8h + 8`) for the formats whose 16-value halves
 /// of a sub-block carry signed 8-bit scales (Q3_K, Q6_K): each row's two scales, each in both
 /// i16 halves of the row's lane for `vpmaddwd`.

@@ -4,7 +4,7 @@ use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
-use crate::avx2_frame::{offset_dot, signed_half_scales, store_rows, widen_halves};
+use crate::avx2_frame::{add_super, offset_dot, signed_half_scales, store_rows, widen_halves};
 use crate::tiled::prefetch_part;
 
 /// Activation rows per micro-kernel call. The kernel takes the tile's two halves of 8 rows one
@@ -33,7 +33,9 @@ unsafe fn rows<const R: usize>(
     let (nibble, high_bits) = (_mm256_set1_epi8(0x0f), _mm256_set1_epi8(0x30));
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
     for (s, tile) in tiles.iter().enumerate() {
-        let d = widen_halves(&tile.d);
+        // Per row and half: the halves' sums times their scales in i32, exact, as the
+        // super-block's activations share one scale (ggml's Q8_K).
+        let mut dots = [[_mm256_setzero_si256(); 2]; R];
         for j in 0..SUBS {
             prefetch_part::<R, SUBS, _>(tile, j);
             let block = s * SUBS + j;
@@ -79,14 +81,17 @@ unsafe fn rows<const R: usize>(
                     }
                 }
                 let dup = signed_half_scales(&tile.scales[j], h);
-                for (r, acc) in acc.iter_mut().enumerate() {
+                for (r, dots) in dots.iter_mut().enumerate() {
                     let at = r * blocks + block;
                     // Less 32 · the pair sums (each at most 1016 in magnitude).
                     let dot = offset_dot::<5>(sums[r], pair_sums[at], dup);
-                    let scale = _mm256_mul_ps(d[h], _mm256_set1_ps(scales[at]));
-                    acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc[h]);
+                    dots[h] = _mm256_add_epi32(dots[h], dot);
                 }
             }
+        }
+        let d = widen_halves(&tile.d);
+        for (r, (acc, dots)) in acc.iter_mut().zip(dots).enumerate() {
+            add_super(acc, dots, d, scales[r * blocks + s * SUBS]);
         }
     }
     // SAFETY: rows `first..first + R` are the caller's.
