@@ -65,7 +65,7 @@ fn the_extreme_values_do_not_overflow_the_integer_sums() {
                 packed.matmul(&lhs, 1, &mut out, 1);
                 let want = sign * value * cols as f32;
                 for got in out {
-                    // Only the activation scale's f16 rounding separates the two.
+                    // Only the f32 rounding of the activation scale and the sums separates the two.
                     assert!((got - want).abs() <= want.abs() * 1e-3, "{got} != {want}");
                 }
             }
