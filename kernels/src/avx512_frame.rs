@@ -145,20 +145,12 @@ pub(crate) fn add_scaled_halves(dots: __m512i, sums: [__m512i; 2], sc: [__m512i;
 }
 
 /// A sub-block's two halves' i8 scales (`[half][row]`) as i32 lanes.
-///
-/// # Safety
-/// `scales` points to 32 readable bytes.
 #[cfg(target_arch = "x86_64")]
 #[inline]
 #[target_feature(enable = "avx512f")]
-pub(crate) unsafe fn widen_half_scales(scales: *const i8) -> [__m512i; 2] {
-    // SAFETY: the caller's 32 bytes, two unaligned loads of 16.
-    unsafe {
-        [
-            _mm512_cvtepi8_epi32(_mm_loadu_si128(scales.cast())),
-            _mm512_cvtepi8_epi32(_mm_loadu_si128(scales.add(16).cast())),
-        ]
-    }
+pub(crate) fn widen_half_scales(scales: &[[i8; 16]; 2]) -> [__m512i; 2] {
+    // SAFETY: each half is 16 bytes, loaded unaligned.
+    scales.map(|half| _mm512_cvtepi8_epi32(unsafe { _mm_loadu_si128(half.as_ptr().cast()) }))
 }
 
 /// `acc` plus a super-block's i32 `dots` times `d · a_scale`.
@@ -174,15 +166,12 @@ pub(crate) fn add_super(acc: __m512, dots: __m512i, d: __m512, a_scale: f32) -> 
 }
 
 /// A sub-block's 16 6-bit scales or mins (a byte per row) as i32 lanes.
-///
-/// # Safety
-/// `bytes` points to 16 readable bytes.
 #[cfg(target_arch = "x86_64")]
 #[inline]
 #[target_feature(enable = "avx512f")]
-pub(crate) unsafe fn widen_bytes16(bytes: *const u8) -> __m512i {
-    // SAFETY: the caller's 16 bytes, unaligned.
-    _mm512_cvtepu8_epi32(unsafe { _mm_loadu_si128(bytes.cast()) })
+pub(crate) fn widen_bytes16(bytes: &[u8; 16]) -> __m512i {
+    // SAFETY: the 16 bytes of `bytes`, loaded unaligned.
+    _mm512_cvtepu8_epi32(unsafe { _mm_loadu_si128(bytes.as_ptr().cast()) })
 }
 
 /// A tile's 16 f16 scales (as the file stores them) widened to f32, one per lane.

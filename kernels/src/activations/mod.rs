@@ -31,8 +31,8 @@ pub(crate) enum Scheme {
     Q8_K,
 }
 
-/// Activation rows quantized to Q8_0 the way ggml does it (see [`quantize_blocks`]), one
-/// entry per row and block.
+/// Activation rows quantized the way ggml does it for the weight format (see [`Scheme`] and
+/// [`quantize_blocks`]), one entry per row and 32-value block.
 pub(crate) struct QuantizedRows {
     pub blocks: usize,
     /// The 32 values of each block as 8 little-endian words of 4 signed bytes.

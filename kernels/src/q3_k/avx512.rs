@@ -85,8 +85,7 @@ unsafe fn micro_kernel<const R: usize>(
                     }
                 }
             }
-            // SAFETY: `scales[j]` is 2 × 16 i8 inside the tile.
-            let sc = unsafe { widen_half_scales(tile.scales[j].as_ptr().cast()) };
+            let sc = widen_half_scales(&tile.scales[j]);
             for (dots, sums) in dots.iter_mut().zip(sums) {
                 *dots = add_scaled_halves(*dots, sums, sc);
             }

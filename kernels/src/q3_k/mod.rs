@@ -27,7 +27,7 @@ mod tests;
 
 use half::f16;
 
-use crate::activations::{BLOCK, Scheme};
+use crate::activations::{BLOCK, SUPER, Scheme};
 use crate::isa::Isa;
 use crate::packed::MatmulOut;
 use crate::packed::packed_basics;
@@ -35,8 +35,6 @@ use crate::tiled::{self, PackError, TILE_ROWS};
 use crate::two_bits::{self, PLANE_BYTES};
 use crate::weight_arena::{ArenaSlice, WeightArena};
 
-/// Values per super-block.
-const SUPER: usize = 256;
 /// Sub-blocks (of one activation block each) per super-block.
 const SUBS: usize = SUPER / BLOCK;
 /// Bytes per GGUF Q3_K super-block: `hmask`, `qs`, 12 bytes of scales and `d`.

@@ -50,13 +50,7 @@ unsafe fn micro_kernel<const R: usize>(
             // multiples of 16, taken out once per sub-block.
             let low = raw.map(|raw| _mm512_and_si512(raw, low_nibbles));
             let high = raw.map(|raw| _mm512_and_si512(raw, high_nibbles));
-            // SAFETY: `scales[j]` and `mins[j]` are 16 bytes each inside the tile.
-            let (sc, m) = unsafe {
-                (
-                    widen_bytes16(tile.scales[j].as_ptr()),
-                    widen_bytes16(tile.mins[j].as_ptr()),
-                )
-            };
+            let (sc, m) = (widen_bytes16(&tile.scales[j]), widen_bytes16(&tile.mins[j]));
             for (r, sums) in sums.iter_mut().enumerate() {
                 let at = r * blocks + block;
                 let a = &words[at];

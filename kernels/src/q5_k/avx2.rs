@@ -90,10 +90,7 @@ unsafe fn rows<const R: usize>(
                 ),
             ];
             // The scale in both i16 halves of its row's lane, for `vpmaddwd`.
-            let sc = [
-                _mm256_or_si256(sc[0], _mm256_slli_epi32(sc[0], 16)),
-                _mm256_or_si256(sc[1], _mm256_slli_epi32(sc[1], 16)),
-            ];
+            let sc = sc.map(|sc| _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16)));
             for (r, (acc, dots)) in acc.iter_mut().zip(dots.iter_mut()).enumerate() {
                 let at = r * blocks + block;
                 // `offsets` holds −128 · Σa.

@@ -54,13 +54,7 @@ unsafe fn micro_kernel<const R: usize>(
                 let raw = unsafe { _mm512_load_si512(qs.add(q)) };
                 (low[q], high[q]) = fifths.next_word(raw);
             }
-            // SAFETY: `scales[j]` and `mins[j]` are 16 bytes each inside the tile.
-            let (sc, m) = unsafe {
-                (
-                    widen_bytes16(tile.scales[j].as_ptr()),
-                    widen_bytes16(tile.mins[j].as_ptr()),
-                )
-            };
+            let (sc, m) = (widen_bytes16(&tile.scales[j]), widen_bytes16(&tile.mins[j]));
             for (r, sums) in sums.iter_mut().enumerate() {
                 let at = r * blocks + block;
                 let a = &words[at];

@@ -27,15 +27,13 @@ mod tests;
 
 use half::f16;
 
-use crate::activations::{BLOCK, Scheme};
+use crate::activations::{BLOCK, SUPER, Scheme};
 use crate::isa::Isa;
 use crate::packed::MatmulOut;
 use crate::packed::packed_basics;
 use crate::tiled::{self, PackError, TILE_ROWS};
 use crate::weight_arena::{ArenaSlice, WeightArena};
 
-/// Values per super-block.
-const SUPER: usize = 256;
 /// Sub-blocks (of one activation block each) per super-block.
 const SUBS: usize = SUPER / BLOCK;
 /// Bytes per GGUF Q5_K super-block: `d`, `dmin`, 12 bytes of scales, 32 of fifth bits, 128

@@ -73,8 +73,7 @@ unsafe fn micro_kernel<const R: usize>(
                     _mm512_and_si512(_mm512_slli_epi16(high, 2), high_bits),
                 );
             }
-            // SAFETY: `scales[j]` is 2 × 16 i8 inside the tile.
-            let sc = unsafe { widen_half_scales(tile.scales[j].as_ptr().cast()) };
+            let sc = widen_half_scales(&tile.scales[j]);
             for (r, dots) in dots.iter_mut().enumerate() {
                 let at = r * blocks + block;
                 let a = &words[at];

@@ -28,15 +28,13 @@ mod tests;
 
 use half::f16;
 
-use crate::activations::{BLOCK, Scheme};
+use crate::activations::{BLOCK, SUPER, Scheme};
 use crate::isa::Isa;
 use crate::packed::MatmulOut;
 use crate::packed::packed_basics;
 use crate::tiled::{self, PackError, TILE_ROWS};
 use crate::weight_arena::{ArenaSlice, WeightArena};
 
-/// Values per super-block.
-const SUPER: usize = 256;
 /// Sub-blocks (of one activation block each) per super-block.
 const SUBS: usize = SUPER / BLOCK;
 /// Bytes per GGUF Q6_K super-block: `ql`, `qh`, 16 scales and `d`.
