@@ -93,8 +93,8 @@ pub(crate) struct Kernels<T> {
 
 /// The frame of every packed matmul: `out = lhs · Wᵀ` for the `m` rows of `lhs` (`m × cols`,
 /// row-major) into `out` (`m × rows`), where `W` (`rows × cols`) is packed as `tiles`, an equal
-/// share of them per 16-row group. The activations are quantized to Q8_0 blocks, then `isa`'s
-/// kernel runs over the row groups on `threads` threads of rayon's pool.
+/// share of them per 16-row group. The activations are quantized by the kernels' scheme, then
+/// `isa`'s kernel runs over the row groups on `threads` threads of rayon's pool.
 ///
 /// # Panics
 /// If `lhs` or `out` do not have the sizes above.

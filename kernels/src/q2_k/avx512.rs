@@ -1,19 +1,25 @@
 //! The Q2_K kernel on AVX-512 VNNI. A 64-byte plane word holds all sixteen rows; shifted and
 //! masked, it gives the 2-bit values of four activation words, each the unsigned operand of a
-//! `vpdpbusd`. Each 16-value half of a sub-block sums into its own i32 accumulator (exact),
-//! then meets `d · sc` in f32, less `dmin · m` times the half's `Σa`, and the activation scale.
+//! `vpdpbusd`. Each 16-value half of a sub-block sums into its own i32 accumulator (exact, and
+//! at most 16 · 3 · 127 in magnitude, so it is also its lane's low i16). The super-block's
+//! activations share one scale (ggml's Q8_K), so both terms add up in i32 over it, exactly:
+//! each half's sum times its `sc` in a `vpdpwssd` (`sc` in the low i16 of a row's lane, the
+//! high i16 zero), and both halves' `Σa` times their `m` in one more (the first half's in the
+//! low i16s, the second's in the high). Only then do they meet `d` and `dmin` in f32, once per
+//! super-block.
 
 use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::{QuantizedRows, half_sum};
 use crate::avx512_frame::avx512_group;
 #[cfg(target_arch = "x86_64")]
-use crate::avx512_frame::{store_rows512, widen16};
+use crate::avx512_frame::{add_super, store_rows512, widen_bytes16, widen16};
 use crate::tiled::prefetch_part;
 #[cfg(target_arch = "x86_64")]
 use crate::two_bits::values512;
 
-/// Activation rows per micro-kernel call: two sums and an accumulator per row, next to the
-/// plane word, the values unpacked from it and the sub-block's scales and mins.
+/// Activation rows per micro-kernel call: two sums, two super-block sums and an accumulator
+/// per row, next to the plane word, the values unpacked from it and the sub-block's scales and
+/// mins; the accumulators, touched once per super-block, are the ones that spill.
 const MR: usize = 6;
 
 const _: () = assert!(TILE_ROWS == 16);
@@ -37,7 +43,8 @@ unsafe fn micro_kernel<const R: usize>(
     let nibble = _mm512_set1_epi32(0x0f);
     let mut acc = [_mm512_setzero_ps(); R];
     for (s, tile) in tiles.iter().enumerate() {
-        let (d, dmin) = (widen16(&tile.d), widen16(&tile.dmin));
+        // Per row: `Σ sc · (q · a)` and `Σ m · Σa` over the super-block's halves.
+        let (mut dots, mut mins) = ([_mm512_setzero_si512(); R], [_mm512_setzero_si512(); R]);
         for j in 0..SUBS {
             prefetch_part::<R, SUBS, _>(tile, j);
             let block = s * SUBS + j;
@@ -56,27 +63,29 @@ unsafe fn micro_kernel<const R: usize>(
                     }
                 }
             }
-            // SAFETY: `scales[j]` is 2 × 16 bytes inside the tile.
-            let bytes = unsafe {
-                let bytes = tile.scales[j].as_ptr().cast::<u8>();
-                [
-                    _mm512_cvtepu8_epi32(_mm_loadu_si128(bytes.cast())),
-                    _mm512_cvtepu8_epi32(_mm_loadu_si128(bytes.add(16).cast())),
-                ]
-            };
-            let sc =
-                bytes.map(|b| _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_and_si512(b, nibble))));
-            let mins =
-                bytes.map(|b| _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_srli_epi32(b, 4))));
-            for (r, acc) in acc.iter_mut().enumerate() {
-                let at = r * blocks + block;
-                let a_sums = pair_sums[at].map(|pairs| _mm512_set1_ps(half_sum(pairs) as f32));
-                let mut dot = _mm512_mul_ps(_mm512_cvtepi32_ps(sums[r][1]), sc[1]);
-                dot = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[r][0]), sc[0], dot);
-                dot = _mm512_fnmadd_ps(mins[0], a_sums[0], dot);
-                dot = _mm512_fnmadd_ps(mins[1], a_sums[1], dot);
-                *acc = _mm512_fmadd_ps(dot, _mm512_set1_ps(scales[at]), *acc);
+            let bytes = tile.scales[j].each_ref().map(|b| widen_bytes16(b));
+            let sc = bytes.map(|b| _mm512_and_si512(b, nibble));
+            // The halves' mins, the first in the low i16 of a row's lane, the second in the
+            // high one.
+            let m = _mm512_or_si512(
+                _mm512_srli_epi32(bytes[0], 4),
+                _mm512_slli_epi32(_mm512_srli_epi32(bytes[1], 4), 16),
+            );
+            for (r, (dots, mins)) in dots.iter_mut().zip(&mut mins).enumerate() {
+                let [first, second] = pair_sums[r * blocks + block].map(half_sum);
+                let a_sums = (first & 0xffff) | (second << 16);
+                for h in 0..2 {
+                    *dots = _mm512_dpwssd_epi32(*dots, sums[r][h], sc[h]);
+                }
+                *mins = _mm512_dpwssd_epi32(*mins, _mm512_set1_epi32(a_sums), m);
             }
+        }
+        let (d, dmin) = (widen16(&tile.d), widen16(&tile.dmin));
+        for (r, acc) in acc.iter_mut().enumerate() {
+            let a_scale = scales[r * blocks + s * SUBS];
+            *acc = add_super(*acc, dots[r], d, a_scale);
+            let min_scale = _mm512_mul_ps(dmin, _mm512_set1_ps(a_scale));
+            *acc = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(mins[r]), min_scale, *acc);
         }
     }
     // SAFETY: rows `first..first + R` are the caller's.

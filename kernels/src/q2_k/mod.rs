@@ -12,10 +12,12 @@
 //!
 //! The AVX2 kernel multiplies `q` by the signed activation bytes with `vpmaddubsw` and sums
 //! each 16-value half in i16 (a lane at most 8 · 3 · 127), then widens it with `vpmaddwd`
-//! against the half's `sc`; the mins meet the activations' pair sums in a second `vpmaddwd`,
-//! so both terms stay exact integers until `d` and `dmin` scale them. The AVX-512 kernel sums
-//! each half in i32 with `vpdpbusd`, a 64-byte plane word holding all sixteen rows, and scales
-//! the halves in f32: `d · sc` and `dmin · m` are widened once per tile and sub-block.
+//! against the half's `sc`; the mins meet the activations' pair sums in a second `vpmaddwd`.
+//! The AVX-512 kernel sums each half in i32 with `vpdpbusd`, a 64-byte plane word holding all
+//! sixteen rows, then meets `sc` and, for both halves at once, `m` in `vpdpwssd`. Either way
+//! both terms add up in i32 over the whole super-block, whose activations share one scale
+//! (ggml's Q8_K): at most 16 · 6096 · 15 and 16 · 2032 · 15 in magnitude. `d` and `dmin`
+//! scale them once per super-block.
 
 mod avx2;
 mod avx512;
@@ -141,8 +143,8 @@ impl PackedQ2_K {
     }
 
     /// `out = lhs · Wᵀ` for `m` rows of `lhs` (`m × cols`, row-major) into `out` (`m × rows`),
-    /// on `threads` threads of rayon's pool. The activations are quantized to Q8_0 blocks
-    /// first, one per sub-block.
+    /// on `threads` threads of rayon's pool. The activations are quantized first as ggml's
+    /// Q8_K: one scale per super-block, a block of values per sub-block.
     ///
     /// # Panics
     /// If `lhs` or `out` do not have the sizes above.

@@ -34,7 +34,8 @@ pub(super) fn dequantize_gguf(data: &[u8]) -> Vec<f32> {
 }
 
 impl PackedQ2_K {
-    /// What [`PackedQ2_K::matmul`] computes, in the same order per sub-block.
+    /// What [`PackedQ2_K::matmul`] computes: per super-block, the halves' sums times their
+    /// scales and the activations' sums times the mins, each added in i32, then scaled once.
     pub(super) fn matmul_reference(&self, lhs: &[f32], m: usize, out: &mut [f32]) {
         let acts = QuantizedRows::quantize(lhs, m, self.cols, 1, Scheme::Q8_K);
         let (blocks, supers) = (self.cols / BLOCK, self.cols / SUPER);
@@ -42,24 +43,25 @@ impl PackedQ2_K {
             for row in 0..self.rows {
                 let (group, lane) = (row / TILE_ROWS, row % TILE_ROWS);
                 let mut acc = 0f32;
-                for block in 0..blocks {
-                    let (s, j) = (block / SUBS, block % SUBS);
+                for s in 0..supers {
                     let tile = &self.tiles[group * supers + s];
-                    let at = i * blocks + block;
-                    let a = acts.values(at);
                     let (mut dot, mut min_dot) = (0i32, 0i32);
-                    for half in 0..2 {
-                        let byte = tile.scales[j][half][lane];
-                        let values = 16 * half..16 * half + 16;
-                        let sum: i32 = values
-                            .clone()
-                            .map(|v| i32::from(two_bits::get(&tile.low[j], lane, v)) * a[v])
-                            .sum();
-                        dot += sum * i32::from(byte & 0x0f);
-                        min_dot += values.map(|v| a[v]).sum::<i32>() * i32::from(byte >> 4);
+                    for j in 0..SUBS {
+                        let a = acts.values(i * blocks + s * SUBS + j);
+                        for half in 0..2 {
+                            let byte = tile.scales[j][half][lane];
+                            let values = 16 * half..16 * half + 16;
+                            let sum: i32 = values
+                                .clone()
+                                .map(|v| i32::from(two_bits::get(&tile.low[j], lane, v)) * a[v])
+                                .sum();
+                            dot += sum * i32::from(byte & 0x0f);
+                            min_dot += values.map(|v| a[v]).sum::<i32>() * i32::from(byte >> 4);
+                        }
                     }
-                    acc += dot as f32 * (tile.d[lane].to_f32() * acts.scales[at]);
-                    acc -= min_dot as f32 * (tile.dmin[lane].to_f32() * acts.scales[at]);
+                    let a_scale = acts.scales[i * blocks + s * SUBS];
+                    acc += dot as f32 * (tile.d[lane].to_f32() * a_scale);
+                    acc -= min_dot as f32 * (tile.dmin[lane].to_f32() * a_scale);
                 }
                 out[i * self.rows + row] = acc;
             }

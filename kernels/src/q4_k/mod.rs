@@ -163,8 +163,8 @@ impl PackedQ4_K {
     }
 
     /// `out = lhs · Wᵀ` for `m` rows of `lhs` (`m × cols`, row-major) into `out` (`m × rows`),
-    /// on `threads` threads of rayon's pool. The activations are quantized to Q8_0 blocks
-    /// first, one per sub-block.
+    /// on `threads` threads of rayon's pool. The activations are quantized first as ggml's
+    /// Q8_K: one scale per super-block, a block of values per sub-block.
     ///
     /// # Panics
     /// If `lhs` or `out` do not have the sizes above.
