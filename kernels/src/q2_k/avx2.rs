@@ -4,18 +4,15 @@ use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
-use crate::avx2_frame::{store_rows, widen_halves};
-use crate::tiled::prefetch_part;
+use crate::avx2_frame::{store_rows, tile_sums, widen_halves};
 #[cfg(target_arch = "x86_64")]
 use crate::two_bits::values256;
 
-/// Activation rows per micro-kernel call. The kernel takes the tile's two halves of 8 rows one
-/// after the other, over the whole super-block each, so each row keeps two i16 sums (one per
-/// scale) and two i32 super-block sums, next to the plane word and the values unpacked from it.
+/// Activation rows per micro-kernel call. A prompt's rows take the tile's two halves of 8 rows
+/// one after the other, over the whole super-block each (`avx2_frame::tile_sums`), so each row
+/// keeps two i16 sums (one per scale) and two i32 super-block sums, next to the plane word and
+/// the values unpacked from it.
 const MR: usize = 4;
-
-/// Parts of a tile for `prefetch_part`: one per sub-block and half.
-const PARTS: usize = 2 * SUBS;
 
 const _: () = assert!(TILE_ROWS == 16);
 
@@ -28,13 +25,6 @@ avx2_group!(Tile, SUBS);
 struct HalfSums<const R: usize> {
     dots: [std::arch::x86_64::__m256i; R],
     mins: [std::arch::x86_64::__m256i; R],
-}
-
-/// The micro-kernel's activation rows: each row's `blocks` words and pair sums.
-struct Acts<'a> {
-    words: &'a [[i32; 8]],
-    pair_sums: &'a [[i32; 2]],
-    blocks: usize,
 }
 
 /// # Safety
@@ -51,44 +41,18 @@ unsafe fn rows<const R: usize>(
     use std::arch::x86_64::*;
     let blocks = acts.blocks;
     let (words, scales, _, pair_sums) = acts.rows(first..first + R);
-    let rows = Acts {
-        words,
-        pair_sums,
-        blocks,
-    };
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
     for (s, tile) in tiles.iter().enumerate() {
         let zero = [_mm256_setzero_si256(); R];
-        let mut sums = [HalfSums {
+        let zero = HalfSums {
             dots: zero,
             mins: zero,
-        }; 2];
-        // The tile's rows 0–7, then 8–15 (each half of a 64-byte plane word is one of them):
-        // a prompt's rows take one half over the whole super-block, then the other, which
-        // keeps their sums in registers (18–42% faster from cache than sub-block by
-        // sub-block); a single row takes both halves of a sub-block together (12–24%
-        // faster than half by half).
-        if R == 1 {
-            for j in 0..SUBS {
-                prefetch_part::<R, SUBS, _>(tile, j);
-                for (h, sums) in sums.iter_mut().enumerate() {
-                    // SAFETY: forwarded; the sub-block is one of the tile's.
-                    unsafe { sub_block(tile, j, h, s * SUBS + j, &rows, sums) };
-                }
-            }
-        } else {
-            for (h, sums) in sums.iter_mut().enumerate() {
-                // A local the loop owns, which stays in registers.
-                let mut half = *sums;
-                for j in 0..SUBS {
-                    prefetch_part::<R, PARTS, _>(tile, h * SUBS + j);
-                    // SAFETY: as above.
-                    let half = &mut half;
-                    unsafe { sub_block(tile, j, h, s * SUBS + j, &rows, half) };
-                }
-                *sums = half;
-            }
-        }
+        };
+        let sums = tile_sums::<R, _, _>(tile, zero, |j, h, sums| {
+            // SAFETY: the CPU has AVX2 (this function's contract); `words` and `pair_sums`
+            // hold `R` rows of `blocks` entries.
+            unsafe { sub_block(tile, j, h, s * SUBS + j, (words, pair_sums, blocks), sums) }
+        });
         let (d, dmin) = (widen_halves(&tile.d), widen_halves(&tile.dmin));
         for (r, acc) in acc.iter_mut().enumerate() {
             let a_scale = _mm256_set1_ps(scales[r * blocks + s * SUBS]);
@@ -110,7 +74,7 @@ unsafe fn rows<const R: usize>(
 /// sub-block's activation block.
 ///
 /// # Safety
-/// The CPU has AVX2; `rows` holds `R` rows.
+/// The CPU has AVX2; `words` and `pair_sums` hold `R` rows of `blocks` entries.
 #[cfg(target_arch = "x86_64")]
 #[inline]
 #[target_feature(enable = "avx2")]
@@ -119,15 +83,10 @@ unsafe fn sub_block<const R: usize>(
     j: usize,
     h: usize,
     block: usize,
-    rows: &Acts,
+    (words, pair_sums, blocks): (&[[i32; 8]], &[[i32; 2]], usize),
     sums: &mut HalfSums<R>,
 ) {
     use std::arch::x86_64::*;
-    let Acts {
-        words,
-        pair_sums,
-        blocks,
-    } = *rows;
     let low = tile.low[j].as_ptr().cast::<__m256i>();
     // `[row][values 0..16 or 16..32]`, i16 sums.
     let mut halves = [[_mm256_setzero_si256(); 2]; R];
