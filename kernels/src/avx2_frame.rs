@@ -123,6 +123,7 @@ pub(crate) unsafe fn nibble_sums<const R: usize>(
 }
 
 /// Sub-blocks of a K-quant super-block (one activation block each).
+#[cfg(target_arch = "x86_64")]
 const SUBS: usize = crate::activations::SUPER / crate::activations::BLOCK;
 
 /// A K-quant tile's exact sums for `R` activation rows, one `S` per half of the tile (half 0
@@ -137,6 +138,7 @@ const SUBS: usize = crate::activations::SUPER / crate::activations::BLOCK;
 /// row (decode) takes both halves of a sub-block together, which was 12–24% faster for Q2_K
 /// than half by half. (Q5_K, whose fifth bits unpack for both halves at once, was no faster
 /// half by half, and keeps its own order.)
+#[cfg(target_arch = "x86_64")]
 #[inline(always)]
 pub(crate) fn tile_sums<const R: usize, T, S: Copy>(
     tile: &T,
