@@ -134,7 +134,7 @@ const SUBS: usize = crate::activations::SUPER / crate::activations::BLOCK;
 /// (`examples/packed_matmul`, AVX2 kernels, in turn). A prompt's rows take one half over the
 /// whole super-block, then the other, so that each row's running sums and its i16 sums of the
 /// sub-block stay in the sixteen registers: a prompt chunk 12–14% faster for Q3_K, 14–22% for
-/// Q6_K and 30–40% for Q2_K than sub-block by sub-block with both halves' sums live. A single
+/// Q6_K and 25–45% for Q2_K than sub-block by sub-block with both halves' sums live. A single
 /// row (decode) takes both halves of a sub-block together, which was 12–24% faster for Q2_K
 /// than half by half. (Q5_K, whose fifth bits unpack for both halves at once, was no faster
 /// half by half, and keeps its own order.)
