@@ -133,7 +133,7 @@ const SUBS: usize = crate::activations::SUPER / crate::activations::BLOCK;
 /// The order is the one that ran fastest from cache on a 2-core Zen 4 VM
 /// (`examples/packed_matmul`, AVX2 kernels, in turn). A prompt's rows take one half over the
 /// whole super-block, then the other, so that each row's running sums and its i16 sums of the
-/// sub-block stay in the sixteen registers: a prompt chunk 12–14% faster for Q3_K, 14–22% for
+/// sub-block stay in the sixteen registers: a prompt chunk 12–15% faster for Q3_K, 14–22% for
 /// Q6_K and 25–45% for Q2_K than sub-block by sub-block with both halves' sums live. A single
 /// row (decode) takes both halves of a sub-block together, which was 12–24% faster for Q2_K
 /// than half by half. (Q5_K, whose fifth bits unpack for both halves at once, was no faster
