@@ -198,6 +198,10 @@ pub(crate) fn widen_bytes8x2(bytes: &[u8; 16]) -> [__m256i; 2] {
     }
 }
 
+/// The activation rows a K-quant kernel's `sub_block` reads: their words and pair sums (see
+/// [`crate::activations::QuantizedRows`]), `R` rows of `blocks` entries each, and `blocks`.
+pub(crate) type SubBlockActs<'a> = (&'a [[i32; 8]], &'a [[i32; 2]], usize);
+
 /// The scales of half `h` of a tile (rows `8h..8h + 8`) for the formats whose 16-value halves
 /// of a sub-block carry signed 8-bit scales (Q3_K, Q6_K): each row's two scales, each in both
 /// i16 halves of the row's lane for `vpmaddwd`.

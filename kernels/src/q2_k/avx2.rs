@@ -4,7 +4,7 @@ use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
-use crate::avx2_frame::{store_rows, tile_sums, widen_halves};
+use crate::avx2_frame::{SubBlockActs, store_rows, tile_sums, widen_halves};
 #[cfg(target_arch = "x86_64")]
 use crate::two_bits::values256;
 
@@ -83,7 +83,7 @@ unsafe fn sub_block<const R: usize>(
     j: usize,
     h: usize,
     block: usize,
-    (words, pair_sums, blocks): (&[[i32; 8]], &[[i32; 2]], usize),
+    (words, pair_sums, blocks): SubBlockActs,
     sums: &mut HalfSums<R>,
 ) {
     use std::arch::x86_64::*;

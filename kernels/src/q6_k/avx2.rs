@@ -5,7 +5,7 @@ use crate::activations::QuantizedRows;
 use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
 use crate::avx2_frame::{
-    add_super, offset_dot, signed_half_scales, store_rows, tile_sums, widen_halves,
+    SubBlockActs, add_super, offset_dot, signed_half_scales, store_rows, tile_sums, widen_halves,
 };
 
 /// Activation rows per micro-kernel call. A prompt's rows take the tile's two halves of 8 rows
@@ -69,7 +69,7 @@ unsafe fn sub_block<const R: usize>(
     j: usize,
     h: usize,
     block: usize,
-    (words, pair_sums, blocks): (&[[i32; 8]], &[[i32; 2]], usize),
+    (words, pair_sums, blocks): SubBlockActs,
     dots: &mut [std::arch::x86_64::__m256i; R],
 ) {
     use std::arch::x86_64::*;
