@@ -201,8 +201,9 @@ const PREFETCH_AHEAD: usize = 8 * 1024;
 /// Q8_0 and Q5_0 kernels slower still (33–37 against 40–44 GB/s), so the AVX-512 kernels but
 /// Q5_1's do not ask.
 ///
-/// The AVX2 figures above were the AVX2 kernels run on that AVX-512 CPU, where they streamed
-/// Q8_0, Q4_0 and Q5_0 a little faster without asking. On a CPU that has AVX2 alone, which is
+/// The AVX2 figures above were the AVX2 kernels run on that AVX-512 CPU, where on huge pages
+/// they streamed Q8_0, Q4_0 and Q5_0 faster without asking (30.4–31.1 GB/s against
+/// 28.9–30.1, 31.7–33.9 against 27.4–30.2, 33.2–34.4 against 29.4–30.8). On a CPU that has AVX2 alone, which is
 /// where those kernels run for users (a 2-core AMD EPYC Zen 2 VM), the hardware prefetcher
 /// falls far behind them: three rounds each way in turn, memory at 22–32 GB/s, Q5_0 streamed
 /// at 25.0–26.0 GB/s asking against 14.3–15.4 without, Q8_0 at 23.7–24.3 against 19.8–20.6
