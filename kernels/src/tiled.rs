@@ -198,18 +198,18 @@ const PREFETCH_AHEAD: usize = 8 * 1024;
 ///
 /// Those figures were taken on 4 KiB pages. On the 2 MiB pages of a `WeightArena`, measured
 /// again the same way (four rounds each way, memory at 31–35 GB/s), asking made the AVX-512
-/// Q8_0 and Q5_0 kernels slower still (33–37 against 40–44 GB/s), so the AVX-512 kernels but
-/// Q5_1's do not ask.
+/// Q8_0 and Q5_0 kernels slower still (33–37 against 40–44 GB/s), so the light AVX-512
+/// kernels (Q8_0, Q4_0, Q5_0, Q4_1) do not ask.
 ///
 /// The AVX2 figures above were the AVX2 kernels run on that AVX-512 CPU, where on huge pages
 /// they streamed Q8_0, Q4_0 and Q5_0 faster without asking (30.4–31.1 GB/s against
-/// 28.9–30.1, 31.7–33.9 against 27.4–30.2, 33.2–34.4 against 29.4–30.8). On a CPU that has AVX2 alone, which is
-/// where those kernels run for users (a 2-core AMD EPYC Zen 2 VM), the hardware prefetcher
-/// falls far behind them: three rounds each way in turn, memory at 22–32 GB/s, Q5_0 streamed
-/// at 25.0–26.0 GB/s asking against 14.3–15.4 without, Q8_0 at 23.7–24.3 against 19.8–20.6
-/// and Q4_0 at 25.2–25.4 against 22.5–22.8; whole Q4_K_M, Q8_0 and Q4_0 files decoded 32%,
-/// 17% and 10% faster (`hearth bench`, depth 0, two pairs each). So every AVX2 kernel asks.
-/// There, 4, 16 and 32 KiB ahead were no better than 8.
+/// 28.9–30.1, 31.7–33.9 against 27.4–30.2, 33.2–34.4 against 29.4–30.8). On a CPU that has
+/// AVX2 alone, which is where those kernels run for users (a 2-core AMD EPYC Zen 2 VM), the
+/// hardware prefetcher falls far behind them: three rounds each way in turn, memory at 22–32
+/// GB/s, Q5_0 streamed at 25.0–26.0 GB/s asking against 14.3–15.4 without, Q8_0 at 23.7–24.3
+/// against 19.8–20.6 and Q4_0 at 25.2–25.4 against 22.5–22.8; whole Q4_K_M, Q8_0 and Q4_0
+/// files decoded 32%, 17% and 10% faster (`hearth bench`, depth 0, two pairs each). So every
+/// AVX2 kernel asks. There, 4, 16 and 32 KiB ahead were no better than 8.
 ///
 /// The K-quants' [`prefetch_part`] is needed on huge pages too: without it Q5_K and Q6_K
 /// streamed at 9–17 GB/s.
