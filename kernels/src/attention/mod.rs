@@ -31,6 +31,7 @@ use rayon::prelude::*;
 
 use crate::OutPtr;
 pub use element::KvElement;
+use exp::exp_shifted;
 pub use keys::{CacheShape, store_keys};
 
 /// Query positions per task (times the query heads of its KV head): they share every key
@@ -526,49 +527,8 @@ fn axpy(p: f32, v: &[f32], acc: &mut [f32]) {
     }
 }
 
-/// `x = exp(x - shift)` for `x ≤ shift`, to within 2 ulp, in a form that vectorizes: `2^n ·
-/// p(r)` with `n = round(x·log2 e)` and a degree-6 polynomial for `e^r` on `|r| ≤ ln2/2`
-/// (Cephes' `expf` coefficients). Inputs below -87 give about 1e-38 instead of a denormal.
-#[inline(always)]
-fn exp_shifted(xs: &mut [f32], shift: f32) {
-    const LOG2E: f32 = std::f32::consts::LOG2_E;
-    /// 2^23: the unit of the last mantissa bit of a float in [2^23, 2^24) is 1.
-    const MANTISSA_ONE: f32 = 8_388_608.0;
-    // ln 2 split in two so that `n · LN2_HI` is exact.
-    const LN2_HI: f32 = 0.693_359_4;
-    const LN2_LO: f32 = -2.121_944_4e-4;
-    const P: [f32; 6] = [
-        1.987_569_1e-4,
-        1.398_199_9e-3,
-        8.333_452e-3,
-        4.166_579_6e-2,
-        0.166_666_65,
-        0.5,
-    ];
-    for x in xs.iter_mut() {
-        let t = (*x - shift).max(-87.0);
-        let n = (t * LOG2E + 0.5).floor();
-        let r = t - n * LN2_HI - n * LN2_LO;
-        let mut p = P[0];
-        for c in &P[1..] {
-            p = p.mul_add(r, *c);
-        }
-        let e = (p * r).mul_add(r, r) + 1.0;
-        // 2^n built from its exponent bits. Adding 2^23 to the biased exponent `n + 127` (an
-        // integer in 1..=127 here) leaves it in the low bits of the sum's mantissa: integer
-        // arithmetic that vectorizes, where `n as i32` (saturating, NaN to 0) became a scalar
-        // conversion with two compares per lane and took a fifth of the attention's time.
-        // Wrapping: a row whose scores hold a NaN or an infinity gets a meaningless weight,
-        // as it did before, and never a panic.
-        let biased = (n + (127.0 + MANTISSA_ONE))
-            .to_bits()
-            .wrapping_sub(MANTISSA_ONE.to_bits());
-        let pow2 = f32::from_bits(biased << 23);
-        *x = e * pow2;
-    }
-}
-
 mod element;
+mod exp;
 mod keys;
 #[cfg(target_arch = "x86_64")]
 mod tiled;

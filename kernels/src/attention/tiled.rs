@@ -14,7 +14,8 @@ use std::arch::x86_64::*;
 use std::ops::Range;
 
 use super::element::Kind;
-use super::{KEY_BLOCK, KvElement, State, Task, exp_shifted};
+use super::exp::exp_shifted_avx2;
+use super::{KEY_BLOCK, KvElement, State, Task};
 
 /// Query vectors that share each load: four queries × two key registers are eight
 /// accumulators, and with the loaded keys and a broadcast query they fit the sixteen registers.
@@ -321,7 +322,11 @@ impl<E: KvElement> Block<'_, E> {
         // SAFETY: the CPU has AVX2 and FMA.
         let corrections = unsafe { self.softmax::<N>(scores, tiles * KEY_TILE, state, at) };
         let mut d = 0;
-        // SAFETY (both): the CPU has AVX2 and FMA; `d + 8 · V <= dim`.
+        // SAFETY (all three): the CPU has AVX2 and FMA; `d + 8 · V <= dim`.
+        while d + 3 * LANES <= dim {
+            unsafe { self.weigh_values::<N, 3>(scores, &corrections, state, at, d) };
+            d += 3 * LANES;
+        }
         while d + 2 * LANES <= dim {
             unsafe { self.weigh_values::<N, 2>(scores, &corrections, state, at, d) };
             d += 2 * LANES;
@@ -357,7 +362,8 @@ impl<E: KvElement> Block<'_, E> {
             // exp(-inf) = 0 on a state's first block: nothing to rescale yet.
             *correction = (state.max[i] - new_max).exp();
             state.max[i] = new_max;
-            exp_shifted(row, new_max);
+            // SAFETY: the CPU has AVX2 and FMA (this function's contract).
+            unsafe { exp_shifted_avx2(row, new_max) };
             row[self.count..].fill(0.0);
             state.sum[i] = state.sum[i] * *correction + sum(row);
         }
