@@ -321,6 +321,11 @@ impl<E: KvElement> Block<'_, E> {
         }
         // SAFETY: the CPU has AVX2 and FMA.
         let corrections = unsafe { self.softmax::<N>(scores, tiles * KEY_TILE, state, at) };
+        // Three registers of dimensions per state where they fit: four states' twelve
+        // accumulators, three loaded values and a broadcast weight are the sixteen registers,
+        // and twelve chains of multiply-adds (nine for three states) hide their latency where
+        // two registers' eight (and six) did not: a prompt chunk's attention 6–7% faster on a
+        // 2-core Zen 2 VM, the same bits (each sum still runs in key order).
         let mut d = 0;
         // SAFETY (all three): the CPU has AVX2 and FMA; `d + 8 · V <= dim`.
         while d + 3 * LANES <= dim {
