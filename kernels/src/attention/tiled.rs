@@ -367,22 +367,27 @@ impl<E: KvElement> Block<'_, E> {
         state: &mut State,
         at: usize,
     ) -> [f32; N] {
-        let mut corrections = [0f32; N];
-        for (n, correction) in corrections.iter_mut().enumerate() {
-            let row = &mut scores[n][..scored];
+        let rows = &mut scores[..N];
+        for row in rows.iter_mut() {
             // Keys past the row's last one (the causal mask, or the block's end) were scored
             // against stale data: they weigh nothing.
-            row[self.count..].fill(f32::NEG_INFINITY);
-            let block_max = max(row);
+            row[self.count..scored].fill(f32::NEG_INFINITY);
+        }
+        let block_max = row_maxes::<N>(rows, scored);
+        let mut corrections = [0f32; N];
+        for (n, (row, correction)) in rows.iter_mut().zip(&mut corrections).enumerate() {
             let i = at + n;
-            let new_max = state.max[i].max(block_max);
+            let new_max = state.max[i].max(block_max[n]);
             // exp(-inf) = 0 on a state's first block: nothing to rescale yet.
             *correction = (state.max[i] - new_max).exp();
             state.max[i] = new_max;
             // SAFETY: the CPU has AVX2 and FMA (this function's contract).
-            unsafe { exp_shifted_avx2(row, new_max) };
-            row[self.count..].fill(0.0);
-            state.sum[i] = state.sum[i] * *correction + sum(row);
+            unsafe { exp_shifted_avx2(&mut row[..scored], new_max) };
+            row[self.count..scored].fill(0.0);
+        }
+        let sums = row_sums::<N>(rows, scored);
+        for (n, (sum, correction)) in sums.iter().zip(corrections).enumerate() {
+            state.sum[at + n] = state.sum[at + n] * correction + sum;
         }
         corrections
     }
@@ -435,30 +440,40 @@ impl<E: KvElement> Block<'_, E> {
     }
 }
 
-/// The largest of `xs` (a multiple of 8 long).
+/// The largest of each of `N` rows' first `len` values (a multiple of 8), the rows' chains
+/// side by side.
 #[target_feature(enable = "avx2,fma")]
-fn max(xs: &[f32]) -> f32 {
-    let mut m = _mm256_set1_ps(f32::NEG_INFINITY);
-    for x in xs.chunks_exact(LANES) {
-        // SAFETY: `x` holds 8 f32.
-        m = _mm256_max_ps(m, unsafe { _mm256_loadu_ps(x.as_ptr()) });
+fn row_maxes<const N: usize>(rows: &[[f32; KEY_BLOCK]], len: usize) -> [f32; N] {
+    let mut m = [_mm256_set1_ps(f32::NEG_INFINITY); N];
+    for at in (0..len).step_by(LANES) {
+        for (m, row) in m.iter_mut().zip(rows) {
+            // SAFETY: the slice holds 8 f32.
+            *m = _mm256_max_ps(*m, unsafe { _mm256_loadu_ps(row[at..][..LANES].as_ptr()) });
+        }
     }
-    let m = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-    let m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-    _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)))
+    m.map(|m| {
+        let m = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+        let m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+        _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)))
+    })
 }
 
-/// The sum of `xs` (a multiple of 8 long).
+/// The sum of each of `N` rows' first `len` values (a multiple of 8), the rows' chains side
+/// by side; each row's in the order of a single one's.
 #[target_feature(enable = "avx2,fma")]
-fn sum(xs: &[f32]) -> f32 {
-    let mut s = _mm256_setzero_ps();
-    for x in xs.chunks_exact(LANES) {
-        // SAFETY: `x` holds 8 f32.
-        s = _mm256_add_ps(s, unsafe { _mm256_loadu_ps(x.as_ptr()) });
+fn row_sums<const N: usize>(rows: &[[f32; KEY_BLOCK]], len: usize) -> [f32; N] {
+    let mut s = [_mm256_setzero_ps(); N];
+    for at in (0..len).step_by(LANES) {
+        for (s, row) in s.iter_mut().zip(rows) {
+            // SAFETY: the slice holds 8 f32.
+            *s = _mm256_add_ps(*s, unsafe { _mm256_loadu_ps(row[at..][..LANES].as_ptr()) });
+        }
     }
-    let s = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
-    let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)))
+    s.map(|s| {
+        let s = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+        let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+        _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)))
+    })
 }
 
 /// Eight consecutive elements from `p`, as f32.
