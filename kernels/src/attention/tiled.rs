@@ -373,7 +373,7 @@ impl<E: KvElement> Block<'_, E> {
             // against stale data: they weigh nothing.
             row[self.count..scored].fill(f32::NEG_INFINITY);
         }
-        let block_max = row_maxes::<N>(rows, scored);
+        let block_max = row_folds::<N, true>(rows, scored);
         let mut corrections = [0f32; N];
         for (n, (row, correction)) in rows.iter_mut().zip(&mut corrections).enumerate() {
             let i = at + n;
@@ -385,7 +385,7 @@ impl<E: KvElement> Block<'_, E> {
             unsafe { exp_shifted_avx2(&mut row[..scored], new_max) };
             row[self.count..scored].fill(0.0);
         }
-        let sums = row_sums::<N>(rows, scored);
+        let sums = row_folds::<N, false>(rows, scored);
         for (n, (sum, correction)) in sums.iter().zip(corrections).enumerate() {
             state.sum[at + n] = state.sum[at + n] * correction + sum;
         }
@@ -440,39 +440,38 @@ impl<E: KvElement> Block<'_, E> {
     }
 }
 
-/// The largest of each of `N` rows' first `len` values (a multiple of 8), the rows' chains
-/// side by side.
+/// Each of `N` rows' first `len` values (a multiple of 8) folded into one: their largest where
+/// `MAX` says so, else their sum. The rows' chains run side by side, each row's in the order
+/// one alone would take.
 #[target_feature(enable = "avx2,fma")]
-fn row_maxes<const N: usize>(rows: &[[f32; KEY_BLOCK]], len: usize) -> [f32; N] {
-    let mut m = [_mm256_set1_ps(f32::NEG_INFINITY); N];
+fn row_folds<const N: usize, const MAX: bool>(rows: &[[f32; KEY_BLOCK]], len: usize) -> [f32; N] {
+    let wide = |a, b| {
+        if MAX {
+            _mm256_max_ps(a, b)
+        } else {
+            _mm256_add_ps(a, b)
+        }
+    };
+    let narrow = |a, b| {
+        if MAX {
+            _mm_max_ps(a, b)
+        } else {
+            _mm_add_ps(a, b)
+        }
+    };
+    let mut folds = [_mm256_set1_ps(if MAX { f32::NEG_INFINITY } else { 0.0 }); N];
     for at in (0..len).step_by(LANES) {
-        for (m, row) in m.iter_mut().zip(rows) {
+        for (fold, row) in folds.iter_mut().zip(rows) {
             // SAFETY: the slice holds 8 f32.
-            *m = _mm256_max_ps(*m, unsafe { _mm256_loadu_ps(row[at..][..LANES].as_ptr()) });
+            *fold = wide(*fold, unsafe {
+                _mm256_loadu_ps(row[at..][..LANES].as_ptr())
+            });
         }
     }
-    m.map(|m| {
-        let m = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-        let m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-        _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)))
-    })
-}
-
-/// The sum of each of `N` rows' first `len` values (a multiple of 8), the rows' chains side
-/// by side; each row's in the order of a single one's.
-#[target_feature(enable = "avx2,fma")]
-fn row_sums<const N: usize>(rows: &[[f32; KEY_BLOCK]], len: usize) -> [f32; N] {
-    let mut s = [_mm256_setzero_ps(); N];
-    for at in (0..len).step_by(LANES) {
-        for (s, row) in s.iter_mut().zip(rows) {
-            // SAFETY: the slice holds 8 f32.
-            *s = _mm256_add_ps(*s, unsafe { _mm256_loadu_ps(row[at..][..LANES].as_ptr()) });
-        }
-    }
-    s.map(|s| {
-        let s = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
-        let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-        _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)))
+    folds.map(|f| {
+        let f = narrow(_mm256_castps256_ps128(f), _mm256_extractf128_ps(f, 1));
+        let f = narrow(f, _mm_movehl_ps(f, f));
+        _mm_cvtss_f32(narrow(f, _mm_movehdup_ps(f)))
     })
 }
 
