@@ -63,13 +63,13 @@ pub(super) unsafe fn exp_shifted_avx2(xs: &mut [f32], shift: f32) {
     use std::arch::x86_64::*;
     const LANES: usize = 8;
     const WIDTH: usize = 4 * LANES;
-    let shift = _mm256_set1_ps(shift);
+    let shifts = _mm256_set1_ps(shift);
     let mut chunks = xs.chunks_exact_mut(WIDTH);
     for chunk in &mut chunks {
         let p = chunk.as_mut_ptr();
         // SAFETY (both): the chunk holds four registers of f32.
         let x: [__m256; 4] = std::array::from_fn(|i| unsafe { _mm256_loadu_ps(p.add(i * LANES)) });
-        let y = exp_lanes(x, shift);
+        let y = exp_lanes(x, shifts);
         for (i, y) in y.into_iter().enumerate() {
             unsafe { _mm256_storeu_ps(p.add(i * LANES), y) };
         }
@@ -77,10 +77,10 @@ pub(super) unsafe fn exp_shifted_avx2(xs: &mut [f32], shift: f32) {
     let mut rest = chunks.into_remainder().chunks_exact_mut(LANES);
     for lane in &mut rest {
         // SAFETY (both): the chunk holds eight f32.
-        let [y] = exp_lanes([unsafe { _mm256_loadu_ps(lane.as_ptr()) }], shift);
+        let [y] = exp_lanes([unsafe { _mm256_loadu_ps(lane.as_ptr()) }], shifts);
         unsafe { _mm256_storeu_ps(lane.as_mut_ptr(), y) };
     }
-    exp_shifted(rest.into_remainder(), _mm256_cvtss_f32(shift));
+    exp_shifted(rest.into_remainder(), shift);
 }
 
 /// [`exp_shifted`]'s steps on `V` registers, each step for all of them before the next.

@@ -250,20 +250,37 @@ impl<E: KvElement> Block<'_, E> {
         while at < states.end {
             let n = QUERIES.min(states.end - at);
             let q = |i: usize| query(at + i);
-            // SAFETY (all eight): the CPU has AVX2 and FMA.
+            // SAFETY (all four): the CPU has AVX2 and FMA.
             unsafe {
-                match (n, ask) {
-                    (4, true) => self.attend::<4, true>([0, 1, 2, 3].map(q), state, at, scores),
-                    (4, false) => self.attend::<4, false>([0, 1, 2, 3].map(q), state, at, scores),
-                    (3, true) => self.attend::<3, true>([0, 1, 2].map(q), state, at, scores),
-                    (3, false) => self.attend::<3, false>([0, 1, 2].map(q), state, at, scores),
-                    (2, true) => self.attend::<2, true>([0, 1].map(q), state, at, scores),
-                    (2, false) => self.attend::<2, false>([0, 1].map(q), state, at, scores),
-                    (_, true) => self.attend::<1, true>([q(0)], state, at, scores),
-                    (_, false) => self.attend::<1, false>([q(0)], state, at, scores),
+                match n {
+                    4 => self.attend_asking::<4>(ask, [0, 1, 2, 3].map(q), state, at, scores),
+                    3 => self.attend_asking::<3>(ask, [0, 1, 2].map(q), state, at, scores),
+                    2 => self.attend_asking::<2>(ask, [0, 1].map(q), state, at, scores),
+                    _ => self.attend_asking::<1>(ask, [q(0)], state, at, scores),
                 }
             }
             at += n;
+        }
+    }
+
+    /// [`Self::attend`] with `ASK` chosen by `ask`.
+    ///
+    /// # Safety
+    /// The CPU has AVX2, FMA and F16C.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn attend_asking<const N: usize>(
+        &self,
+        ask: bool,
+        queries: [&[f32]; N],
+        state: &mut State,
+        at: usize,
+        scores: &mut Scores,
+    ) {
+        // SAFETY (both): this function's contract.
+        if ask {
+            unsafe { self.attend::<N, true>(queries, state, at, scores) }
+        } else {
+            unsafe { self.attend::<N, false>(queries, state, at, scores) }
         }
     }
 
