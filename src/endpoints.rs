@@ -48,10 +48,15 @@ fn local_endpoint(local: &LocalSettings) -> Endpoint {
         .clone()
         .map_or(ModelSource::Default, ModelSource::File);
     let (max_context, prefill_chunk) = (local.max_context, local.prefill_chunk);
+    // Where the cache directory is unknown, the system prompt is simply read every session.
+    let prefix_dir = (local.prompt_cache != Some(false))
+        .then(hearth_local::fetch::prefixes_dir)
+        .and_then(Result::ok);
     let backend = LazyLocalBackend::new(source, move |path| {
         let mut engine = EngineConfig::new(path);
         engine.max_context = max_context.map(|n| n as usize);
         engine.prefill_chunk = prefill_chunk.map(|n| n as usize);
+        engine.prefix_dir = prefix_dir.clone();
         // On a GPU the model runs in a worker process this binary serves, so a sticky CUDA
         // fault costs a reload, not the whole agent.
         engine.isolation = WorkerCommand::this_program([ENGINE_WORKER])

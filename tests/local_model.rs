@@ -29,11 +29,18 @@ fn q8_0_copy(original: &str) -> PathBuf {
 /// directory of its own (kept alive by the returned guard).
 fn hearth_on_local(model: &Path, max_tokens: u32) -> (tempfile::TempDir, Command) {
     let home = tempfile::tempdir().unwrap();
-    let config = home.path().join("config.toml");
+    let command = hearth_in(home.path(), model, max_tokens, "");
+    (home, command)
+}
+
+/// `hearth --config …` in the home directory `home` (its caches under it too), the engine on
+/// `model`, with `more` added to its `[local]` table.
+fn hearth_in(home: &Path, model: &Path, max_tokens: u32, more: &str) -> Command {
+    let config = home.join("config.toml");
     std::fs::write(
         &config,
         format!(
-            "[local]\nmodel = \"{}\"\nmax_tokens = {max_tokens}\n",
+            "[local]\nmodel = \"{}\"\nmax_tokens = {max_tokens}\n{more}",
             model.display()
         ),
     )
@@ -41,11 +48,12 @@ fn hearth_on_local(model: &Path, max_tokens: u32) -> (tempfile::TempDir, Command
     let mut command = Command::new(env!("CARGO_BIN_EXE_hearth"));
     command
         .args(["--config", &config.display().to_string()])
-        .current_dir(home.path())
-        .env("HOME", home.path())
-        .env("XDG_DATA_HOME", home.path().join("data"))
+        .current_dir(home)
+        .env("HOME", home)
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env("XDG_CACHE_HOME", home.join("cache"))
         .env_remove("HEARTH_BASE_URL");
-    (home, command)
+    command
 }
 
 #[test]
@@ -241,4 +249,60 @@ fn hearth_eval_runs_real_tasks_on_the_local_engine_and_reports_each_one() {
         !stderr.contains("assuming 8192"),
         "the engine knows its window: {stderr}"
     );
+}
+
+#[test]
+fn a_new_hearth_run_reads_the_system_prompt_from_disk_and_answers_the_same() {
+    let Ok(model) = std::env::var("HEARTH_TEST_MODEL") else {
+        eprintln!("skipped: set HEARTH_TEST_MODEL to a Qwen2.5-Coder GGUF to run this test");
+        return;
+    };
+    let model = q8_0_copy(&model);
+    let home = tempfile::tempdir().unwrap();
+    // One `hearth run` in `home`; its answer and its log.
+    let run = |prompt: &str, more: &str, log: &str| {
+        let log = home.path().join(log);
+        let started = std::time::Instant::now();
+        let output = hearth_in(home.path(), &model, 24, more)
+            .env("HEARTH_LOG_FILE", &log)
+            .args(["run", "-p", prompt])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{stderr}");
+        eprintln!(
+            "{prompt:?} {more:?}: {:.1} s",
+            started.elapsed().as_secs_f32()
+        );
+        let log = std::fs::read_to_string(log).unwrap_or_default();
+        (String::from_utf8_lossy(&output.stdout).into_owned(), log)
+    };
+    const FROM_DISK: &str = "system turn read from disk";
+    let (_, first) = run("What is 2 + 2?", "", "first.log");
+    assert!(!first.contains(FROM_DISK), "{first}");
+    let saved: Vec<_> = walk(&home.path().join("cache/hearth/prefixes"));
+    assert_eq!(saved.len(), 1, "{saved:?}");
+
+    // A new session: another process, another question, the same project.
+    let (cached, log) = run("What is 3 + 3?", "", "second.log");
+    assert!(log.contains(FROM_DISK), "{log}");
+    let (read, log) = run("What is 3 + 3?", "prompt_cache = false\n", "third.log");
+    assert!(!log.contains(FROM_DISK), "{log}");
+    assert_eq!(
+        cached, read,
+        "the saved system turn gives the answer reading it gives"
+    );
+}
+
+/// Every file under `dir`, at any depth.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if entry.file_type().unwrap().is_dir() {
+            files.extend(walk(&entry.path()));
+        } else {
+            files.push(entry.path());
+        }
+    }
+    files
 }

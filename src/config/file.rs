@@ -34,6 +34,7 @@ pub(super) struct FileLocal {
     pub prefill_chunk: Option<Spanned<u32>>,
     pub max_tokens: Option<Spanned<u32>>,
     pub temperature: Option<Spanned<f32>>,
+    pub prompt_cache: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -41,6 +41,8 @@ pub struct LocalSettings {
     pub max_tokens: Option<u32>,
     /// Sampling temperature (0 = greedy); default: Qwen's recommended sampling.
     pub temperature: Option<f32>,
+    /// Saves the system turn's keys and values for later sessions; `None` means on.
+    pub prompt_cache: Option<bool>,
 }
 
 /// Where the configuration came from, for messages.
@@ -241,6 +243,7 @@ pub fn parse_str(
                 prefill_chunk: l.prefill_chunk.map(Spanned::into_inner),
                 max_tokens: l.max_tokens.map(Spanned::into_inner),
                 temperature: temperature("local.temperature", l.temperature, &at)?,
+                prompt_cache: l.prompt_cache,
             })
         }
         None if endpoints.is_empty() => Some(LocalSettings::default()),

@@ -199,3 +199,18 @@ fn a_syntax_error_never_shows_a_secret() {
         assert!(err.contains("line "), "{err}");
     }
 }
+
+#[test]
+fn the_prompt_cache_is_on_unless_turned_off() {
+    let on = parse("[local]\n").unwrap().local.unwrap();
+    assert_eq!(on.prompt_cache, None);
+    let off = parse("[local]\nprompt_cache = false\n")
+        .unwrap()
+        .local
+        .unwrap();
+    assert_eq!(off.prompt_cache, Some(false));
+    let err = parse("[local]\nprompt_cache = \"no\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("prompt_cache"), "{err}");
+}

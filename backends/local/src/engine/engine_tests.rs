@@ -311,3 +311,47 @@ fn a_request_waiting_behind_others_says_how_many_are_ahead() {
     let alone = collect(&fx.engine, request(&prompt(10, 7), 3));
     assert!(queued(&alone).is_empty(), "{alone:?}");
 }
+
+/// A ChatML prompt whose system turn is the agent's (long, the same every session), then
+/// `user`'s turn.
+fn chatml(user: &str) -> GenerateRequest {
+    let text = format!(
+        "<|im_start|>system\n{}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n\
+         <|im_start|>assistant\n",
+        "You are a careful coding agent. ".repeat(8)
+    );
+    let mut req = GenerateRequest::new(Prompt::Text(text), SamplingParams::greedy());
+    req.max_tokens = Some(6);
+    req
+}
+
+#[test]
+fn a_new_engine_reads_the_system_turn_an_earlier_one_saved_and_answers_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = tiny::write(&TinySpec::qwen2(), dir.path(), "tiny");
+    let spawn = |prefixes: Option<std::path::PathBuf>| {
+        let mut config = EngineConfig::new(&path);
+        config.prefill_chunk = Some(16);
+        config.prefix_dir = prefixes;
+        let engine = Engine::spawn(config).unwrap();
+        assert_eq!(engine.wait_ready(Duration::from_secs(30)), Health::Healthy);
+        engine
+    };
+    let prefixes = dir.path().join("prefixes");
+    let first = collect(&spawn(Some(prefixes.clone())), chatml("write fizzbuzz"));
+    assert_eq!(cold_causes(&first), vec!["new_session"]);
+    assert!(prefixes.exists(), "the system turn was saved");
+
+    // A later session in a new process: its own engine, another question.
+    let later = collect(&spawn(Some(prefixes)), chatml("explain this error"));
+    assert!(cold_causes(&later).is_empty(), "{later:?}");
+    let cached = usage(&later).cached_tokens.unwrap();
+    assert!(cached > 256, "the system turn came from disk: {cached}");
+    let reference = collect(&spawn(None), chatml("explain this error"));
+    assert_eq!(usage(&reference).cached_tokens, Some(0));
+    assert_eq!(text(&later), text(&reference));
+    assert_eq!(
+        usage(&later).completion_tokens,
+        usage(&reference).completion_tokens
+    );
+}

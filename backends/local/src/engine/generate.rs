@@ -21,7 +21,7 @@ const CALL_OPEN: &str = "<tool_call>";
 /// turn's new tokens (a tool's output, the user's reply). More grow it, which copies the cache
 /// and, for a moment, holds it twice. Untouched room costs address space, not memory (see
 /// `model::kv_cache`), so it does not depend on `max_tokens`.
-const ROOM_AFTER_PROMPT: usize = 2048;
+pub(crate) const ROOM_AFTER_PROMPT: usize = 2048;
 
 /// What a generation needs besides the sequence.
 pub(crate) struct GenerateCtx<'a> {

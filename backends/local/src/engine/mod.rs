@@ -5,6 +5,8 @@ mod generate;
 mod handle;
 mod health;
 mod pool;
+mod prefix_file;
+mod prefix_store;
 pub mod process;
 mod sink;
 mod types;

@@ -83,7 +83,8 @@ pub struct PrefixPool {
     clock: u64,
 }
 
-fn common_prefix(a: &[u32], b: &[u32]) -> usize {
+/// How many tokens `a` and `b` share from their start.
+pub(crate) fn common_prefix(a: &[u32], b: &[u32]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
@@ -101,6 +102,15 @@ impl PrefixPool {
     /// Bytes held by idle cached sequences.
     pub fn bytes(&self) -> usize {
         self.entries.iter().map(|e| e.seq.cache.held_bytes()).sum()
+    }
+
+    /// The most tokens of `prompt` a cached sequence holds.
+    pub fn shared(&self, prompt: &[u32]) -> usize {
+        self.entries
+            .iter()
+            .map(|e| common_prefix(&e.seq.tokens, prompt))
+            .max()
+            .unwrap_or(0)
     }
 
     /// The sequence to run `prompt` on. At least one prompt token is always left to run, so

@@ -101,6 +101,10 @@ pub struct EngineConfig {
     pub cache_budget_bytes: usize,
     /// Most cached sequences kept at once.
     pub max_cached_sequences: usize,
+    /// Where system turns' keys and values are saved for later sessions (`prefix_store.rs`);
+    /// `None` saves nothing.
+    #[serde(default)]
+    pub prefix_dir: Option<PathBuf>,
     /// Reloads (or worker restarts) allowed within ten minutes before the model stays failed.
     pub max_reloads: usize,
     /// A thread of this process, or a supervised worker process (for CUDA).
@@ -126,6 +130,7 @@ impl EngineConfig {
             max_context: None,
             cache_budget_bytes: 1 << 30,
             max_cached_sequences: 8,
+            prefix_dir: None,
             max_reloads: 3,
             isolation: Isolation::Thread,
             expected_canary: None,

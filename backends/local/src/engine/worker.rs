@@ -11,9 +11,10 @@ use hearth_backend::{Progress, Usage};
 use tracing::{error, info, warn};
 
 use crate::chat::render_chatml;
-use crate::engine::generate::{GenState, GenerateCtx, Plan};
+use crate::engine::generate::{GenState, GenerateCtx, Plan, ROOM_AFTER_PROMPT};
 use crate::engine::health::{CanaryCell, Health, HealthCell};
-use crate::engine::pool::{ColdCause, PrefixPool, Sequence};
+use crate::engine::pool::{ColdCause, PrefixPool, Sequence, Taken};
+use crate::engine::prefix_store::{DEFAULT_BUDGET_BYTES, PrefixStore};
 use crate::engine::process::Isolation;
 use crate::engine::sink::{Sink, Terminal};
 use crate::engine::{EngineConfig, EngineEvent, GenerateRequest, Prompt};
@@ -39,6 +40,8 @@ pub(crate) struct Worker {
     health: HealthCell,
     model: Option<Model>,
     pool: PrefixPool,
+    /// System turns saved for later sessions, once a model is loaded (where configured).
+    store: Option<PrefixStore>,
     /// The canary's greedy tokens, recorded by the first load (or given by the config);
     /// shared with the [`crate::Engine`] handle.
     canary: CanaryCell,
@@ -70,6 +73,7 @@ impl Worker {
             health,
             model: None,
             pool,
+            store: None,
             canary,
             reloads: Vec::new(),
             chunk,
@@ -82,6 +86,10 @@ impl Worker {
     pub fn start(&mut self) {
         match self.load_checked() {
             Ok(model) => {
+                self.store = self.config.prefix_dir.as_deref().and_then(|root| {
+                    let path = &self.config.model_path;
+                    PrefixStore::open(root, path, &model, &self.tokenizer, DEFAULT_BUDGET_BYTES)
+                });
                 self.model = Some(model);
                 self.health.set(Health::Healthy);
                 info!(path = %self.config.model_path.display(), "model loaded");
@@ -214,7 +222,8 @@ impl Worker {
         };
         let max_context = self.max_context;
         let fresh = || KvCache::new(model.config(), max_context, model.device());
-        let taken = match self.pool.take(&prompt, fresh) {
+        let turn = self.store.as_ref().and_then(|s| s.system_turn(&prompt));
+        let taken = match take(&mut self.pool, self.store.as_mut(), &prompt, turn, fresh) {
             Ok(t) => t,
             Err(error) => {
                 return sink.finish(Terminal::Failed {
@@ -269,26 +278,28 @@ impl Worker {
             completion_tokens: state.completion_tokens as u32,
             cached_tokens: Some(taken.reused as u32),
         };
-        self.finish(result, seq, state, usage, sink);
+        self.finish(result, seq, turn, state, usage, sink);
     }
 
+    /// Ends the request; `turn` is where its prompt's system turn ends, for the store.
     fn finish(
         &mut self,
         result: Result<hearth_backend::FinishReason, EngineError>,
         seq: Sequence,
+        turn: Option<usize>,
         state: GenState,
         usage: Usage,
         sink: Sink,
     ) {
         let error = match result {
             Ok(reason) => {
-                self.pool.put(seq);
+                self.keep(seq, turn);
                 sink.send(EngineEvent::Usage(usage));
                 return sink.finish(Terminal::Done(reason));
             }
             Err(EngineError::Cancelled) => {
                 // The cache holds only fully computed tokens: keep it for the next round.
-                self.pool.put(seq);
+                self.keep(seq, turn);
                 return sink.finish(Terminal::Cancelled);
             }
             Err(error) => error,
@@ -323,6 +334,17 @@ impl Worker {
         if class == FaultClass::Device {
             self.recover(cause, sticky);
         }
+    }
+
+    /// Keeps a sequence whose tokens are all computed for the next request, and saves its
+    /// system turn for later sessions. Before the request's terminal event, not after: a
+    /// `hearth run` exits as soon as it has its answer. A new turn is written once per
+    /// process, tens of milliseconds for the 0.5B's.
+    fn keep(&mut self, seq: Sequence, turn: Option<usize>) {
+        if let (Some(store), Some(turn)) = (self.store.as_mut(), turn) {
+            store.save(&seq, turn);
+        }
+        self.pool.put(seq);
     }
 
     /// Poisoned: drop the model and every cache, then reload. A sticky CUDA fault no
@@ -371,6 +393,32 @@ impl Worker {
             }
         }
     }
+}
+
+/// The sequence `prompt` runs on: the pool's, unless the store has more of its system turn
+/// (`prompt[..turn]`) on disk than any cached sequence holds.
+fn take(
+    pool: &mut PrefixPool,
+    store: Option<&mut PrefixStore>,
+    prompt: &[u32],
+    turn: Option<usize>,
+    fresh: impl Fn() -> KvCache,
+) -> Result<Taken, EngineError> {
+    if let (Some(store), Some(turn)) = (store, turn) {
+        let shared = pool.shared(prompt);
+        let room = prompt.len() - turn + ROOM_AFTER_PROMPT;
+        if shared < turn
+            && let Some(seq) = store.load(prompt, turn, shared, fresh(), room)
+        {
+            let reused = seq.tokens.len();
+            return Ok(Taken {
+                seq,
+                reused,
+                cold: None,
+            });
+        }
+    }
+    pool.take(prompt, fresh)
 }
 
 fn panic_error(payload: Box<dyn std::any::Any + Send>) -> EngineError {

@@ -28,6 +28,11 @@ pub fn models_dir() -> Result<PathBuf, EngineError> {
         .ok_or_else(|| EngineError::Fetch("no cache directory on this system".into()))
 }
 
+/// `$XDG_CACHE_HOME/hearth/prefixes`: saved system turns (`engine/prefix_store.rs`).
+pub fn prefixes_dir() -> Result<PathBuf, EngineError> {
+    models_dir().map(|models| models.with_file_name("prefixes"))
+}
+
 /// The default model's path if it is already cached (size checked, not the hash: hashing
 /// 490 MB on every start costs a second or two; [`super::fetch_default_model`] hashes).
 pub fn cached_default_model() -> Option<PathBuf> {

@@ -11,7 +11,8 @@ mod sources;
 
 pub use cache::{
     DEFAULT_MODEL_BYTES, DEFAULT_MODEL_CONTEXT, DEFAULT_MODEL_FILE, DEFAULT_MODEL_ID,
-    DEFAULT_MODEL_SHA256, cached_default_model, list_cached_models, models_dir, sha256_file,
+    DEFAULT_MODEL_SHA256, cached_default_model, list_cached_models, models_dir, prefixes_dir,
+    sha256_file,
 };
 pub use hub::{HubConfig, HubFile};
 pub use pypi::PypiMirror;

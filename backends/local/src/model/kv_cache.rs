@@ -105,6 +105,11 @@ impl KvCache {
         self.len == 0
     }
 
+    /// Layers, KV heads and head size.
+    pub(crate) fn dims(&self) -> (usize, usize, usize) {
+        (self.num_layers, self.kv_heads, self.head_dim)
+    }
+
     /// Most tokens this cache can ever hold.
     pub fn max_len(&self) -> usize {
         self.max_len
@@ -130,7 +135,7 @@ impl KvCache {
     }
 
     /// What the buffers hold: [`kv_dtype`] of the cache's device.
-    fn dtype(&self) -> DType {
+    pub(crate) fn dtype(&self) -> DType {
         kv_dtype(&self.device)
     }
 
