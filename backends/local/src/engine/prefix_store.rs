@@ -51,7 +51,7 @@ pub(crate) struct PrefixStore {
     dir: PathBuf,
     identity: [u8; 32],
     budget: u64,
-    /// Entries this process saved or read: known to be on disk, not written again.
+    /// Turns this process saved, or read (whole, or all but a few tokens): not written again.
     known: HashSet<String>,
     /// `<|im_start|>system\n` as tokens, and `<|im_end|>`.
     opening: Vec<u32>,
@@ -165,6 +165,12 @@ impl PrefixStore {
             return None;
         }
         touch(&path);
+        // Nearly the whole turn came from disk (another project's, but for its path): a file
+        // of its own would save a fraction of a second per session for 17 MiB a project, and
+        // a run of `hearth eval`, one directory per task, would push the user's entries out.
+        if turn - shared < MIN_TOKENS {
+            self.known.insert(entry_name(wanted));
+        }
         info!(
             tokens = shared,
             of = turn,
@@ -218,7 +224,8 @@ impl PrefixStore {
     }
 
     /// Saves `seq`'s first `turn` tokens (a system turn, [`Self::system_turn`]) unless they
-    /// are saved already, then keeps the store to its budget. Failures are logged only.
+    /// are saved already or were read from disk but for a few tokens, then keeps the store to
+    /// its budget. Failures are logged only.
     pub(crate) fn save(&mut self, seq: &Sequence, turn: usize) {
         if seq.tokens.len() < turn || seq.cache.len() < turn {
             return;

@@ -219,9 +219,10 @@ fn another_projects_turn_gives_all_it_shares_and_no_more_than_the_pool_has() {
     original.truncate(shared).unwrap();
     let rest = &b[shared..];
     assert_eq!(f.logits(&mut loaded, rest), f.logits(&mut original, rest));
-    // Saved as its own turn, for the next session in that project.
+    // All but its last few tokens came from disk: not saved again as a turn of its own.
+    assert!(turn_b - shared < MIN_TOKENS);
     later.save(&loaded, turn_b);
-    assert_eq!(f.entries().len(), 2);
+    assert_eq!(f.entries().len(), 1);
     // A cached sequence holding as much already: the disk is not read.
     assert!(
         later
@@ -231,8 +232,22 @@ fn another_projects_turn_gives_all_it_shares_and_no_more_than_the_pool_has() {
     assert!(
         later
             .load(&b, turn_b, shared, f.model.new_cache(), 0)
+            .is_none()
+    );
+    assert!(
+        later
+            .load(&b, turn_b, shared - 1, f.model.new_cache(), 0)
             .is_some()
     );
+    // A turn that differs for longer is worth a file of its own.
+    let c = turn_of(&"/a-rather-deep/project-path".repeat(4));
+    let turn_c = later.system_turn(&c).unwrap();
+    let mut loaded = later.load(&c, turn_c, 0, f.model.new_cache(), 64).unwrap();
+    assert!(turn_c - loaded.tokens.len() >= MIN_TOKENS);
+    let rest = c[loaded.tokens.len()..].to_vec();
+    f.logits(&mut loaded, &rest);
+    later.save(&loaded, turn_c);
+    assert_eq!(f.entries().len(), 2);
 }
 
 #[cfg(unix)]
