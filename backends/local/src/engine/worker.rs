@@ -341,8 +341,11 @@ impl Worker {
     /// `hearth run` exits as soon as it has its answer. A new turn is written once per
     /// process, tens of milliseconds for the 0.5B's.
     fn keep(&mut self, seq: Sequence, turn: Option<usize>) {
-        if let (Some(store), Some(turn)) = (self.store.as_mut(), turn) {
-            store.save(&seq, turn);
+        if let (Some(store), Some(turn)) = (self.store.as_mut(), turn)
+            && catch_unwind(AssertUnwindSafe(|| store.save(&seq, turn))).is_err()
+        {
+            error!("prefix store panicked while saving; it is off until the engine restarts");
+            self.store = None;
         }
         self.pool.put(seq);
     }
@@ -407,8 +410,13 @@ fn take(
     if let (Some(store), Some(turn)) = (store, turn) {
         let shared = pool.shared(prompt);
         let room = prompt.len() - turn + ROOM_AFTER_PROMPT;
+        // A panic here (a bug, whatever the file held) costs the disk, not the request.
+        let load = || store.load(prompt, turn, shared, fresh(), room);
         if shared < turn
-            && let Some(seq) = store.load(prompt, turn, shared, fresh(), room)
+            && let Some(seq) = catch_unwind(AssertUnwindSafe(load)).unwrap_or_else(|_| {
+                error!("prefix store panicked while reading; the prompt is read instead");
+                None
+            })
         {
             let reused = seq.tokens.len();
             return Ok(Taken {
