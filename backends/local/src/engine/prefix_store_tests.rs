@@ -132,6 +132,9 @@ fn only_a_leading_system_turn_of_some_length_with_more_after_it_is_kept() {
     assert_eq!(store.system_turn(&prompt[..turn - 1]), None, "unterminated");
 }
 
+/// Something done to a saved file's bytes.
+type Damage = Box<dyn Fn(&mut Vec<u8>)>;
+
 #[test]
 fn a_damaged_or_foreign_entry_is_refused_and_removed_and_the_miss_is_quiet() {
     let f = fixture();
@@ -147,7 +150,7 @@ fn a_damaged_or_foreign_entry_is_refused_and_removed_and_the_miss_is_quiet() {
     let path = f.entries().pop().unwrap();
     let good = fs::read(&path).unwrap();
 
-    let damaged: [(&str, Box<dyn Fn(&mut Vec<u8>)>); 5] = [
+    let damaged: [(&str, Damage); 5] = [
         (
             "one bit of a value",
             Box::new(|b| {
