@@ -55,7 +55,8 @@ pub enum CliCommand {
         /// Context depths to measure at, comma-separated (default: 0,1024,4096).
         #[arg(long = "depth", value_name = "TOKENS", value_delimiter = ',')]
         depths: Vec<usize>,
-        /// Skip the cold/warm time-to-first-token comparison (the slowest part).
+        /// Skip the time-to-first-token comparisons, cold/warm and a new session's (the slowest
+        /// part).
         #[arg(long)]
         no_ttft: bool,
         /// The matmul kernels to measure: the fastest this CPU runs, one instruction set's

@@ -1,6 +1,6 @@
 //! `hearth bench`: prefill and decode speed at several context depths, cold versus warm time to
-//! first token for a long conversation, peak RSS and the memory-bandwidth bound. Prints
-//! figures; asserts nothing.
+//! first token for a long conversation, a new session's first token with its system turn read
+//! from disk, peak RSS and the memory-bandwidth bound. Prints figures; asserts nothing.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -50,6 +50,23 @@ impl BenchConfig {
     }
 }
 
+/// Time to first token of a new session whose system turn an earlier one saved
+/// (`engine/prefix_store.rs`), against reading it all.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewSession {
+    /// Tokens of the system turn.
+    pub system_tokens: usize,
+    /// The first session: every token read.
+    pub cold: Duration,
+    /// The next, in an engine of its own: the system turn from disk.
+    pub from_disk: Duration,
+    /// Prompt tokens the next session did not read.
+    pub reused: usize,
+}
+
+/// A system turn as long as the agent's instructions and tool list.
+const SESSION_SYSTEM_TOKENS: usize = 1400;
+
 /// Speeds at one depth.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DepthRow {
@@ -75,6 +92,8 @@ pub struct BenchReport {
     pub rows: Vec<DepthRow>,
     /// Cold and warm time to first token, when measured.
     pub ttft: Option<(Duration, Duration)>,
+    /// A new session's first token, read cold and with its system turn from disk.
+    pub new_session: Option<NewSession>,
     /// Memory while the depth rows ran: the weights and one sequence's cache.
     pub memory: Footprint,
     /// Whether the weights lie on huge pages.
@@ -208,6 +227,17 @@ impl fmt::Display for BenchReport {
         if let Some(memory) = &self.ttft_memory {
             self.write_memory(f, "  its rss", memory)?;
         }
+        if let Some(n) = &self.new_session {
+            let (cold, disk) = (n.cold.as_secs_f64(), n.from_disk.as_secs_f64());
+            writeln!(
+                f,
+                "session    new, system turn of {} tokens: read {cold:.2} s, from disk {disk:.3} s \
+                 ({:.0}x, {} tokens reused)",
+                n.system_tokens,
+                cold / disk.max(1e-9),
+                n.reused
+            )?;
+        }
         writeln!(
             f,
             "bound      {:.1} GB/s / {:.0} MB of weights per token = {:.1} tok/s at depth 0",
@@ -231,10 +261,10 @@ pub fn run_bench(config: &BenchConfig) -> Result<BenchReport, EngineError> {
     // The tokenizer is the bench's own (the engine measured for time to first token loads
     // one of its own): made and dropped before the weights, so the peak memory measured is
     // what the engine holds.
-    let text = filler_tokens(
-        &TextTokenizer::from_gguf(&file.content)?,
-        need.max(conversation),
-    )?;
+    let tokenizer = TextTokenizer::from_gguf(&file.content)?;
+    let text = filler_tokens(&tokenizer, need.max(conversation))?;
+    let sessions = session_prompts(&tokenizer, &text)?;
+    drop(tokenizer);
     let huge_before = huge_page_bytes();
     let start = Instant::now();
     let model = file.load_model_with(&device, config.kernels, &mut |_| Ok(()))?;
@@ -283,6 +313,10 @@ pub fn run_bench(config: &BenchConfig) -> Result<BenchReport, EngineError> {
         peak_rss_bytes: peak_rss(),
         kv_tokens: conversation,
     });
+    let new_session = match config.ttft {
+        true => Some(measure_new_session(config, &sessions)?),
+        false => None,
+    };
     Ok(BenchReport {
         model: config.model_path.clone(),
         quantization,
@@ -292,6 +326,7 @@ pub fn run_bench(config: &BenchConfig) -> Result<BenchReport, EngineError> {
         load,
         rows,
         ttft,
+        new_session,
         memory,
         pages,
         ttft_memory,
@@ -378,28 +413,83 @@ fn measure_ttft(config: &BenchConfig, text: &[u32]) -> Result<(Duration, Duratio
         return Err(EngineError::Failed(reason));
     }
     let conv = &text[..config.conversation_tokens];
-    let cold = first_token_time(&engine, conv)?;
+    let (cold, _) = first_token_time(&engine, conv)?;
     let turn = &text[..config.conversation_tokens + config.turn_tokens];
-    let warm = first_token_time(&engine, turn)?;
+    let (warm, _) = first_token_time(&engine, turn)?;
     Ok((cold, warm))
 }
 
-fn first_token_time(engine: &Engine, prompt: &[u32]) -> Result<Duration, EngineError> {
+/// Two sessions' first prompts in ChatML: the same system turn of [`SESSION_SYSTEM_TOKENS`]
+/// of `text`, then different questions; and the system turn's length.
+fn session_prompts(
+    tokenizer: &TextTokenizer,
+    text: &[u32],
+) -> Result<([Vec<u32>; 2], usize), EngineError> {
+    let mut system = tokenizer.encode("<|im_start|>system\n")?;
+    system.extend_from_slice(&text[..SESSION_SYSTEM_TOKENS.min(text.len())]);
+    system.extend(tokenizer.encode("<|im_end|>")?);
+    let ask = |question: &str| -> Result<Vec<u32>, EngineError> {
+        let turn = format!("\n<|im_start|>user\n{question}<|im_end|>\n<|im_start|>assistant\n");
+        Ok([system.clone(), tokenizer.encode(&turn)?].concat())
+    };
+    let prompts = [
+        ask("What does parse_line return for a line without '='?")?,
+        ask("Rename parse_line to parse_entry.")?,
+    ];
+    Ok((prompts, system.len()))
+}
+
+/// A first session's time to first token, read cold, and a second one's in an engine of its
+/// own (as a new `hearth run` is) that reads the system turn the first saved.
+fn measure_new_session(
+    config: &BenchConfig,
+    (prompts, system_tokens): &([Vec<u32>; 2], usize),
+) -> Result<NewSession, EngineError> {
+    let dir = tempfile::tempdir()?;
+    let session = |prompt: &[u32]| -> Result<(Duration, Option<u32>), EngineError> {
+        let mut engine_config = EngineConfig::new(&config.model_path);
+        engine_config.prefix_dir = Some(dir.path().to_path_buf());
+        let engine = Engine::spawn(engine_config)?;
+        if let Health::Failed { reason } = engine.wait_ready(Duration::from_secs(600)) {
+            return Err(EngineError::Failed(reason));
+        }
+        first_token_time(&engine, prompt)
+    };
+    let (cold, _) = session(&prompts[0])?;
+    let (from_disk, reused) = session(&prompts[1])?;
+    Ok(NewSession {
+        system_tokens: *system_tokens,
+        cold,
+        from_disk,
+        reused: reused.unwrap_or(0) as usize,
+    })
+}
+
+/// Time to the first token of `prompt`, and the prompt tokens the engine did not read.
+fn first_token_time(
+    engine: &Engine,
+    prompt: &[u32],
+) -> Result<(Duration, Option<u32>), EngineError> {
     let mut req = GenerateRequest::new(Prompt::Tokens(prompt.to_vec()), SamplingParams::greedy());
     req.max_tokens = Some(1);
     let t = Instant::now();
     let mut rx = engine.submit(req);
     let mut ttft = None;
+    let mut reused = None;
     while let Some(ev) = rx.blocking_recv() {
         match ev {
-            EngineEvent::Usage(_) | EngineEvent::Text(_) => {
+            EngineEvent::Usage(usage) => {
+                ttft.get_or_insert_with(|| t.elapsed());
+                reused = usage.cached_tokens;
+            }
+            EngineEvent::Text(_) => {
                 ttft.get_or_insert_with(|| t.elapsed());
             }
             EngineEvent::Failed { error, .. } => return Err(error),
             _ => {}
         }
     }
-    Ok(ttft.unwrap_or_else(|| t.elapsed()))
+    Ok((ttft.unwrap_or_else(|| t.elapsed()), reused))
 }
 
 #[cfg(test)]
@@ -407,7 +497,7 @@ mod tests {
     use std::path::PathBuf;
     use std::time::Duration;
 
-    use super::{BenchReport, DepthRow, Footprint, Pages};
+    use super::{BenchReport, DepthRow, Footprint, NewSession, Pages};
 
     /// 20 GB/s over 400 MB of weights and 25 kB of keys and values per token of context.
     fn report(rows: Vec<DepthRow>) -> BenchReport {
@@ -420,6 +510,7 @@ mod tests {
             load: Duration::from_secs(1),
             rows,
             ttft: None,
+            new_session: None,
             memory: Footprint {
                 peak_rss_bytes: None,
                 kv_tokens: 0,
@@ -496,5 +587,24 @@ mod tests {
             setting: None,
         };
         assert_eq!(pages(&report).as_deref(), Some("unknown"));
+    }
+
+    #[test]
+    fn the_report_says_how_soon_a_new_session_answers_from_disk() {
+        let mut report = report(vec![]);
+        assert!(!report.to_string().contains("session"));
+        report.new_session = Some(NewSession {
+            system_tokens: 1403,
+            cold: Duration::from_millis(7350),
+            from_disk: Duration::from_millis(294),
+            reused: 1403,
+        });
+        let text = report.to_string();
+        assert!(
+            text.lines().any(|l| l
+                == "session    new, system turn of 1403 tokens: \
+                 read 7.35 s, from disk 0.294 s (25x, 1403 tokens reused)"),
+            "{text}"
+        );
     }
 }
