@@ -263,7 +263,10 @@ pub fn run_bench(config: &BenchConfig) -> Result<BenchReport, EngineError> {
     // what the engine holds.
     let tokenizer = TextTokenizer::from_gguf(&file.content)?;
     let text = filler_tokens(&tokenizer, need.max(conversation))?;
-    let sessions = session_prompts(&tokenizer, &text)?;
+    let sessions = config
+        .ttft
+        .then(|| session_prompts(&tokenizer, &text))
+        .transpose()?;
     drop(tokenizer);
     let huge_before = huge_page_bytes();
     let start = Instant::now();
@@ -313,9 +316,9 @@ pub fn run_bench(config: &BenchConfig) -> Result<BenchReport, EngineError> {
         peak_rss_bytes: peak_rss(),
         kv_tokens: conversation,
     });
-    let new_session = match config.ttft {
-        true => Some(measure_new_session(config, &sessions)?),
-        false => None,
+    let new_session = match &sessions {
+        Some(sessions) => Some(measure_new_session(config, sessions)?),
+        None => None,
     };
     Ok(BenchReport {
         model: config.model_path.clone(),

@@ -196,10 +196,7 @@ pub(super) fn decode(
     if Sha256::digest(body).as_slice() != digest {
         return Ok(Err(Refusal::Checksum));
     }
-    let tokens: Vec<u32> = body[HEADER_BYTES..HEADER_BYTES + 4 * shape.tokens]
-        .chunks_exact(4)
-        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect();
+    let tokens = tokens_of(&body[HEADER_BYTES..HEADER_BYTES + 4 * shape.tokens]);
     let dims = [1, shape.kv_heads, shape.tokens, shape.head_dim];
     let per = shape.layer_elements() * shape.element.bytes();
     let mut rows = body[HEADER_BYTES + 4 * shape.tokens..].chunks_exact(per);
@@ -232,6 +229,14 @@ pub(super) fn decode(
         layers.push((k, v));
     }
     Ok(Ok((tokens, layers)))
+}
+
+/// The tokens stored in `bytes`, four little-endian bytes each.
+pub(super) fn tokens_of(bytes: &[u8]) -> Vec<u32> {
+    bytes
+        .chunks_exact(4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
 }
 
 fn u32_at(bytes: &[u8], at: usize) -> u32 {

@@ -28,6 +28,7 @@ use tracing::{debug, info, warn};
 use super::pool::{Sequence, common_prefix};
 use super::prefix_file::{self, Element, FileShape, HEADER_BYTES, VERSION};
 use crate::error::EngineError;
+use crate::fetch::hex;
 use crate::model::{KvCache, Model};
 use crate::tokenizer::TextTokenizer;
 
@@ -360,10 +361,6 @@ fn entry_name(tokens: &[u32]) -> String {
     format!("{}.{EXTENSION}", hex(&hash.finalize()[..16]))
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// `path` opened for reading if it is a regular file; `None` if there is no such entry.
 /// Opened without following links or waiting on a FIFO, and checked again once open, so that
 /// nothing else planted under the name is read or blocks the engine.
@@ -436,12 +433,7 @@ fn read_tokens(
     }
     let mut bytes = vec![0u8; 4 * tokens];
     file.read_exact(&mut bytes)?;
-    Ok(Some(
-        bytes
-            .chunks_exact(4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect(),
-    ))
+    Ok(Some(prefix_file::tokens_of(&bytes)))
 }
 
 /// Writes `bytes` to `path` through a file of its own in `dir`, renamed into place, so that a

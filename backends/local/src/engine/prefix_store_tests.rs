@@ -66,6 +66,14 @@ impl Fixture {
         seq
     }
 
+    /// Saves `prompt`'s system turn through a store of its own; the turn's length.
+    fn saved(&self, prompt: &[u32]) -> usize {
+        let mut store = self.store(DEFAULT_BUDGET_BYTES);
+        let turn = store.system_turn(prompt).unwrap();
+        store.save(&self.prefilled(&prompt[..turn]), turn);
+        turn
+    }
+
     fn logits(&self, seq: &mut Sequence, tokens: &[u32]) -> Vec<f32> {
         let logits = self.model.forward(tokens, &mut seq.cache).unwrap();
         seq.tokens.extend_from_slice(tokens);
@@ -258,9 +266,7 @@ fn another_projects_turn_gives_all_it_shares_and_no_more_than_the_pool_has() {
 fn a_link_or_a_fifo_under_an_entry_name_is_not_read() {
     let f = fixture();
     let prompt = f.prompt(200, "hi");
-    let mut store = f.store(DEFAULT_BUDGET_BYTES);
-    let turn = store.system_turn(&prompt).unwrap();
-    store.save(&f.prefilled(&prompt[..turn]), turn);
+    let turn = f.saved(&prompt);
     let path = f.entries().pop().unwrap();
     let real = path.with_extension("real");
     fs::rename(&path, &real).unwrap();
@@ -335,9 +341,7 @@ fn the_store_keeps_to_its_budget_least_recently_used_first() {
 fn another_model_file_does_not_read_this_ones_entries() {
     let f = fixture();
     let prompt = f.prompt(200, "hi");
-    let mut store = f.store(DEFAULT_BUDGET_BYTES);
-    let turn = store.system_turn(&prompt).unwrap();
-    store.save(&f.prefilled(&prompt[..turn]), turn);
+    let turn = f.saved(&prompt);
     // The same weights rewritten: a new modification time is a new identity.
     std::thread::sleep(Duration::from_millis(20));
     let bytes = fs::read(&f.model_path).unwrap();

@@ -9,6 +9,7 @@ mod pypi;
 mod report;
 mod sources;
 
+pub(crate) use cache::hex;
 pub use cache::{
     DEFAULT_MODEL_BYTES, DEFAULT_MODEL_CONTEXT, DEFAULT_MODEL_FILE, DEFAULT_MODEL_ID,
     DEFAULT_MODEL_SHA256, cached_default_model, list_cached_models, models_dir, prefixes_dir,
