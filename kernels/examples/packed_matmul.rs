@@ -5,16 +5,19 @@
 //! on a 7B's MLP down projection, for one token (decode) and for a prefill chunk of 256, so
 //! kernel changes can be compared in isolation. A second table has each format decode from memory rather than cache, against the
 //! memory's read bandwidth (the bound `hearth bench` prints):
-//!   cargo run --release -p hearth-kernels --example packed_matmul [threads] [compute|memory|both]
-//!     [FORMAT,…]
+//!   cargo run --release -p hearth-kernels --example packed_matmul [threads]
+//!     [compute|memory|both|stream] [FORMAT,…]
 //! Threads default to the rayon pool's (`RAYON_NUM_THREADS`); both tables and every format by
-//! default (e.g. `2 both Q8_0,Q4_0` for those two alone).
+//! default (e.g. `2 both Q8_0,Q4_0` for those two alone). `stream` prints a third table alone,
+//! for comparing two builds' streaming from memory on a machine whose bandwidth drifts: one
+//! large matrix per call, each run set against the plain sum just before and after it; run
+//! the two builds' examples in turn, several times each.
 
 use std::time::{Duration, Instant};
 
 use hearth_kernels::{
-    Isa, PackedMatrix, PackedQ2_K, PackedQ3_K, PackedQ4_0, PackedQ4_1, PackedQ4_K, PackedQ5_0,
-    PackedQ5_1, PackedQ5_K, PackedQ6_K, PackedQ8_0, WeightArena, measure_bandwidth,
+    BandwidthProbe, Isa, PackedMatrix, PackedQ2_K, PackedQ3_K, PackedQ4_0, PackedQ4_1, PackedQ4_K,
+    PackedQ5_0, PackedQ5_1, PackedQ5_K, PackedQ6_K, PackedQ8_0, WeightArena, measure_bandwidth,
 };
 
 /// Qwen2.5-7B's MLP down projection: a matrix far past the last-level cache, whose long rows
@@ -167,6 +170,10 @@ fn main() {
         std::process::exit(1);
     }
     let mut next = xorshift(0x2545_f491_4f6c_dd1d);
+    if tables.as_deref() == Some("stream") {
+        stream_table(&formats, &isas, threads, &mut next);
+        return;
+    }
     if tables.as_deref() != Some("memory") {
         compute_table(&formats, &isas, threads, &mut next);
     }
@@ -264,6 +271,75 @@ fn memory_table(formats: &[&Format], isas: &[Isa], threads: usize, next: &mut im
         measure_bandwidth(threads) / 1e9
     );
 }
+
+/// Decode's streaming as a whole-model token meets it in its largest matrix (the output
+/// head): one matrix of about [`STREAM_ONE_BYTES`] per call, in a pool of `threads` as the
+/// engine runs it. Each of [`STREAM_RUNS`] runs is a warm-up call and three timed ones; its
+/// median is set against the better of the plain sums just before and after it, so that a
+/// drift of the memory's speed between runs (a third within minutes on a shared VM) moves
+/// both. Prints the medians over the runs.
+fn stream_table(formats: &[&Format], isas: &[Isa], threads: usize, next: &mut impl FnMut() -> u64) {
+    let probe = BandwidthProbe::new();
+    let Ok(pool) = rayon::ThreadPoolBuilder::new().num_threads(threads).build() else {
+        eprintln!("no pool of {threads} threads");
+        return;
+    };
+    println!(
+        "\none matrix of ~{} MiB a call, {threads} threads, {STREAM_RUNS} runs; medians",
+        STREAM_ONE_BYTES >> 20
+    );
+    println!(
+        "{:<5} {:<16} {:<11} {:>6} {:>9}",
+        "fmt", "shape", "kernel", "GB/s", "of sum"
+    );
+    for format in formats {
+        let (_, _, cols) = format.shapes()[2];
+        let (values, bytes) = format.block;
+        let rows = (STREAM_ONE_BYTES / (cols / values * bytes)).next_multiple_of(16);
+        let data = random_blocks(format, rows * cols / values, next);
+        let lhs = activations(cols, next);
+        let mut out = vec![0f32; rows];
+        for &isa in isas {
+            let Some(matrix) = (format.pack)(&WeightArena::new(), isa, &data, rows, cols) else {
+                continue;
+            };
+            let (mut rates, mut shares) = (Vec::new(), Vec::new());
+            pool.install(|| {
+                for _ in 0..STREAM_RUNS {
+                    let before = probe.measure(threads);
+                    matrix.matmul(&lhs, 1, &mut out, threads);
+                    let mut calls: Vec<f64> = (0..3)
+                        .map(|_| {
+                            let start = Instant::now();
+                            matrix.matmul(&lhs, 1, &mut out, threads);
+                            data.len() as f64 / start.elapsed().as_secs_f64()
+                        })
+                        .collect();
+                    calls.sort_by(f64::total_cmp);
+                    let after = probe.measure(threads);
+                    rates.push(calls[1]);
+                    shares.push(calls[1] / before.max(after));
+                }
+            });
+            rates.sort_by(f64::total_cmp);
+            shares.sort_by(f64::total_cmp);
+            let shape = format!("{rows}x{cols}");
+            println!(
+                "{:<5} {shape:<16} {:<11} {:>6.1} {:>8.0}%",
+                format.name,
+                format!("{isa:?}"),
+                rates[STREAM_RUNS / 2] / 1e9,
+                100.0 * shares[STREAM_RUNS / 2]
+            );
+        }
+    }
+}
+
+/// About the size of Qwen2.5-0.5B's output head in Q8_0 (145 MB).
+const STREAM_ONE_BYTES: usize = 128 << 20;
+
+/// Runs per format in the stream table; odd, for a median.
+const STREAM_RUNS: usize = 9;
 
 /// Bytes of distinct weights the memory table streams per format: far past any cache.
 const STREAM_BYTES: usize = 512 << 20;
