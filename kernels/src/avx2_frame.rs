@@ -81,7 +81,9 @@ pub(crate) unsafe fn store_rows<const R: usize>(
 /// row, rows 0–7 then 8–15; a byte's low nibble meets activation word `q`, its high one word
 /// `q + 4`), for activation block `block` of `R` rows (`words`, a row every `blocks` entries).
 /// `[row][half]`, half 0 holding the tile's rows 0–7; each i16 lane sums 16 products of a
-/// nibble and a byte, at most 16 · 15 · 127, so none saturates.
+/// nibble and a byte, at most 16 · 15 · 127, so none saturates. `each_word(q)` runs before
+/// word `q` is loaded: the Q4_0 and Q4_1 kernels ask for a word's share of the lines ahead
+/// there (`tiled::prefetch_part`).
 ///
 /// # Safety
 /// `qs` points to those 256 bytes, 32-byte aligned.
@@ -93,11 +95,13 @@ pub(crate) unsafe fn nibble_sums<const R: usize>(
     words: &[[i32; 8]],
     blocks: usize,
     block: usize,
+    each_word: impl Fn(usize),
 ) -> [[__m256i; 2]; R] {
     let qs = qs.cast::<__m256i>();
     let nibble = _mm256_set1_epi8(0x0f);
     let mut sums = [[_mm256_setzero_si256(); 2]; R];
     for q in 0..4 {
+        each_word(q);
         // SAFETY: word `q` is the 64 bytes from `q * 64`, inside the caller's 256.
         let raw = unsafe {
             [

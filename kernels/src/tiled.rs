@@ -211,6 +211,17 @@ const PREFETCH_AHEAD: usize = 8 * 1024;
 /// files decoded 32%, 17% and 10% faster (`hearth bench`, depth 0, two pairs each). So every
 /// AVX2 kernel asks. There, 4, 16 and 32 KiB ahead were no better than 8.
 ///
+/// They no longer ask for a whole tile at its start, though: the AVX2 Q8_0, Q4_0, Q4_1, Q5_0
+/// and Q5_1 kernels ask for a word's share of the lines before each of the tile's words
+/// ([`prefetch_part`]), as the K-quants do per sub-block. On that Zen 2, one matrix of 94–145
+/// MB a call against the plain sum just before and after (as `examples/packed_matmul`'s
+/// stream table does; eight to ten runs of each build in turn), they streamed Q8_0 12% faster
+/// (ten runs of ten), Q4_0 13%, Q5_1 8%, Q4_1 6% (seven of eight each) and Q5_0 2.5% (eight
+/// of ten). A burst of five to nine requests a tile keeps fewer lines arriving while the tile
+/// is multiplied than one or two a word. The hint made no difference there (T0, T1 and NTA
+/// within the noise), nor did 4 KiB ahead instead of 8 with the requests spread. So only the
+/// AVX-512 Q5_1 kernel still calls this.
+///
 /// The K-quants' [`prefetch_part`] is needed on huge pages too: without it Q5_K and Q6_K
 /// streamed at 9–17 GB/s.
 #[inline(always)]
@@ -235,6 +246,12 @@ pub(crate) fn prefetch_ahead<const R: usize, T>(tile: &T) {
 /// against 23.4–28.8; the AVX2 ones Q4_K at 30.0–30.5 against 26.1–29.0 and the others alike.
 /// The light kernels' whole-tile requests lost with it (Q5_1 on AVX-512: 23.7–25.4 against
 /// 26.5–28.7 GB/s), so [`prefetch_ahead`] keeps asking for L2.
+///
+/// The light AVX2 kernels call this once per word of a tile (`PARTS` of 4 or 8; one or two
+/// lines each), which streams faster on a Zen 2 than a burst per tile (see
+/// [`prefetch_ahead`]). The K-quants' parts were not made finer with them: a word's share for
+/// the AVX2 Q4_K and Q5_K kernels, half a sub-block's for Q6_K, streamed within the noise of
+/// one sub-block's (ten and two runs of each build in turn).
 #[inline(always)]
 pub(crate) fn prefetch_part<const R: usize, const PARTS: usize, T>(tile: &T, part: usize) {
     #[cfg(target_arch = "x86_64")]

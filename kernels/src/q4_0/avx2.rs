@@ -5,7 +5,7 @@ use crate::activations::QuantizedRows;
 use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
 use crate::avx2_frame::{nibble_sums, store_rows, widen_halves};
-use crate::tiled::prefetch_ahead;
+use crate::tiled::prefetch_part;
 
 /// Activation rows per micro-kernel call: their i16 sums for both halves, the four unpacked
 /// weight registers and the two broadcast words about fill the sixteen registers. Measured on
@@ -33,9 +33,12 @@ unsafe fn rows<const R: usize>(
     let ones = _mm256_set1_epi16(1);
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
     for (block, tile) in tiles.iter().enumerate() {
-        prefetch_ahead::<R, _>(tile);
         // SAFETY: the tile's first 256 bytes, 32-byte aligned, are its nibbles.
-        let sums = unsafe { nibble_sums::<R>(tile.qs.as_ptr(), words, blocks, block) };
+        let sums = unsafe {
+            nibble_sums::<R>(tile.qs.as_ptr(), words, blocks, block, |q| {
+                prefetch_part::<R, 4, _>(tile, q)
+            })
+        };
         let weight_scales = widen_halves(&tile.scales);
         for (r, acc) in acc.iter_mut().enumerate() {
             let at = r * blocks + block;

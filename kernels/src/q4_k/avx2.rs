@@ -39,7 +39,8 @@ unsafe fn rows<const R: usize>(
             prefetch_part::<R, SUBS, _>(tile, j);
             let block = s * SUBS + j;
             // SAFETY: `qs[j]` is sub-block `j`'s 256 bytes of nibbles, 64-byte aligned.
-            let sums = unsafe { nibble_sums::<R>(tile.qs[j].as_ptr(), words, blocks, block) };
+            let sums =
+                unsafe { nibble_sums::<R>(tile.qs[j].as_ptr(), words, blocks, block, |_| {}) };
             let (sc, mins) = (
                 widen_bytes8x2(&tile.scales[j]),
                 widen_bytes8x2(&tile.mins[j]),

@@ -7,7 +7,7 @@ use crate::avx2_frame::avx2_group;
 use crate::avx2_frame::{store_rows, widen_halves};
 #[cfg(target_arch = "x86_64")]
 use crate::fifth_bits::FifthBits256;
-use crate::tiled::prefetch_ahead;
+use crate::tiled::prefetch_part;
 
 /// Activation rows per micro-kernel call. Measured on a loaded 2-core AVX2 VM (2 threads,
 /// m = 256): four rows ran 896x896 at about 41 GMAC/s against 26–31 for two or three, and the
@@ -35,7 +35,6 @@ unsafe fn rows<const R: usize>(
     let ones = _mm256_set1_epi16(1);
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
     for (block, tile) in tiles.iter().enumerate() {
-        prefetch_ahead::<R, _>(tile);
         let qs = tile.qs.as_ptr().cast::<__m256i>();
         // SAFETY: `qh` is 64 bytes at offset 256 of the 32-byte aligned tile: rows 0–7, then
         // rows 8–15.
@@ -46,6 +45,7 @@ unsafe fn rows<const R: usize>(
         let mut fifths = FifthBits256::new(qh);
         let mut sums = [[_mm256_setzero_si256(); 2]; R];
         for q in 0..4 {
+            prefetch_part::<R, 4, _>(tile, q);
             // SAFETY: `qs` is 256 bytes at the 32-byte aligned start of the tile; byte group
             // `q` is its 64 bytes from `q * 64`, rows 0–7 then rows 8–15.
             let raw = unsafe {
