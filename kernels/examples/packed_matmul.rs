@@ -308,31 +308,36 @@ fn stream_table(formats: &[&Format], isas: &[Isa], threads: usize, next: &mut im
                 for _ in 0..STREAM_RUNS {
                     let before = probe.measure(threads);
                     matrix.matmul(&lhs, 1, &mut out, threads);
-                    let mut calls: Vec<f64> = (0..3)
-                        .map(|_| {
-                            let start = Instant::now();
-                            matrix.matmul(&lhs, 1, &mut out, threads);
-                            data.len() as f64 / start.elapsed().as_secs_f64()
-                        })
-                        .collect();
-                    calls.sort_by(f64::total_cmp);
+                    let rate = median(
+                        (0..3)
+                            .map(|_| {
+                                let start = Instant::now();
+                                matrix.matmul(&lhs, 1, &mut out, threads);
+                                data.len() as f64 / start.elapsed().as_secs_f64()
+                            })
+                            .collect(),
+                    );
                     let after = probe.measure(threads);
-                    rates.push(calls[1]);
-                    shares.push(calls[1] / before.max(after));
+                    rates.push(rate);
+                    shares.push(rate / before.max(after));
                 }
             });
-            rates.sort_by(f64::total_cmp);
-            shares.sort_by(f64::total_cmp);
             let shape = format!("{rows}x{cols}");
             println!(
                 "{:<5} {shape:<16} {:<11} {:>6.1} {:>8.0}%",
                 format.name,
                 format!("{isa:?}"),
-                rates[STREAM_RUNS / 2] / 1e9,
-                100.0 * shares[STREAM_RUNS / 2]
+                median(rates) / 1e9,
+                100.0 * median(shares)
             );
         }
     }
+}
+
+/// The middle one of an odd number of figures.
+fn median(mut figures: Vec<f64>) -> f64 {
+    figures.sort_by(f64::total_cmp);
+    figures[figures.len() / 2]
 }
 
 /// About the size of Qwen2.5-0.5B's output head in Q8_0 (145 MB).
