@@ -1,5 +1,6 @@
-//! 5-bit values from a tile's nibbles and fifth bits, word by word: what the Q5_0, Q5_1 and
-//! Q5_K kernels share. In their tiles, byte `row * 4 + t` of `qh` (one 64-byte word) holds in
+//! 5-bit values from a tile's nibbles and fifth bits, word by word: what the Q5_K kernels and
+//! the AVX-512 Q5_0 and Q5_1 ones share (the AVX2 Q5_0 and Q5_1 kernels read another layout,
+//! see `five_bit_layout`). In their tiles, byte `row * 4 + t` of `qh` (one 64-byte word) holds in
 //! bit `q` the fifth bit of the low nibble of byte `row * 4 + t` of `qs` word `q`, and in bit
 //! `4 + q` that of its high nibble.
 //!

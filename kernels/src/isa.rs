@@ -3,7 +3,8 @@
 //! Every format keeps one tile layout for both: a 64-byte word holds the same four columns of
 //! a tile's sixteen rows, which one 512-bit register takes whole and two 256-bit ones take as
 //! rows 0–7 and 8–15. So the choice is made per matrix at pack time and only picks the kernel
-//! (Q8_0 alone also stores its bytes differently, see `PackedQ8_0`).
+//! (Q8_0 also stores its bytes differently, see `PackedQ8_0`, and Q5_0 and Q5_1 split their
+//! 5-bit values differently, see `five_bit_layout`).
 
 /// The instruction set a packed matrix runs on, chosen once at pack time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

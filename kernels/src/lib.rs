@@ -42,6 +42,7 @@ mod avx2_frame;
 mod avx512_frame;
 mod bandwidth;
 mod fifth_bits;
+mod five_bit_layout;
 #[cfg(test)]
 mod format_checks;
 mod isa;

@@ -5,12 +5,12 @@
 //! its high nibble, bit `j` of `qh` the fifth bit of value `j`; value `j` is `q` (0..=31) and
 //! means `d · (q − 16)`.
 //!
-//! A [`Tile`] takes 16 rows of one block. The nibbles keep [`crate::PackedQ4_0`]'s order
-//! (`qs[(q * 16 + row) * 4 + t]` is byte `4q + t` of `row`'s block: columns `4q + t` and
-//! `4q + 16 + t`), and the fifth bits are regrouped so that `qh[row * 4 + t]` sits at the
-//! same byte of a 32-byte register as those nibbles do: its bit `q` belongs to column
-//! `4q + t` and its bit `4 + q` to column `4q + 16 + t`. That is 384 bytes per 16 × 32 tile
-//! against the file's 352 (1.09×), and decode reads each of them once.
+//! A [`Tile`] takes 16 rows of one block: 256 bytes of `qs` in [`crate::PackedQ4_0`]'s order
+//! (`qs[(q * 16 + row) * 4 + t]` holds columns `4q + t` and `4q + 16 + t` of `row`), 64 bytes of
+//! `qh` and the 16 f16 scales, 352 bytes as in the file; decode reads each of them once. How
+//! the ten bits of a column pair are split between `qs` and `qh` is the kernel's: the file's
+//! nibbles and fifth bits for AVX-512, each low column whole in a byte for AVX2 (see
+//! `five_bit_layout`).
 //!
 //! The AVX2 kernel multiplies the unsigned 5-bit `q` by the signed activation bytes with
 //! `vpmaddubsw` (a pair at most 2 · 31 · 127, no saturation) and sums a block's sixteen
@@ -29,6 +29,7 @@ mod tests;
 use half::f16;
 
 use crate::activations::{BLOCK, Scheme};
+use crate::five_bit_layout::FiveBitLayout;
 use crate::isa::Isa;
 use crate::packed::MatmulOut;
 use crate::packed::packed_basics;
@@ -53,18 +54,6 @@ struct Tile {
 // A tile reads as many bytes as the file holds for its 16 rows: decode is bound by them.
 const _: () = assert!(size_of::<Tile>() == TILE_ROWS * BLOCK_BYTES);
 
-/// Where byte `b` (0..16) of `lane`'s block lies in a tile's `qs`.
-fn qs_index(lane: usize, b: usize) -> usize {
-    (b / 4 * TILE_ROWS + lane) * 4 + b % 4
-}
-
-/// Where the fifth bit of `lane`'s value `v` (0..32) lies in a tile's `qh`: the byte and the
-/// bit.
-fn qh_place(lane: usize, v: usize) -> (usize, usize) {
-    let b = v % (BLOCK / 2);
-    (lane * 4 + b % 4, b / 4 + if v < BLOCK / 2 { 0 } else { 4 })
-}
-
 /// A Q5_0 matrix of `rows` × `cols` (one output per row), packed for
 /// [`PackedQ5_0::matmul`].
 pub struct PackedQ5_0 {
@@ -87,6 +76,7 @@ impl PackedQ5_0 {
         cols: usize,
     ) -> Result<Self, PackError> {
         let blocks = tiled::check_layout(data.len(), rows, cols, BLOCK_BYTES)?;
+        let layout = FiveBitLayout::for_isa(isa);
         let empty = Tile {
             qs: [0; TILE_ROWS * BLOCK / 2],
             qh: [0; TILE_ROWS * BLOCK / 8],
@@ -101,13 +91,7 @@ impl PackedQ5_0 {
                 let tile = &mut tiles[group * blocks + block];
                 tile.scales[lane] = f16::from_le_bytes([raw[0], raw[1]]);
                 let qh = u32::from_le_bytes([raw[2], raw[3], raw[4], raw[5]]);
-                for (b, &byte) in raw[6..].iter().enumerate() {
-                    tile.qs[qs_index(lane, b)] = byte;
-                }
-                for v in 0..BLOCK {
-                    let (at, bit) = qh_place(lane, v);
-                    tile.qh[at] |= (((qh >> v) & 1) as u8) << bit;
-                }
+                layout.store(&mut tile.qs, &mut tile.qh, lane, (qh, &raw[6..]));
             }
         }
         Ok(Self {
@@ -119,15 +103,8 @@ impl PackedQ5_0 {
     }
 
     /// The unsigned 5-bit value `v` (0..32) of `lane`'s block in `tile`.
-    fn value(tile: &Tile, lane: usize, v: usize) -> u8 {
-        let byte = tile.qs[qs_index(lane, v % (BLOCK / 2))];
-        let low = if v < BLOCK / 2 {
-            byte & 0x0f
-        } else {
-            byte >> 4
-        };
-        let (at, bit) = qh_place(lane, v);
-        low | (((tile.qh[at] >> bit) & 1) << 4)
+    fn value(&self, tile: &Tile, lane: usize, v: usize) -> u8 {
+        FiveBitLayout::for_isa(self.isa).value(&tile.qs, &tile.qh, lane, v)
     }
 
     /// Row `row` of the weight, dequantized into `out` (`cols` long) exactly as ggml and
@@ -144,7 +121,7 @@ impl PackedQ5_0 {
         for (tile, out) in tiles.iter().zip(out.chunks_exact_mut(BLOCK)) {
             let scale = tile.scales[lane].to_f32();
             for (v, out) in out.iter_mut().enumerate() {
-                *out = f32::from(i16::from(Self::value(tile, lane, v)) - 16) * scale;
+                *out = f32::from(i16::from(self.value(tile, lane, v)) - 16) * scale;
             }
         }
     }

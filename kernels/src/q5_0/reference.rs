@@ -44,7 +44,7 @@ impl PackedQ5_0 {
                     let at = i * blocks + block;
                     let a = acts.values(at);
                     let sum: i32 = (0..BLOCK)
-                        .map(|v| (i32::from(Self::value(tile, lane, v)) - 16) * a[v])
+                        .map(|v| (i32::from(self.value(tile, lane, v)) - 16) * a[v])
                         .sum();
                     acc += sum as f32 * (tile.scales[lane].to_f32() * acts.scales[at]);
                 }

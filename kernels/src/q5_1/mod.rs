@@ -6,9 +6,10 @@
 //! bytes `qs`, its values packed as Q5_0's (see [`crate::PackedQ5_0`]); value `j` is `q`
 //! (0..=31) and means `d · q + m`.
 //!
-//! A [`Tile`] takes 16 rows of one block in Q5_0's tile order, with each row's `d` and `m` as
-//! the f16 the file has: 384 bytes per 16 × 32 tile, the file's size (with them widened to f32,
-//! 448 bytes, decode read 17% more than the file).
+//! A [`Tile`] takes 16 rows of one block in Q5_0's tile order and layouts (see
+//! `five_bit_layout`), with each row's `d` and `m` as the f16 the file has: 384 bytes per
+//! 16 × 32 tile, the file's size (with them widened to f32, 448 bytes, decode read 17% more
+//! than the file).
 //!
 //! The kernels compute `Σ (d · q + m) · a = d · Σ q · a + m · Σ a`. On AVX-512 `vpdpbusd` sums
 //! `q · a` exactly in i32. On AVX2 the i16 sums of sixteen 5-bit products per lane would
@@ -25,6 +26,7 @@ mod tests;
 use half::f16;
 
 use crate::activations::{BLOCK, Scheme};
+use crate::five_bit_layout::FiveBitLayout;
 use crate::isa::Isa;
 use crate::packed::MatmulOut;
 use crate::packed::packed_basics;
@@ -49,18 +51,6 @@ struct Tile {
 // A tile reads as many bytes as the file holds for its 16 rows: decode is bound by them.
 const _: () = assert!(size_of::<Tile>() == TILE_ROWS * BLOCK_BYTES);
 
-/// Where byte `b` (0..16) of `lane`'s block lies in a tile's `qs`.
-fn qs_index(lane: usize, b: usize) -> usize {
-    (b / 4 * TILE_ROWS + lane) * 4 + b % 4
-}
-
-/// Where the fifth bit of `lane`'s value `v` (0..32) lies in a tile's `qh`: the byte and the
-/// bit.
-fn qh_place(lane: usize, v: usize) -> (usize, usize) {
-    let b = v % (BLOCK / 2);
-    (lane * 4 + b % 4, b / 4 + if v < BLOCK / 2 { 0 } else { 4 })
-}
-
 /// A Q5_1 matrix of `rows` × `cols` (one output per row), packed for
 /// [`PackedQ5_1::matmul`].
 pub struct PackedQ5_1 {
@@ -83,6 +73,7 @@ impl PackedQ5_1 {
         cols: usize,
     ) -> Result<Self, PackError> {
         let blocks = tiled::check_layout(data.len(), rows, cols, BLOCK_BYTES)?;
+        let layout = FiveBitLayout::for_isa(isa);
         let empty = Tile {
             qs: [0; TILE_ROWS * BLOCK / 2],
             qh: [0; TILE_ROWS * BLOCK / 8],
@@ -99,13 +90,7 @@ impl PackedQ5_1 {
                 tile.scales[lane] = f16::from_le_bytes([raw[0], raw[1]]);
                 tile.mins[lane] = f16::from_le_bytes([raw[2], raw[3]]);
                 let qh = u32::from_le_bytes([raw[4], raw[5], raw[6], raw[7]]);
-                for (b, &byte) in raw[8..].iter().enumerate() {
-                    tile.qs[qs_index(lane, b)] = byte;
-                }
-                for v in 0..BLOCK {
-                    let (at, bit) = qh_place(lane, v);
-                    tile.qh[at] |= (((qh >> v) & 1) as u8) << bit;
-                }
+                layout.store(&mut tile.qs, &mut tile.qh, lane, (qh, &raw[8..]));
             }
         }
         Ok(Self {
@@ -117,15 +102,8 @@ impl PackedQ5_1 {
     }
 
     /// The unsigned 5-bit value `v` (0..32) of `lane`'s block in `tile`.
-    fn value(tile: &Tile, lane: usize, v: usize) -> u8 {
-        let byte = tile.qs[qs_index(lane, v % (BLOCK / 2))];
-        let low = if v < BLOCK / 2 {
-            byte & 0x0f
-        } else {
-            byte >> 4
-        };
-        let (at, bit) = qh_place(lane, v);
-        low | (((tile.qh[at] >> bit) & 1) << 4)
+    fn value(&self, tile: &Tile, lane: usize, v: usize) -> u8 {
+        FiveBitLayout::for_isa(self.isa).value(&tile.qs, &tile.qh, lane, v)
     }
 
     /// Row `row` of the weight, dequantized into `out` (`cols` long) exactly as ggml and
@@ -142,7 +120,7 @@ impl PackedQ5_1 {
         for (tile, out) in tiles.iter().zip(out.chunks_exact_mut(BLOCK)) {
             let (scale, min) = (tile.scales[lane].to_f32(), tile.mins[lane].to_f32());
             for (v, out) in out.iter_mut().enumerate() {
-                *out = f32::from(Self::value(tile, lane, v)) * scale + min;
+                *out = f32::from(self.value(tile, lane, v)) * scale + min;
             }
         }
     }

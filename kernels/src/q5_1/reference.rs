@@ -45,7 +45,7 @@ impl PackedQ5_1 {
                     let at = i * blocks + block;
                     let a = acts.values(at);
                     let sum: i32 = (0..BLOCK)
-                        .map(|v| i32::from(Self::value(tile, lane, v)) * a[v])
+                        .map(|v| i32::from(self.value(tile, lane, v)) * a[v])
                         .sum();
                     let a_sum = a.iter().sum::<i32>() as f32 * acts.scales[at];
                     acc += sum as f32 * (tile.scales[lane].to_f32() * acts.scales[at]);

@@ -1,0 +1,231 @@
+//! Where the Q5_0 and Q5_1 tiles keep their 5-bit values: the two byte layouts, one per kernel,
+//! and the AVX2 kernels' reader of theirs.
+//!
+//! Both formats' tiles hold a block's 32 values of 16 rows in 256 bytes of `qs` and 64 of `qh`.
+//! Byte `b` (0..16) of a row's block sits in `qs` where [`crate::PackedQ4_0`] keeps it (word
+//! `q = b / 4`, lane `row * 4 + b % 4`) and carries values `b` and `b + 16`; `qh[row * 4 + t]`
+//! carries the bits of the four bytes `4q + t` that `qs` has no room for. How the ten bits of
+//! a byte's two values are split is the layout's:
+//!
+//! - [`FiveBitLayout::FifthBits`] (AVX-512): `qs` holds the two low nibbles, as the file does,
+//!   and `qh` the fifth bits, bit `q` for value `4q + t` and bit `4 + q` for value `4q + 16 + t`
+//!   (see `fifth_bits`); with `vpternlogd` a fifth bit merges in one instruction.
+//! - [`FiveBitLayout::TopPairs`] (AVX2): `qs` holds value `b` whole in bits 0–4 and the low
+//!   three bits of value `b + 16` in bits 5–7; `qh` holds the top two bits of value `b + 16` in
+//!   bits `2q` and `2q + 1`. Unpacking a word takes six instructions per register where the
+//!   fifth bits took nine (value `b` is one AND), which made the AVX2 kernel, whose decode was
+//!   nearly bound by that arithmetic, faster (see `q5_0::avx2`).
+//!
+//! Either way a tile is as many bytes as the file's blocks.
+
+use crate::activations::BLOCK;
+use crate::isa::Isa;
+use crate::tiled::TILE_ROWS;
+
+/// How a tile splits each `qs` byte's two 5-bit values between `qs` and `qh` (see above).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FiveBitLayout {
+    FifthBits,
+    TopPairs,
+}
+
+/// Bytes of `qs` per tile.
+const QS: usize = TILE_ROWS * BLOCK / 2;
+/// Bytes of `qh` per tile.
+const QH: usize = TILE_ROWS * BLOCK / 8;
+
+impl FiveBitLayout {
+    /// The layout `isa`'s kernel reads.
+    pub fn for_isa(isa: Isa) -> Self {
+        match isa {
+            Isa::Avx512Vnni => Self::FifthBits,
+            Isa::Avx2 => Self::TopPairs,
+        }
+    }
+
+    /// Stores the 32 values of `lane`'s block as the GGUF block has them (`qh`, its
+    /// little-endian u32 of fifth bits, and `nibbles`, its 16 bytes).
+    pub fn store(self, qs: &mut [u8; QS], qh: &mut [u8; QH], lane: usize, gguf: (u32, &[u8])) {
+        let (fifths, nibbles) = gguf;
+        let value = |v: usize| {
+            let nibble = (nibbles[v % 16] >> (v / 16 * 4)) & 0x0f;
+            nibble | (((fifths >> v) & 1) as u8) << 4
+        };
+        for b in 0..BLOCK / 2 {
+            let (q, top) = (b / 4, lane * 4 + b % 4);
+            let (low, high) = (value(b), value(b + 16));
+            match self {
+                Self::FifthBits => {
+                    qs[qs_index(lane, b)] = (low & 0x0f) | (high << 4);
+                    qh[top] |= (low >> 4) << q | (high >> 4) << (4 + q);
+                }
+                Self::TopPairs => {
+                    qs[qs_index(lane, b)] = low | (high << 5);
+                    qh[top] |= (high >> 3) << (2 * q);
+                }
+            }
+        }
+    }
+
+    /// The unsigned value `v` (0..32) of `lane`'s block.
+    pub fn value(self, qs: &[u8; QS], qh: &[u8; QH], lane: usize, v: usize) -> u8 {
+        let b = v % (BLOCK / 2);
+        let (q, byte, top) = (b / 4, qs[qs_index(lane, b)], qh[lane * 4 + b % 4]);
+        let high = v >= BLOCK / 2;
+        match self {
+            Self::FifthBits if high => (byte >> 4) | ((top >> (4 + q)) & 1) << 4,
+            Self::FifthBits => (byte & 0x0f) | ((top >> q) & 1) << 4,
+            Self::TopPairs if high => (byte >> 5) | ((top >> (2 * q)) & 3) << 3,
+            Self::TopPairs => byte & 0x1f,
+        }
+    }
+}
+
+/// Where byte `b` (0..16) of `lane`'s block lies in a tile's `qs`.
+fn qs_index(lane: usize, b: usize) -> usize {
+    (b / 4 * TILE_ROWS + lane) * 4 + b % 4
+}
+
+/// Word `Q`'s values (0..=31) from a [`FiveBitLayout::TopPairs`] tile: `raw` is the word's 64
+/// bytes of `qs` and `tops` the tile's `qh` (rows 0–7, then 8–15); returns the values of
+/// columns `4Q + t` and of columns `4Q + 16 + t`.
+///
+/// The top pair of word `Q` moves from bits `2Q, 2Q + 1` to bits 3 and 4 with a 16-bit shift;
+/// the bits it carries across a byte's edge land outside bits 3–4, and the mask drops them.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(crate) fn top_pairs_word<const Q: usize>(
+    raw: [std::arch::x86_64::__m256i; 2],
+    tops: [std::arch::x86_64::__m256i; 2],
+) -> (
+    [std::arch::x86_64::__m256i; 2],
+    [std::arch::x86_64::__m256i; 2],
+) {
+    use std::arch::x86_64::*;
+    let (five, three, pair) = (
+        _mm256_set1_epi8(0x1f),
+        _mm256_set1_epi8(0x07),
+        _mm256_set1_epi8(0x18),
+    );
+    let at_three = |tops: __m256i| match Q {
+        0 => _mm256_slli_epi16::<3>(tops),
+        1 => _mm256_slli_epi16::<1>(tops),
+        2 => _mm256_srli_epi16::<1>(tops),
+        _ => _mm256_srli_epi16::<3>(tops),
+    };
+    let low = raw.map(|raw| _mm256_and_si256(raw, five));
+    let high = [0, 1].map(|h| {
+        _mm256_or_si256(
+            _mm256_and_si256(_mm256_srli_epi16::<5>(raw[h]), three),
+            _mm256_and_si256(at_three(tops[h]), pair),
+        )
+    });
+    (low, high)
+}
+
+/// Word `Q` of a [`FiveBitLayout::TopPairs`] tile whose `qs` is 32-byte aligned, unpacked
+/// (see [`top_pairs_word`]); for one activation row (decode) the word's share of the lines
+/// ahead is asked for first (`tiled::prefetch_part`).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(crate) fn tile_word<const R: usize, const Q: usize, T>(
+    tile: &T,
+    qs: &[u8; QS],
+    tops: [std::arch::x86_64::__m256i; 2],
+) -> (
+    [std::arch::x86_64::__m256i; 2],
+    [std::arch::x86_64::__m256i; 2],
+) {
+    use std::arch::x86_64::*;
+    crate::tiled::prefetch_part::<R, 4, _>(tile, Q);
+    let word = qs[Q * 64..].as_ptr().cast::<__m256i>();
+    // SAFETY: word `Q` is the 64 bytes of `qs` from `Q * 64`, 32-byte aligned (the caller's):
+    // rows 0–7, then rows 8–15.
+    let raw = unsafe { [_mm256_load_si256(word), _mm256_load_si256(word.add(1))] };
+    top_pairs_word::<Q>(raw, tops)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::Lcg;
+
+    /// Both layouts give back every value stored, on random blocks in every lane.
+    #[test]
+    fn each_layout_returns_the_values_it_stored() {
+        let mut rng = Lcg(5);
+        for layout in [FiveBitLayout::FifthBits, FiveBitLayout::TopPairs] {
+            let (mut qs, mut qh) = ([0u8; QS], [0u8; QH]);
+            let mut want = vec![[0u8; BLOCK]; TILE_ROWS];
+            for (lane, want) in want.iter_mut().enumerate() {
+                let fifths = rng.next();
+                let nibbles: Vec<u8> = (0..16).map(|_| (rng.next() % 256) as u8).collect();
+                for (v, want) in want.iter_mut().enumerate() {
+                    let fifth = ((fifths >> v) & 1) as u8;
+                    *want = ((nibbles[v % 16] >> (v / 16 * 4)) & 0x0f) | (fifth << 4);
+                }
+                layout.store(&mut qs, &mut qh, lane, (fifths, &nibbles));
+            }
+            for (lane, want) in want.iter().enumerate() {
+                let got: Vec<u8> = (0..BLOCK)
+                    .map(|v| layout.value(&qs, &qh, lane, v))
+                    .collect();
+                assert_eq!(got, want, "{layout:?} lane {lane}");
+            }
+        }
+    }
+
+    /// The AVX2 reader agrees with [`FiveBitLayout::value`] on every word, lane and value.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_avx2_reader_agrees_with_the_scalar_one() {
+        use std::arch::x86_64::*;
+        if !Isa::Avx2.available() {
+            return;
+        }
+        let layout = FiveBitLayout::TopPairs;
+        let mut rng = Lcg(9);
+        let (mut qs, mut qh) = ([0u8; QS], [0u8; QH]);
+        for lane in 0..TILE_ROWS {
+            let nibbles: Vec<u8> = (0..16).map(|_| (rng.next() % 256) as u8).collect();
+            layout.store(&mut qs, &mut qh, lane, (rng.next(), &nibbles));
+        }
+        let load = |bytes: &[u8]| {
+            // SAFETY: 32 bytes, unaligned load; AVX is checked above.
+            unsafe { _mm256_loadu_si256(bytes.as_ptr().cast()) }
+        };
+        let tops = [load(&qh[..32]), load(&qh[32..])];
+        let word = |q: usize| [load(&qs[q * 64..]), load(&qs[q * 64 + 32..])];
+        // SAFETY: AVX2 is checked above.
+        let words = unsafe {
+            [
+                top_pairs_word::<0>(word(0), tops),
+                top_pairs_word::<1>(word(1), tops),
+                top_pairs_word::<2>(word(2), tops),
+                top_pairs_word::<3>(word(3), tops),
+            ]
+        };
+        for (q, (low, high)) in words.into_iter().enumerate() {
+            for (half, column) in [(low, 0), (high, 16)] {
+                let mut bytes = [0u8; 64];
+                // SAFETY: 64 bytes written by two unaligned stores.
+                unsafe {
+                    _mm256_storeu_si256(bytes.as_mut_ptr().cast(), half[0]);
+                    _mm256_storeu_si256(bytes[32..].as_mut_ptr().cast(), half[1]);
+                }
+                for (i, &got) in bytes.iter().enumerate() {
+                    let (lane, t) = (i / 4, i % 4);
+                    let want = layout.value(&qs, &qh, lane, column + 4 * q + t);
+                    assert_eq!(
+                        got,
+                        want,
+                        "word {q} lane {lane} column {}",
+                        column + 4 * q + t
+                    );
+                }
+            }
+        }
+    }
+}
