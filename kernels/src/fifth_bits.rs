@@ -1,8 +1,8 @@
-//! 5-bit values from a tile's nibbles and fifth bits, word by word: what the Q5_K kernels and
-//! the AVX-512 Q5_0 and Q5_1 ones share (the AVX2 Q5_0 and Q5_1 kernels read another layout,
-//! see `five_bit_layout`). In their tiles, byte `row * 4 + t` of `qh` (one 64-byte word) holds in
-//! bit `q` the fifth bit of the low nibble of byte `row * 4 + t` of `qs` word `q`, and in bit
-//! `4 + q` that of its high nibble.
+//! 5-bit values from a tile's nibbles and fifth bits, word by word: what the AVX-512 Q5_0, Q5_1
+//! and Q5_K kernels share (the AVX2 ones read another layout, see `five_bit_layout`). In their
+//! tiles, byte `row * 4 + t` of `qh` (one 64-byte word) holds in bit `q` the fifth bit of the
+//! low nibble of byte `row * 4 + t` of `qs` word `q`, and in bit `4 + q` that of its high
+//! nibble.
 //!
 //! Word `q`'s fifth bits go to bit 4 of each byte: bit `q` for the low nibbles (moved up by
 //! 4 − q), bit `4 + q` for the high ones (down by q). The 16-bit shifts carry bits across
@@ -46,50 +46,6 @@ impl FifthBits512 {
         );
         self.low = _mm512_srli_epi16(self.low, 1);
         self.high = _mm512_srli_epi16(self.high, 1);
-        (low, high)
-    }
-}
-
-/// The fifth bits of a tile on 256-bit registers (rows 0–7, then 8–15), yielding words 0 to 3
-/// in turn.
-#[cfg(target_arch = "x86_64")]
-pub(crate) struct FifthBits256 {
-    low: [__m256i; 2],
-    high: [__m256i; 2],
-}
-
-#[cfg(target_arch = "x86_64")]
-impl FifthBits256 {
-    /// From the tile's 64 bytes of `qh`, rows 0–7 then 8–15.
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    pub fn new(qh: [__m256i; 2]) -> Self {
-        Self {
-            low: [_mm256_slli_epi16(qh[0], 4), _mm256_slli_epi16(qh[1], 4)],
-            high: qh,
-        }
-    }
-
-    /// The next word's 5-bit values (0..=31) for the low and the high nibbles of `raw`, its
-    /// 64 bytes of `qs` (rows 0–7, then 8–15).
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    pub fn next_word(&mut self, raw: [__m256i; 2]) -> ([__m256i; 2], [__m256i; 2]) {
-        let (nibble, fifth) = (_mm256_set1_epi8(0x0f), _mm256_set1_epi8(0x10));
-        let mut low = [_mm256_setzero_si256(); 2];
-        let mut high = [_mm256_setzero_si256(); 2];
-        for h in 0..2 {
-            low[h] = _mm256_or_si256(
-                _mm256_and_si256(raw[h], nibble),
-                _mm256_and_si256(self.low[h], fifth),
-            );
-            high[h] = _mm256_or_si256(
-                _mm256_and_si256(_mm256_srli_epi16(raw[h], 4), nibble),
-                _mm256_and_si256(self.high[h], fifth),
-            );
-            self.low[h] = _mm256_srli_epi16(self.low[h], 1);
-            self.high[h] = _mm256_srli_epi16(self.high[h], 1);
-        }
         (low, high)
     }
 }

@@ -1,11 +1,12 @@
-//! Where the Q5_0 and Q5_1 tiles keep their 5-bit values: the two byte layouts, one per kernel,
-//! and the AVX2 kernels' reader of theirs.
+//! Where the Q5_0, Q5_1 and Q5_K tiles keep their 5-bit values: the two byte layouts, one per
+//! kernel, and the AVX2 kernels' reader of theirs.
 //!
-//! Both formats' tiles hold a block's 32 values of 16 rows in 256 bytes of `qs` and 64 of `qh`.
-//! Byte `b` (0..16) of a row's block sits in `qs` where [`crate::PackedQ4_0`] keeps it (word
-//! `q = b / 4`, lane `row * 4 + b % 4`) and carries values `b` and `b + 16`; `qh[row * 4 + t]`
-//! carries the bits of the four bytes `4q + t` that `qs` has no room for. How the ten bits of
-//! a byte's two values are split is the layout's:
+//! Each of these tiles holds a block's 32 values of 16 rows (a Q5_K tile, each of its eight
+//! sub-blocks') in 256 bytes of `qs` and 64 of `qh`, as many as the file's nibbles and fifth
+//! bits. Byte `b` (0..16) of a row's block sits in `qs` where [`crate::PackedQ4_0`] keeps it
+//! (word `q = b / 4`, lane `row * 4 + b % 4`) and carries values `b` and `b + 16`;
+//! `qh[row * 4 + t]` carries the bits of the four bytes `4q + t` that `qs` has no room for. How
+//! the ten bits of a byte's two values are split is the layout's:
 //!
 //! - [`FiveBitLayout::FifthBits`] (AVX-512): `qs` holds the two low nibbles, as the file does,
 //!   and `qh` the fifth bits, bit `q` for value `4q + t` and bit `4 + q` for value `4q + 16 + t`
@@ -13,10 +14,8 @@
 //! - [`FiveBitLayout::TopPairs`] (AVX2): `qs` holds value `b` whole in bits 0–4 and the low
 //!   three bits of value `b + 16` in bits 5–7; `qh` holds the top two bits of value `b + 16` in
 //!   bits `2q` and `2q + 1`. Unpacking a word takes six instructions per register where the
-//!   fifth bits took nine (value `b` is one AND), which made the AVX2 kernel, whose decode was
-//!   nearly bound by that arithmetic, faster (see `q5_0::avx2`).
-//!
-//! Either way a tile is as many bytes as the file's blocks.
+//!   fifth bits took nine (value `b` is one AND), and the AVX2 kernels, nearly bound by that
+//!   arithmetic, multiply faster (docs/inference.md §3.1).
 
 use crate::activations::BLOCK;
 use crate::isa::Isa;
@@ -43,17 +42,11 @@ impl FiveBitLayout {
         }
     }
 
-    /// Stores the 32 values of `lane`'s block as the GGUF block has them (`qh`, its
-    /// little-endian u32 of fifth bits, and `nibbles`, its 16 bytes).
-    pub fn store(self, qs: &mut [u8; QS], qh: &mut [u8; QH], lane: usize, gguf: (u32, &[u8])) {
-        let (fifths, nibbles) = gguf;
-        let value = |v: usize| {
-            let nibble = (nibbles[v % 16] >> (v / 16 * 4)) & 0x0f;
-            nibble | (((fifths >> v) & 1) as u8) << 4
-        };
+    /// Stores `values`, the 32 values (0..=31) of `lane`'s block.
+    pub fn store(self, qs: &mut [u8; QS], qh: &mut [u8; QH], lane: usize, values: &[u8; BLOCK]) {
         for b in 0..BLOCK / 2 {
             let (q, top) = (b / 4, lane * 4 + b % 4);
-            let (low, high) = (value(b), value(b + 16));
+            let (low, high) = (values[b], values[b + 16]);
             match self {
                 Self::FifthBits => {
                     qs[qs_index(lane, b)] = (low & 0x0f) | (high << 4);
@@ -81,6 +74,16 @@ impl FiveBitLayout {
     }
 }
 
+/// The 32 values of a GGUF Q5_0 or Q5_1 block from its little-endian u32 of fifth bits and
+/// its 16 bytes of nibbles (value `v`'s low bits in byte `v % 16`, the high nibble for
+/// `v >= 16`).
+pub(crate) fn gguf_values(fifths: u32, nibbles: &[u8]) -> [u8; BLOCK] {
+    std::array::from_fn(|v| {
+        let nibble = (nibbles[v % 16] >> (v / 16 * 4)) & 0x0f;
+        nibble | (((fifths >> v) & 1) as u8) << 4
+    })
+}
+
 /// Where byte `b` (0..16) of `lane`'s block lies in a tile's `qs`.
 fn qs_index(lane: usize, b: usize) -> usize {
     (b / 4 * TILE_ROWS + lane) * 4 + b % 4
@@ -98,10 +101,7 @@ fn qs_index(lane: usize, b: usize) -> usize {
 pub(crate) fn top_pairs_word<const Q: usize>(
     raw: [std::arch::x86_64::__m256i; 2],
     tops: [std::arch::x86_64::__m256i; 2],
-) -> (
-    [std::arch::x86_64::__m256i; 2],
-    [std::arch::x86_64::__m256i; 2],
-) {
+) -> WordValues {
     use std::arch::x86_64::*;
     let (five, three, pair) = (
         _mm256_set1_epi8(0x1f),
@@ -124,27 +124,39 @@ pub(crate) fn top_pairs_word<const Q: usize>(
     (low, high)
 }
 
-/// Word `Q` of a [`FiveBitLayout::TopPairs`] tile whose `qs` is 32-byte aligned, unpacked
-/// (see [`top_pairs_word`]); for one activation row (decode) the word's share of the lines
-/// ahead is asked for first (`tiled::prefetch_part`).
+/// A word's values: those of columns `4q + t`, then of columns `4q + 16 + t`, each rows 0–7
+/// then 8–15 (see [`top_pairs_word`]).
+#[cfg(target_arch = "x86_64")]
+pub(crate) type WordValues = (
+    [std::arch::x86_64::__m256i; 2],
+    [std::arch::x86_64::__m256i; 2],
+);
+
+/// The four words of a [`FiveBitLayout::TopPairs`] block, unpacked: `qs` is its 256 bytes,
+/// 32-byte aligned, and `tops` its `qh`. `each_word(q)` runs before word `q` is loaded (the
+/// Q5_0 and Q5_1 kernels ask for a word's share of the lines ahead there).
 #[cfg(target_arch = "x86_64")]
 #[inline]
 #[target_feature(enable = "avx2")]
-pub(crate) fn tile_word<const R: usize, const Q: usize, T>(
-    tile: &T,
+pub(crate) fn top_pairs_words(
     qs: &[u8; QS],
     tops: [std::arch::x86_64::__m256i; 2],
-) -> (
-    [std::arch::x86_64::__m256i; 2],
-    [std::arch::x86_64::__m256i; 2],
-) {
+    each_word: impl Fn(usize),
+) -> [WordValues; 4] {
     use std::arch::x86_64::*;
-    crate::tiled::prefetch_part::<R, 4, _>(tile, Q);
-    let word = qs[Q * 64..].as_ptr().cast::<__m256i>();
-    // SAFETY: word `Q` is the 64 bytes of `qs` from `Q * 64`, 32-byte aligned (the caller's):
-    // rows 0–7, then rows 8–15.
-    let raw = unsafe { [_mm256_load_si256(word), _mm256_load_si256(word.add(1))] };
-    top_pairs_word::<Q>(raw, tops)
+    let load = |q: usize| {
+        each_word(q);
+        let word = qs[q * 64..].as_ptr().cast::<__m256i>();
+        // SAFETY: word `q` is the 64 bytes of `qs` from `q * 64`, 32-byte aligned (the
+        // caller's): rows 0–7, then rows 8–15.
+        unsafe { [_mm256_load_si256(word), _mm256_load_si256(word.add(1))] }
+    };
+    [
+        top_pairs_word::<0>(load(0), tops),
+        top_pairs_word::<1>(load(1), tops),
+        top_pairs_word::<2>(load(2), tops),
+        top_pairs_word::<3>(load(3), tops),
+    ]
 }
 
 #[cfg(test)]
@@ -160,13 +172,8 @@ mod tests {
             let (mut qs, mut qh) = ([0u8; QS], [0u8; QH]);
             let mut want = vec![[0u8; BLOCK]; TILE_ROWS];
             for (lane, want) in want.iter_mut().enumerate() {
-                let fifths = rng.next();
-                let nibbles: Vec<u8> = (0..16).map(|_| (rng.next() % 256) as u8).collect();
-                for (v, want) in want.iter_mut().enumerate() {
-                    let fifth = ((fifths >> v) & 1) as u8;
-                    *want = ((nibbles[v % 16] >> (v / 16 * 4)) & 0x0f) | (fifth << 4);
-                }
-                layout.store(&mut qs, &mut qh, lane, (fifths, &nibbles));
+                *want = std::array::from_fn(|_| (rng.next() % 32) as u8);
+                layout.store(&mut qs, &mut qh, lane, want);
             }
             for (lane, want) in want.iter().enumerate() {
                 let got: Vec<u8> = (0..BLOCK)
@@ -189,8 +196,8 @@ mod tests {
         let mut rng = Lcg(9);
         let (mut qs, mut qh) = ([0u8; QS], [0u8; QH]);
         for lane in 0..TILE_ROWS {
-            let nibbles: Vec<u8> = (0..16).map(|_| (rng.next() % 256) as u8).collect();
-            layout.store(&mut qs, &mut qh, lane, (rng.next(), &nibbles));
+            let values = std::array::from_fn(|_| (rng.next() % 32) as u8);
+            layout.store(&mut qs, &mut qh, lane, &values);
         }
         let load = |bytes: &[u8]| {
             // SAFETY: 32 bytes, unaligned load; AVX is checked above.

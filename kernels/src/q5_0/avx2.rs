@@ -6,7 +6,8 @@ use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
 use crate::avx2_frame::{store_rows, widen_halves};
 #[cfg(target_arch = "x86_64")]
-use crate::five_bit_layout::tile_word;
+use crate::five_bit_layout::top_pairs_words;
+use crate::tiled::prefetch_part;
 
 /// Activation rows per micro-kernel call. Measured on a loaded 2-core AVX2 VM (2 threads,
 /// m = 256): four rows ran 896x896 at about 41 GMAC/s against 26–31 for two or three, and the
@@ -43,12 +44,7 @@ unsafe fn rows<const R: usize>(
         // The tile's four words unpacked first, then each row over them: a prompt's rows read
         // the values from L1 and keep their sums in registers. Word by word, with every row's
         // sums live, a prompt ran 16% slower (Zen 2): the compiler spilled the values instead.
-        let values = [
-            tile_word::<R, 0, _>(tile, &tile.qs, tops),
-            tile_word::<R, 1, _>(tile, &tile.qs, tops),
-            tile_word::<R, 2, _>(tile, &tile.qs, tops),
-            tile_word::<R, 3, _>(tile, &tile.qs, tops),
-        ];
+        let values = top_pairs_words(&tile.qs, tops, |q| prefetch_part::<R, 4, _>(tile, q));
         let mut sums = [[_mm256_setzero_si256(); 2]; R];
         for (r, sums) in sums.iter_mut().enumerate() {
             let row = &words[r * blocks + block];

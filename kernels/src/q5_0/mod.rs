@@ -29,7 +29,7 @@ mod tests;
 use half::f16;
 
 use crate::activations::{BLOCK, Scheme};
-use crate::five_bit_layout::FiveBitLayout;
+use crate::five_bit_layout::{FiveBitLayout, gguf_values};
 use crate::isa::Isa;
 use crate::packed::MatmulOut;
 use crate::packed::packed_basics;
@@ -91,7 +91,8 @@ impl PackedQ5_0 {
                 let tile = &mut tiles[group * blocks + block];
                 tile.scales[lane] = f16::from_le_bytes([raw[0], raw[1]]);
                 let qh = u32::from_le_bytes([raw[2], raw[3], raw[4], raw[5]]);
-                layout.store(&mut tile.qs, &mut tile.qh, lane, (qh, &raw[6..]));
+                let values = gguf_values(qh, &raw[6..]);
+                layout.store(&mut tile.qs, &mut tile.qh, lane, &values);
             }
         }
         Ok(Self {

@@ -26,7 +26,7 @@ mod tests;
 use half::f16;
 
 use crate::activations::{BLOCK, Scheme};
-use crate::five_bit_layout::FiveBitLayout;
+use crate::five_bit_layout::{FiveBitLayout, gguf_values};
 use crate::isa::Isa;
 use crate::packed::MatmulOut;
 use crate::packed::packed_basics;
@@ -90,7 +90,8 @@ impl PackedQ5_1 {
                 tile.scales[lane] = f16::from_le_bytes([raw[0], raw[1]]);
                 tile.mins[lane] = f16::from_le_bytes([raw[2], raw[3]]);
                 let qh = u32::from_le_bytes([raw[4], raw[5], raw[6], raw[7]]);
-                layout.store(&mut tile.qs, &mut tile.qh, lane, (qh, &raw[8..]));
+                let values = gguf_values(qh, &raw[8..]);
+                layout.store(&mut tile.qs, &mut tile.qh, lane, &values);
             }
         }
         Ok(Self {

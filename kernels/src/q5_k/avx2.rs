@@ -1,5 +1,5 @@
 //! The Q5_K kernel on AVX2: Q4_K's (see `q4_k::avx2`) on 5-bit values unpacked as Q5_0's
-//! are, summing `(q − 16) · a` in i16 (see the module above for why that is exact).
+//! are (see `five_bit_layout`), summing `(q − 16) · a` in i16 (see the module above for why that is exact).
 
 use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
@@ -7,7 +7,7 @@ use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
 use crate::avx2_frame::{add_super, store_rows, widen_bytes8x2, widen_halves};
 #[cfg(target_arch = "x86_64")]
-use crate::fifth_bits::FifthBits256;
+use crate::five_bit_layout::top_pairs_words;
 use crate::tiled::prefetch_part;
 
 /// Activation rows per micro-kernel call, as for Q4_K.
@@ -39,27 +39,19 @@ unsafe fn rows<const R: usize>(
         for j in 0..SUBS {
             prefetch_part::<R, SUBS, _>(tile, j);
             let block = s * SUBS + j;
-            let qs = tile.qs[j].as_ptr().cast::<__m256i>();
             // SAFETY: `qh[j]` is 64 bytes at a 64-byte aligned offset of the tile: rows 0–7,
-            // then rows 8–15.
-            let qh = unsafe {
+            // then rows 8–15. It holds the top pairs of the values in bits 5–7 (see
+            // `five_bit_layout`).
+            let tops = unsafe {
                 let qh = tile.qh[j].as_ptr().cast::<__m256i>();
                 [_mm256_load_si256(qh), _mm256_load_si256(qh.add(1))]
             };
-            let mut fifths = FifthBits256::new(qh);
+            // The sub-block's words unpacked first, then each row over them, as in `q5_0::avx2`.
+            let values = top_pairs_words(&tile.qs[j], tops, |_| {});
             let mut sums = [[_mm256_setzero_si256(); 2]; R];
-            for q in 0..4 {
-                // SAFETY: `qs[j]` is 256 bytes at a 64-byte aligned offset of the tile; byte
-                // group `q` is its 64 bytes from `q * 64`, rows 0–7 then rows 8–15.
-                let raw = unsafe {
-                    [
-                        _mm256_load_si256(qs.add(2 * q)),
-                        _mm256_load_si256(qs.add(2 * q + 1)),
-                    ]
-                };
-                let (low, high) = fifths.next_word(raw);
-                for (r, sums) in sums.iter_mut().enumerate() {
-                    let row = &words[r * blocks + block];
+            for (r, sums) in sums.iter_mut().enumerate() {
+                let row = &words[r * blocks + block];
+                for (q, (low, high)) in values.iter().enumerate() {
                     let (a_low, a_high) =
                         (_mm256_set1_epi32(row[q]), _mm256_set1_epi32(row[q + 4]));
                     for h in 0..2 {

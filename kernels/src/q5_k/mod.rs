@@ -6,11 +6,12 @@
 //! (even `j`) or high nibbles of chunk `j / 2`, and bit `j` of `qh[l]` is the fifth bit of its
 //! value `l`. Value `q` (0..=31) of sub-block `j` means `d · sc[j] · q − dmin · m[j]`.
 //!
-//! A [`Tile`] takes 16 rows of one super-block: each sub-block's nibbles in
-//! [`crate::PackedQ4_0`]'s order (a byte holds values `b` and `b + 16`) and its fifth bits in
-//! [`crate::PackedQ5_0`]'s (`qh[j][row * 4 + t]` bit `q` for value `4q + t`, bit `4 + q` for
-//! value `4q + 16 + t`); scales and mins stay 6-bit integers, `d` and `dmin` the file's f16.
-//! That is 180 bytes per row and super-block against the file's 176 (1.02×).
+//! A [`Tile`] takes 16 rows of one super-block: each sub-block's 32 values as a
+//! [`crate::PackedQ5_0`] tile holds a block's (`qs[j]` in [`crate::PackedQ4_0`]'s order, a byte
+//! for values `b` and `b + 16`, and `qh[j]` for the bits `qs[j]` has no room for, split as the
+//! kernel reads them: see `five_bit_layout`); scales and mins stay 6-bit integers, `d` and
+//! `dmin` the file's f16. That is 180 bytes per row and super-block against the file's 176
+//! (1.02×).
 //!
 //! The AVX-512 kernel sums `q · a` over a sub-block in `vpdpbusd`, in i32, as the Q5_K one
 //! does. The AVX2 kernel cannot sum sixteen 5-bit products per i16 lane (up to 62992), so it
@@ -28,6 +29,7 @@ mod tests;
 use half::f16;
 
 use crate::activations::{BLOCK, SUPER, Scheme};
+use crate::five_bit_layout::FiveBitLayout;
 use crate::isa::Isa;
 use crate::packed::MatmulOut;
 use crate::packed::packed_basics;
@@ -44,11 +46,11 @@ const BLOCK_BYTES: usize = 4 + 12 + SUPER / 8 + SUPER / 2;
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
 struct Tile {
-    /// Per sub-block, the Q4_0 tile order: `qs[j][(b / 4 * 16 + row) * 4 + b % 4]` is byte `b`
-    /// of `row`'s sub-block, value `b` in its low nibble and `b + 16` in its high one.
+    /// Per sub-block, the Q4_0 tile order: `qs[j][(b / 4 * 16 + row) * 4 + b % 4]` holds
+    /// values `b` and `b + 16` of `row`'s sub-block, in the kernel's `five_bit_layout`.
     qs: [[u8; TILE_ROWS * BLOCK / 2]; SUBS],
-    /// Per sub-block, the fifth bits in the Q5_0 tile order: `qh[j][row * 4 + t]` holds the
-    /// fifth bit of value `4q + t` in bit `q` and of value `4q + 16 + t` in bit `4 + q`.
+    /// Per sub-block, `qh[j][row * 4 + t]` holds the bits of values `4q + t` and `4q + 16 + t`
+    /// that `qs[j]` has no room for.
     qh: [[u8; TILE_ROWS * BLOCK / 8]; SUBS],
     /// `scales[j][row]` and `mins[j][row]`: sub-block `j`'s 6-bit scale and min.
     scales: [[u8; TILE_ROWS]; SUBS],
@@ -72,18 +74,6 @@ fn scale_min(j: usize, packed: &[u8]) -> (u8, u8) {
             (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4),
         )
     }
-}
-
-/// Where byte `b` (0..16) of `lane`'s sub-block lies in a tile's `qs[j]`.
-fn qs_index(lane: usize, b: usize) -> usize {
-    (b / 4 * TILE_ROWS + lane) * 4 + b % 4
-}
-
-/// Where the fifth bit of `lane`'s value `v` (0..32) of a sub-block lies in a tile's `qh[j]`:
-/// the byte and the bit.
-fn qh_place(lane: usize, v: usize) -> (usize, usize) {
-    let b = v % (BLOCK / 2);
-    (lane * 4 + b % 4, b / 4 + if v < BLOCK / 2 { 0 } else { 4 })
 }
 
 /// A Q5_K matrix of `rows` × `cols` (one output per row), packed for
@@ -112,6 +102,7 @@ impl PackedQ5_K {
         cols: usize,
     ) -> Result<Self, PackError> {
         let supers = tiled::check_blocks(data.len(), rows, cols, SUPER, BLOCK_BYTES)?;
+        let layout = FiveBitLayout::for_isa(isa);
         let empty = Tile {
             qs: [[0; TILE_ROWS * BLOCK / 2]; SUBS],
             qh: [[0; TILE_ROWS * BLOCK / 8]; SUBS],
@@ -132,16 +123,14 @@ impl PackedQ5_K {
                 let (packed, fifths, nibbles) = (&raw[4..16], &raw[16..48], &raw[48..]);
                 for j in 0..SUBS {
                     (tile.scales[j][lane], tile.mins[j][lane]) = scale_min(j, packed);
-                    // Sub-block `j` is the low (even `j`) or high nibbles of chunk `j / 2`.
+                    // Sub-block `j` is the low (even `j`) or high nibbles of chunk `j / 2`,
+                    // and bit `j` of each byte of `qh` its fifth bits.
                     let chunk = &nibbles[j / 2 * 32..j / 2 * 32 + 32];
-                    let nibble = |v: usize| (chunk[v] >> (4 * (j % 2))) & 0x0f;
-                    for b in 0..BLOCK / 2 {
-                        tile.qs[j][qs_index(lane, b)] = nibble(b) | (nibble(b + BLOCK / 2) << 4);
-                    }
-                    for (v, fifth) in fifths.iter().enumerate() {
-                        let (byte, bit) = qh_place(lane, v);
-                        tile.qh[j][byte] |= ((fifth >> j) & 1) << bit;
-                    }
+                    let values: [u8; BLOCK] = std::array::from_fn(|v| {
+                        let nibble = (chunk[v] >> (4 * (j % 2))) & 0x0f;
+                        nibble | ((fifths[v] >> j) & 1) << 4
+                    });
+                    layout.store(&mut tile.qs[j], &mut tile.qh[j], lane, &values);
                 }
             }
         }
@@ -168,21 +157,16 @@ impl PackedQ5_K {
             for (j, out) in out.chunks_exact_mut(BLOCK).enumerate() {
                 let scale = tile.d[lane].to_f32() * f32::from(tile.scales[j][lane]);
                 let min = tile.dmin[lane].to_f32() * f32::from(tile.mins[j][lane]);
-                for b in 0..BLOCK / 2 {
-                    let byte = tile.qs[j][qs_index(lane, b)];
-                    out[b] = scale * f32::from((byte & 0x0f) | Self::fifth(tile, j, lane, b)) - min;
-                    out[b + BLOCK / 2] = scale
-                        * f32::from((byte >> 4) | Self::fifth(tile, j, lane, b + BLOCK / 2))
-                        - min;
+                for (v, out) in out.iter_mut().enumerate() {
+                    *out = scale * f32::from(self.value(tile, j, lane, v)) - min;
                 }
             }
         }
     }
 
-    /// The fifth bit of `lane`'s value `v` in sub-block `j`, as 0 or 16.
-    fn fifth(tile: &Tile, j: usize, lane: usize, v: usize) -> u8 {
-        let (byte, bit) = qh_place(lane, v);
-        ((tile.qh[j][byte] >> bit) & 1) << 4
+    /// The unsigned 5-bit value `v` (0..32) of `lane`'s sub-block `j` in `tile`.
+    fn value(&self, tile: &Tile, j: usize, lane: usize, v: usize) -> u8 {
+        FiveBitLayout::for_isa(self.isa).value(&tile.qs[j], &tile.qh[j], lane, v)
     }
 
     /// `out = lhs · Wᵀ` for `m` rows of `lhs` (`m × cols`, row-major) into `out` (`m × rows`),

@@ -5,7 +5,7 @@
 
 use half::f16;
 
-use super::{BLOCK, BLOCK_BYTES, PackedQ5_K, SUBS, SUPER, TILE_ROWS, qs_index, scale_min};
+use super::{BLOCK, BLOCK_BYTES, PackedQ5_K, SUBS, SUPER, TILE_ROWS, scale_min};
 use crate::activations::{QuantizedRows, Scheme};
 
 /// ggml's `dequantize_row_q5_K` over whole super-blocks of GGUF bytes.
@@ -53,11 +53,8 @@ impl PackedQ5_K {
                     for j in 0..SUBS {
                         let a = acts.values(i * blocks + s * SUBS + j);
                         let mut dot = 0i64;
-                        for b in 0..BLOCK / 2 {
-                            let byte = tile.qs[j][qs_index(lane, b)];
-                            let low = (byte & 0x0f) | Self::fifth(tile, j, lane, b);
-                            let high = (byte >> 4) | Self::fifth(tile, j, lane, b + 16);
-                            dot += i64::from(i32::from(low) * a[b] + i32::from(high) * a[b + 16]);
+                        for (v, a) in a.iter().enumerate() {
+                            dot += i64::from(i32::from(self.value(tile, j, lane, v)) * a);
                         }
                         dots += dot * i64::from(tile.scales[j][lane]);
                         mins += i64::from(tile.mins[j][lane]) * i64::from(a.iter().sum::<i32>());
