@@ -73,7 +73,11 @@ unsafe fn sub_block<const R: usize>(
     dots: &mut [std::arch::x86_64::__m256i; R],
 ) {
     use std::arch::x86_64::*;
-    let (nibble, high_bits) = (_mm256_set1_epi8(0x0f), _mm256_set1_epi8(0x30));
+    let (six, two, top_bits) = (
+        _mm256_set1_epi8(0x3f),
+        _mm256_set1_epi8(0x03),
+        _mm256_set1_epi8(0x3c),
+    );
     let (ql, qh) = (
         tile.ql[j].as_ptr().cast::<__m256i>(),
         tile.qh[j].as_ptr().cast::<__m256i>(),
@@ -90,20 +94,18 @@ unsafe fn sub_block<const R: usize>(
                 _mm256_load_si256(qh.add(q)),
             )
         };
-        // Each nibble with its two high bits shifted to bits 4–5 (16-bit shifts, whose
-        // carries across bytes the mask drops).
-        let (low_bits, upper_bits) = if h == 0 {
-            (_mm256_slli_epi16(high, 4), _mm256_slli_epi16(high, 2))
+        // The tile's `Layout::WholeLow`: the low value is bits 0–5 of `ql`; the high one's two
+        // lowest bits are its bits 6–7, and its top four the half's nibble of `qh`, shifted to
+        // bits 2–5 (16-bit shifts, whose carries across bytes the masks drop).
+        let tops = if h == 0 {
+            _mm256_slli_epi16(high, 2)
         } else {
-            (high, _mm256_srli_epi16(high, 2))
+            _mm256_srli_epi16(high, 2)
         };
-        let low = _mm256_or_si256(
-            _mm256_and_si256(raw, nibble),
-            _mm256_and_si256(low_bits, high_bits),
-        );
+        let low = _mm256_and_si256(raw, six);
         let upper = _mm256_or_si256(
-            _mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble),
-            _mm256_and_si256(upper_bits, high_bits),
+            _mm256_and_si256(_mm256_srli_epi16(raw, 6), two),
+            _mm256_and_si256(tops, top_bits),
         );
         for (r, sums) in sums.iter_mut().enumerate() {
             let row = &words[r * blocks + block];

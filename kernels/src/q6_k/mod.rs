@@ -8,10 +8,11 @@
 //! `l + 64` and `l + 96` in its bit pairs from the lowest (see `decode`).
 //!
 //! A [`Tile`] takes 16 rows of one super-block. Each 32-value sub-block (one activation
-//! block) keeps its low nibbles in [`crate::PackedQ4_0`]'s order (a byte holds values `b` and
-//! `b + 16`) and its high parts in a byte per pair of those bytes, in the bit pairs the kernel
-//! shifts into place for rows 0–7 and 8–15 (see [`Tile::qh`]); the scales stay i8 and `d` the
-//! file's f16. That is 210 bytes per row and super-block, the file's size.
+//! block) keeps a byte per values `b` and `b + 16` in [`crate::PackedQ4_0`]'s order and the
+//! four bits more that they need in a byte per pair of those bytes, where the kernel shifts
+//! them into place for rows 0–7 and 8–15 (see [`Tile::qh`]; which eight bits go in the first
+//! byte is the kernel's [`Layout`]); the scales stay i8 and `d` the file's f16. That is 210
+//! bytes per row and super-block, the file's size.
 //!
 //! The AVX2 kernel multiplies the unsigned 6-bit `q` by the signed activation bytes with
 //! `vpmaddubsw` (a pair at most 2 · 63 · 127, no saturation) and sums each 16-value half in
@@ -44,12 +45,13 @@ const BLOCK_BYTES: usize = SUPER / 2 + SUPER / 4 + SUPER / 16 + 2;
 #[derive(Clone, Copy)]
 #[repr(C, align(32))]
 struct Tile {
-    /// Per sub-block, the Q4_0 tile order of the low nibbles: `ql[j][(b / 4 * 16 + row) * 4 +
-    /// b % 4]` holds value `b` of `row`'s sub-block in its low nibble and `b + 16` in its high.
+    /// Per sub-block, the Q4_0 tile order: `ql[j][(b / 4 * 16 + row) * 4 + b % 4]` holds values
+    /// `b` and `b + 16` of `row`'s sub-block, or the part of them the kernel's [`Layout`] puts
+    /// there.
     ql: [[u8; TILE_ROWS * BLOCK / 2]; SUBS],
-    /// Per sub-block and word `q` (a 32-byte group), byte `k` holds the high parts of the
-    /// values whose low nibbles are byte `k` of `ql`'s rows 0–7 (bits 0–1 for the low nibble,
-    /// 2–3 for the high one) and of rows 8–15 (bits 4–5 and 6–7).
+    /// Per sub-block and word `q` (a 32-byte group), byte `k` holds the rest of the values
+    /// whose `ql` byte is byte `k` of the word's rows 0–7 (bits 0–3) and of its rows 8–15
+    /// (bits 4–7), as the [`Layout`] splits them.
     qh: [[u8; TILE_ROWS * BLOCK / 4]; SUBS],
     /// `scales[j][half][row]`: the scale of values `16 · half..16 · half + 16` of sub-block `j`.
     scales: [[[i8; TILE_ROWS]; 2]; SUBS],
@@ -64,11 +66,62 @@ fn ql_index(lane: usize, b: usize) -> usize {
     (b / 4 * TILE_ROWS + lane) * 4 + b % 4
 }
 
-/// Where the high parts of `lane`'s byte `b` lie in a tile's `qh[j]`: the byte, and the shift
-/// of the low nibble's pair (the high nibble's is 2 more).
+/// Where the rest of `lane`'s byte `b` lies in a tile's `qh[j]`: the byte, and the shift of
+/// its four bits.
 fn qh_place(lane: usize, b: usize) -> (usize, u32) {
     let k = (lane % 8) * 4 + b % 4;
     (b / 4 * 32 + k, if lane < 8 { 0 } else { 4 })
+}
+
+/// How a tile splits the twelve bits of a `ql` byte's two values (`b` and `b + 16` of a
+/// sub-block) between `ql` and `qh`: each kernel reads its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// For AVX-512: `ql` holds both values' low nibbles, as the file does; the four bits in
+    /// `qh` are the low value's top pair, then the high one's.
+    Nibbles,
+    /// For AVX2: `ql` holds the low value whole (bits 0–5) and the high value's two lowest
+    /// bits (6–7); the four bits in `qh` are the high value's top four. The low value is then
+    /// one AND, and a word unpacks in six instructions a register where the nibbles took
+    /// eight or nine (see `avx2`).
+    WholeLow,
+}
+
+impl Layout {
+    fn for_isa(isa: Isa) -> Self {
+        match isa {
+            Isa::Avx512Vnni => Self::Nibbles,
+            Isa::Avx2 => Self::WholeLow,
+        }
+    }
+
+    /// Stores values `low` (`b`) and `high` (`b + 16`) of `lane`'s sub-block `j`.
+    fn store(self, tile: &mut Tile, j: usize, lane: usize, b: usize, (low, high): (u8, u8)) {
+        let (at, shift) = qh_place(lane, b);
+        let (ql, rest) = match self {
+            Self::Nibbles => ((low & 0x0f) | (high << 4), (low >> 4) | ((high >> 4) << 2)),
+            Self::WholeLow => (low | (high << 6), high >> 2),
+        };
+        tile.ql[j][ql_index(lane, b)] = ql;
+        tile.qh[j][at] |= rest << shift;
+    }
+
+    /// The unsigned 6-bit value `v` (0..32) of `lane`'s sub-block `j`.
+    fn value(self, tile: &Tile, j: usize, lane: usize, v: usize) -> u8 {
+        let b = v % (BLOCK / 2);
+        let (at, shift) = qh_place(lane, b);
+        let (ql, rest) = (
+            tile.ql[j][ql_index(lane, b)],
+            (tile.qh[j][at] >> shift) & 0x0f,
+        );
+        let high = v >= BLOCK / 2;
+        match self {
+            Self::Nibbles if high => (ql >> 4) | (rest >> 2) << 4,
+            Self::Nibbles => (ql & 0x0f) | (rest & 3) << 4,
+            Self::WholeLow if high => (ql >> 6) | rest << 2,
+            Self::WholeLow => ql & 0x3f,
+        }
+    }
 }
 
 /// A Q6_K matrix of `rows` × `cols` (one output per row), packed for
@@ -97,6 +150,7 @@ impl PackedQ6_K {
         cols: usize,
     ) -> Result<Self, PackError> {
         let supers = tiled::check_blocks(data.len(), rows, cols, SUPER, BLOCK_BYTES)?;
+        let layout = Layout::for_isa(isa);
         let empty = Tile {
             ql: [[0; TILE_ROWS * BLOCK / 2]; SUBS],
             qh: [[0; TILE_ROWS * BLOCK / 4]; SUBS],
@@ -116,10 +170,7 @@ impl PackedQ6_K {
                     tile.scales[j][0][lane] = scales[2 * j];
                     tile.scales[j][1][lane] = scales[2 * j + 1];
                     for b in 0..BLOCK / 2 {
-                        let (low, high) = (q[b], q[b + BLOCK / 2]);
-                        tile.ql[j][ql_index(lane, b)] = (low & 0x0f) | ((high & 0x0f) << 4);
-                        let (at, shift) = qh_place(lane, b);
-                        tile.qh[j][at] |= ((low >> 4) | ((high >> 4) << 2)) << shift;
+                        layout.store(tile, j, lane, b, (q[b], q[b + BLOCK / 2]));
                     }
                 }
             }
@@ -132,13 +183,9 @@ impl PackedQ6_K {
         })
     }
 
-    /// The unsigned 6-bit value `b` (0..32) of `lane`'s sub-block `j` in `tile`.
-    fn value(tile: &Tile, j: usize, lane: usize, b: usize) -> u8 {
-        let (nibble, part) = if b < BLOCK / 2 { (0, 0) } else { (4, 2) };
-        let b = b % (BLOCK / 2);
-        let (at, shift) = qh_place(lane, b);
-        let low = (tile.ql[j][ql_index(lane, b)] >> nibble) & 0x0f;
-        low | (((tile.qh[j][at] >> (shift + part)) & 3) << 4)
+    /// The unsigned 6-bit value `v` (0..32) of `lane`'s sub-block `j` in `tile`.
+    fn value(&self, tile: &Tile, j: usize, lane: usize, v: usize) -> u8 {
+        Layout::for_isa(self.isa).value(tile, j, lane, v)
     }
 
     /// Row `row` of the weight, dequantized into `out` (`cols` long) exactly as ggml and
@@ -156,7 +203,7 @@ impl PackedQ6_K {
             for (j, out) in out.chunks_exact_mut(BLOCK).enumerate() {
                 for (b, out) in out.iter_mut().enumerate() {
                     let scale = tile.d[lane].to_f32() * f32::from(tile.scales[j][b / 16][lane]);
-                    let q = i16::from(Self::value(tile, j, lane, b)) - 32;
+                    let q = i16::from(self.value(tile, j, lane, b)) - 32;
                     *out = scale * f32::from(q);
                 }
             }

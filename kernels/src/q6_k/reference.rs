@@ -57,7 +57,7 @@ impl PackedQ6_K {
                         let a = acts.values(at);
                         for half in 0..2 {
                             let sum: i32 = (16 * half..16 * half + 16)
-                                .map(|b| (i32::from(Self::value(tile, j, lane, b)) - 32) * a[b])
+                                .map(|b| (i32::from(self.value(tile, j, lane, b)) - 32) * a[b])
                                 .sum();
                             dot += i64::from(sum * i32::from(tile.scales[j][half][lane]));
                         }

@@ -72,3 +72,21 @@ fn the_extreme_values_do_not_overflow_the_integer_sums() {
         }
     }
 }
+
+/// Each kernel's layout (`Layout`) holds the file's values: every row of a pack for either
+/// instruction set dequantizes to ggml's decode bit for bit, on any CPU.
+#[test]
+fn both_layouts_dequantize_to_the_gguf_decode() {
+    let (rows, cols) = (32, 2 * SUPER);
+    let data = random_q6_k(&mut Lcg(37), rows, cols);
+    let dense = dequantize_gguf(&data);
+    for isa in Isa::ALL {
+        let arena = WeightArena::one_run_each();
+        let packed = PackedQ6_K::pack_portable(&arena, isa, &data, rows, cols).unwrap();
+        let mut row = vec![0f32; cols];
+        for r in 0..rows {
+            packed.dequantize_row(r, &mut row);
+            assert_eq!(row, dense[r * cols..(r + 1) * cols], "{isa:?} row {r}");
+        }
+    }
+}
