@@ -17,8 +17,8 @@ pub(crate) trait Format: Sized {
     fn random(rng: &mut Lcg, rows: usize, cols: usize) -> Vec<u8>;
     /// ggml's dequantization of GGUF bytes, written from its loops.
     fn dequantize_gguf(data: &[u8]) -> Vec<f32>;
-    /// The layout alone, on any CPU.
-    fn pack_portable(data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError>;
+    /// The layout `isa`'s kernel reads, packed on any CPU.
+    fn pack_portable(isa: Isa, data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError>;
     fn pack_for(isa: Isa, data: &[u8], rows: usize, cols: usize) -> Result<Self, PackError>;
     fn dequantize_row(&self, row: usize, out: &mut [f32]);
     fn matmul(&self, lhs: &[f32], m: usize, out: &mut [f32], threads: usize);
@@ -27,42 +27,50 @@ pub(crate) trait Format: Sized {
 }
 
 /// Every packed row dequantizes to ggml's values for `data`, bit for bit (an embedding lookup
-/// in a tied table must read what candle would).
+/// in a tied table must read what candle would), in each kernel's layout, on any CPU.
 pub(crate) fn rows_are_the_gguf_decode_bit_for_bit<F: Format>(
     data: &[u8],
     rows: usize,
     cols: usize,
 ) {
     let dense = F::dequantize_gguf(data);
-    let packed = F::pack_portable(data, rows, cols).unwrap();
-    let mut row = vec![0f32; cols];
-    for r in 0..rows {
-        packed.dequantize_row(r, &mut row);
-        let want = &dense[r * cols..(r + 1) * cols];
-        let same = row
-            .iter()
-            .zip(want)
-            .all(|(a, b)| a.to_bits() == b.to_bits());
-        assert!(same, "row {r}");
+    for isa in Isa::ALL {
+        let packed = F::pack_portable(isa, data, rows, cols).unwrap();
+        let mut row = vec![0f32; cols];
+        for r in 0..rows {
+            packed.dequantize_row(r, &mut row);
+            let want = &dense[r * cols..(r + 1) * cols];
+            let same = row
+                .iter()
+                .zip(want)
+                .all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(same, "{isa:?} row {r}");
+        }
     }
 }
 
 /// The reference product is the dense product of the decoded weights, up to the activations'
 /// 8-bit quantization, for each `(m, rows, cols)`. The bound allows for the K-quants' one
 /// activation scale per 256 values (ggml's Q8_K), a coarser step than one per 32: Q3_K's
-/// reference came to 2.1% of the largest output on these rows, the others to less.
+/// reference came to 2.1% of the largest output on these rows, the others to less. Each
+/// kernel's layout is checked, on any CPU.
 pub(crate) fn the_reference_is_dense_math<F: Format>(seed: u64, shapes: &[(usize, usize, usize)]) {
     let mut rng = Lcg(seed);
     for &(m, rows, cols) in shapes {
         let data = F::random(&mut rng, rows, cols);
         let dense = F::dequantize_gguf(&data);
         let lhs = random_rows(&mut rng, m, cols);
-        let packed = F::pack_portable(&data, rows, cols).unwrap();
-        let mut got = vec![0f32; m * rows];
-        packed.matmul_reference(&lhs, m, &mut got);
         let want = dense_matmul(&lhs, &dense, m, rows, cols);
-        let err = max_relative_error(&got, &want);
-        assert!(err < 0.03, "{m}x{rows}x{cols}: relative error {err}");
+        for isa in Isa::ALL {
+            let packed = F::pack_portable(isa, &data, rows, cols).unwrap();
+            let mut got = vec![0f32; m * rows];
+            packed.matmul_reference(&lhs, m, &mut got);
+            let err = max_relative_error(&got, &want);
+            assert!(
+                err < 0.03,
+                "{isa:?} {m}x{rows}x{cols}: relative error {err}"
+            );
+        }
     }
 }
 
@@ -112,25 +120,25 @@ pub(crate) fn bad_layouts_are_refused<F: Format>() {
         (16, 0),
     ] {
         assert_eq!(
-            F::pack_portable(&[], rows, cols).err(),
+            F::pack_portable(Isa::Avx2, &[], rows, cols).err(),
             Some(PackError::Shape { rows, cols }),
             "{rows}x{cols}"
         );
     }
     for len in [0, 16 * bytes - 1, 16 * bytes + 1] {
         assert!(matches!(
-            F::pack_portable(&vec![0; len], 16, values),
+            F::pack_portable(Isa::Avx2, &vec![0; len], 16, values),
             Err(PackError::Length { want, .. }) if want == 16 * bytes
         ));
     }
     assert_eq!(
-        F::pack_portable(&[], 1 << 63, values).err(),
+        F::pack_portable(Isa::Avx2, &[], 1 << 63, values).err(),
         Some(PackError::Overflow {
             rows: 1 << 63,
             cols: values
         })
     );
-    let packed = F::pack_portable(&vec![0; 16 * bytes], 16, values).unwrap();
+    let packed = F::pack_portable(Isa::Avx2, &vec![0; 16 * bytes], 16, values).unwrap();
     let wrapped = catch_unwind(AssertUnwindSafe(|| packed.matmul(&[], 1 << 60, &mut [], 1)));
     let message = wrapped.expect_err("a wrapping row count must panic");
     let message = message
@@ -151,7 +159,7 @@ macro_rules! packed_format_tests {
         block: $block:expr,
         random: $random:path,
         decode: $decode:path,
-        portable: |$data:ident, $rows:ident, $cols:ident| $portable:expr,
+        portable: |$isa:ident, $data:ident, $rows:ident, $cols:ident| $portable:expr,
         rows: $rows_case:expr,
         dense: $dense:expr,
         kernels: $kernels:expr $(,)?
@@ -165,6 +173,7 @@ macro_rules! packed_format_tests {
                 $decode(data)
             }
             fn pack_portable(
+                $isa: $crate::isa::Isa,
                 $data: &[u8],
                 $rows: usize,
                 $cols: usize,

@@ -4,7 +4,7 @@ use half::f16;
 use super::reference::dequantize_gguf;
 use super::{BLOCK_BYTES, PackedQ2_K, SUPER};
 use crate::format_checks::packed_format_tests;
-use crate::isa::{Isa, kernels_here};
+use crate::isa::kernels_here;
 use crate::test_support::Lcg;
 
 /// Random GGUF Q2_K bytes for a `rows` × `cols` matrix: random 2-bit values, scales and
@@ -34,7 +34,7 @@ packed_format_tests!(
     block: (SUPER, BLOCK_BYTES),
     random: random_q2_k,
     decode: dequantize_gguf,
-    portable: |data, rows, cols| PackedQ2_K::pack_portable(&WeightArena::one_run_each(), Isa::Avx2, data, rows, cols),
+    portable: |isa, data, rows, cols| PackedQ2_K::pack_portable(&WeightArena::one_run_each(), isa, data, rows, cols),
     rows: extreme_rows(),
     dense: [(1, 16, 256), (3, 32, 512), (5, 48, 1024)],
     kernels: [(16, 256), (48, 512), (64, 1024)],

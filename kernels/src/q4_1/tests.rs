@@ -4,7 +4,7 @@ use half::f16;
 use super::reference::dequantize_gguf;
 use super::{BLOCK, BLOCK_BYTES, PackedQ4_1};
 use crate::format_checks::packed_format_tests;
-use crate::isa::{Isa, kernels_here};
+use crate::isa::kernels_here;
 use crate::test_support::Lcg;
 
 /// Random GGUF Q4_1 bytes for a `rows` × `cols` matrix.
@@ -36,7 +36,7 @@ packed_format_tests!(
     block: (BLOCK, BLOCK_BYTES),
     random: random_q4_1,
     decode: dequantize_gguf,
-    portable: |data, rows, cols| PackedQ4_1::pack_portable(&WeightArena::one_run_each(), Isa::Avx2, data, rows, cols),
+    portable: |isa, data, rows, cols| PackedQ4_1::pack_portable(&WeightArena::one_run_each(), isa, data, rows, cols),
     rows: (random_q4_1(&mut Lcg(53), 32, 128), 32, 128),
     dense: [(1, 16, 32), (3, 32, 96), (5, 48, 896)],
     kernels: [(16, 32), (48, 96), (64, 896)],
