@@ -35,7 +35,7 @@ unsafe fn rows<const R: usize>(
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
     for (block, tile) in tiles.iter().enumerate() {
         // SAFETY: `qh` is 64 bytes at offset 256 of the 32-byte aligned tile: rows 0–7, then
-        // rows 8–15. It holds the top pairs of the values in bits 5–7 (see `five_bit_layout`).
+        // rows 8–15: the high values' top two bits (see `five_bit_layout`).
         let tops = unsafe {
             let qh = tile.qh.as_ptr().cast::<__m256i>();
             [_mm256_load_si256(qh), _mm256_load_si256(qh.add(1))]

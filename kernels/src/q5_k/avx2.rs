@@ -1,5 +1,6 @@
 //! The Q5_K kernel on AVX2: Q4_K's (see `q4_k::avx2`) on 5-bit values unpacked as Q5_0's
-//! are (see `five_bit_layout`), summing `(q − 16) · a` in i16 (see the module above for why that is exact).
+//! are (see `five_bit_layout`), summing `(q − 16) · a` in i16 (see the module above for why
+//! that is exact).
 
 use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
@@ -40,8 +41,7 @@ unsafe fn rows<const R: usize>(
             prefetch_part::<R, SUBS, _>(tile, j);
             let block = s * SUBS + j;
             // SAFETY: `qh[j]` is 64 bytes at a 64-byte aligned offset of the tile: rows 0–7,
-            // then rows 8–15. It holds the top pairs of the values in bits 5–7 (see
-            // `five_bit_layout`).
+            // then rows 8–15: the high values' top two bits (see `five_bit_layout`).
             let tops = unsafe {
                 let qh = tile.qh[j].as_ptr().cast::<__m256i>();
                 [_mm256_load_si256(qh), _mm256_load_si256(qh.add(1))]
