@@ -7,7 +7,8 @@ use std::arch::x86_64::*;
 
 /// Writes a format's AVX2 `group` for its tile type `$tile`, one tile per `$blocks` activation
 /// blocks: it calls the module's micro-kernel `rows::<MR>` for as many whole steps of its
-/// `MR` rows as fit, then `rows::<1>` for each row left.
+/// `MR` rows as fit, then, where `MR` is 8 or more, `rows::<{ MR / 2 }>` once if that many
+/// are left, then `rows::<1>` for each row left.
 macro_rules! avx2_group {
     ($tile:ty, $blocks:expr) => {
         /// Writes the 16 columns of one row group for activation rows `rows`.
@@ -26,11 +27,17 @@ macro_rules! avx2_group {
         ) {
             debug_assert_eq!(tiles.len() * $blocks, acts.blocks);
             let mut first = rows.start;
-            // SAFETY (both calls): forwarded from the caller; each call covers rows
+            // SAFETY (all three calls): forwarded from the caller; each call covers rows
             // `first..first + R`.
             while first + MR <= rows.end {
                 unsafe { self::rows::<MR>(tiles, acts, first, out, stride) };
                 first += MR;
+            }
+            // The kernels that take eight rows at once unpack a tile once for them; a prompt's
+            // last few rows are spared doing it for each.
+            if MR >= 8 && first + MR / 2 <= rows.end {
+                unsafe { self::rows::<{ MR / 2 }>(tiles, acts, first, out, stride) };
+                first += MR / 2;
             }
             while first < rows.end {
                 unsafe { self::rows::<1>(tiles, acts, first, out, stride) };

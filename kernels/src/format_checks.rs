@@ -89,7 +89,7 @@ pub(crate) fn the_kernels_match_the_reference<F: Format>(seed: u64, shapes: &[(u
                 }
                 Err(err) => panic!("{rows}x{cols}: {err}"),
             };
-            for m in [1, 2, 3, 4, 5, 6, 7, 11, 16, 33] {
+            for m in [1, 2, 3, 4, 5, 6, 7, 11, 13, 16, 33] {
                 let lhs = random_rows(&mut rng, m, cols);
                 let mut want = vec![0f32; m * rows];
                 packed.matmul_reference(&lhs, m, &mut want);

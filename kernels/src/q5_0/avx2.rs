@@ -9,10 +9,13 @@ use crate::avx2_frame::{store_rows, widen_halves};
 use crate::five_bit_layout::top_pairs_words;
 use crate::tiled::prefetch_part;
 
-/// Activation rows per micro-kernel call. Measured on a loaded 2-core AVX2 VM (2 threads,
-/// m = 256): four rows ran 896x896 at about 41 GMAC/s against 26–31 for two or three, and the
-/// 4864-row shapes gained alike.
-const MR: usize = 4;
+/// Activation rows per micro-kernel call. A tile is unpacked once per call and each row then
+/// keeps only its two sums in registers, so more rows share the unpacking: on a 2-core Zen 2
+/// VM (2 threads, m = 256, `packed_matmul`, runs in turn) eight rows ran gate/up at 119–122
+/// GMAC/s against 99–104 for four, down at 113–119 against 93–97; twelve and sixteen were no
+/// better. (With the values unpacked word by word and every row's sums live, four had been
+/// the most that fit the registers.)
+const MR: usize = 8;
 
 const _: () = assert!(TILE_ROWS == 16);
 
