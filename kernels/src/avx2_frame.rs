@@ -92,6 +92,12 @@ pub(crate) unsafe fn store_rows<const R: usize>(
 /// word `q` is loaded: the Q4_0 and Q4_1 kernels ask for a word's share of the lines ahead
 /// there (`tiled::prefetch_part`).
 ///
+/// For four rows or more (Q4_0's and Q4_1's prompt steps of eight and four) the four words are
+/// unpacked first and each row then runs over them, keeping only its two sums in registers:
+/// eight rows a call ran 20–35% faster than three word by word (Zen 2, `packed_matmul`, in
+/// turn). Fewer rows go word by word with every row's sums live, which Q4_K's half-by-half
+/// prompt order (`tile_sums`, three rows) needs: unpacking first made it 10–20% slower.
+///
 /// # Safety
 /// `qs` points to those 256 bytes, 32-byte aligned.
 #[cfg(target_arch = "x86_64")]
@@ -106,8 +112,7 @@ pub(crate) unsafe fn nibble_sums<const R: usize>(
 ) -> [[__m256i; 2]; R] {
     let qs = qs.cast::<__m256i>();
     let nibble = _mm256_set1_epi8(0x0f);
-    let mut sums = [[_mm256_setzero_si256(); 2]; R];
-    for q in 0..4 {
+    let word = |q: usize| {
         each_word(q);
         // SAFETY: word `q` is the 64 bytes from `q * 64`, inside the caller's 256.
         let raw = unsafe {
@@ -118,20 +123,50 @@ pub(crate) unsafe fn nibble_sums<const R: usize>(
         };
         let low = raw.map(|raw| _mm256_and_si256(raw, nibble));
         let high = raw.map(|raw| _mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble));
+        (low, high)
+    };
+    // Row `r`'s products with word `q`, added to its sums.
+    let add_word = |sums: &mut [__m256i; 2], r: usize, q: usize, (low, high): Nibbles| {
+        let row = &words[r * blocks + block];
+        let (a_low, a_high) = (_mm256_set1_epi32(row[q]), _mm256_set1_epi32(row[q + 4]));
+        for h in 0..2 {
+            let products = _mm256_add_epi16(
+                _mm256_maddubs_epi16(low[h], a_low),
+                _mm256_maddubs_epi16(high[h], a_high),
+            );
+            sums[h] = _mm256_add_epi16(sums[h], products);
+        }
+    };
+    let mut sums = [[_mm256_setzero_si256(); 2]; R];
+    if R >= 4 {
+        let values: [Nibbles; 4] = std::array::from_fn(word);
         for (r, sums) in sums.iter_mut().enumerate() {
             let row = &words[r * blocks + block];
-            let (a_low, a_high) = (_mm256_set1_epi32(row[q]), _mm256_set1_epi32(row[q + 4]));
-            for h in 0..2 {
-                let products = _mm256_add_epi16(
-                    _mm256_maddubs_epi16(low[h], a_low),
-                    _mm256_maddubs_epi16(high[h], a_high),
-                );
-                sums[h] = _mm256_add_epi16(sums[h], products);
+            for (q, (low, high)) in values.iter().enumerate() {
+                let (a_low, a_high) = (_mm256_set1_epi32(row[q]), _mm256_set1_epi32(row[q + 4]));
+                for h in 0..2 {
+                    let products = _mm256_add_epi16(
+                        _mm256_maddubs_epi16(low[h], a_low),
+                        _mm256_maddubs_epi16(high[h], a_high),
+                    );
+                    sums[h] = _mm256_add_epi16(sums[h], products);
+                }
+            }
+        }
+    } else {
+        for q in 0..4 {
+            let values = word(q);
+            for (r, sums) in sums.iter_mut().enumerate() {
+                add_word(sums, r, q, values);
             }
         }
     }
     sums
 }
+
+/// A word's nibbles as bytes: the low ones, then the high ones, each rows 0–7 then 8–15.
+#[cfg(target_arch = "x86_64")]
+type Nibbles = ([__m256i; 2], [__m256i; 2]);
 
 /// Sub-blocks of a K-quant super-block (one activation block each).
 #[cfg(target_arch = "x86_64")]

@@ -7,10 +7,12 @@ use crate::avx2_frame::avx2_group;
 use crate::avx2_frame::{nibble_sums, store_rows, widen_halves};
 use crate::tiled::prefetch_part;
 
-/// Activation rows per micro-kernel call: their i16 sums for both halves, the four unpacked
-/// weight registers and the two broadcast words about fill the sixteen registers. Measured on
-/// Zen (2 threads, m = 256): three rows balance the 896- and 4864-wide shapes best.
-const MR: usize = 3;
+/// Activation rows per micro-kernel call. `nibble_sums` unpacks a tile's words once for four
+/// rows or more and each row then keeps only its two sums in registers, so eight rows share
+/// each unpacking (three had been the most that fit with every row's sums live): on a 2-core
+/// Zen 2 VM (2 threads, m = 256, in turn) Q4_0 gate/up 95–110 → 129–132 GMAC/s, down 88–107
+/// → 124; Q4_1 gate/up 92–103 → 112–115.
+const MR: usize = 8;
 
 const _: () = assert!(TILE_ROWS == 16);
 

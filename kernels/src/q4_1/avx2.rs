@@ -7,10 +7,8 @@ use crate::avx2_frame::avx2_group;
 use crate::avx2_frame::{nibble_sums, store_rows, widen_halves};
 use crate::tiled::prefetch_part;
 
-/// Activation rows per micro-kernel call, as for Q4_0: their i16 sums for both halves, the
-/// four unpacked weight registers and the two broadcast words about fill the sixteen
-/// registers.
-const MR: usize = 3;
+/// Activation rows per micro-kernel call, as for Q4_0.
+const MR: usize = 8;
 
 const _: () = assert!(TILE_ROWS == 16);
 
