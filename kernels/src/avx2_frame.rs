@@ -125,48 +125,45 @@ pub(crate) unsafe fn nibble_sums<const R: usize>(
         let high = raw.map(|raw| _mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble));
         (low, high)
     };
-    // Row `r`'s products with word `q`, added to its sums.
-    let add_word = |sums: &mut [__m256i; 2], r: usize, q: usize, (low, high): Nibbles| {
-        let row = &words[r * blocks + block];
-        let (a_low, a_high) = (_mm256_set1_epi32(row[q]), _mm256_set1_epi32(row[q + 4]));
-        for h in 0..2 {
-            let products = _mm256_add_epi16(
-                _mm256_maddubs_epi16(low[h], a_low),
-                _mm256_maddubs_epi16(high[h], a_high),
-            );
-            sums[h] = _mm256_add_epi16(sums[h], products);
-        }
-    };
     let mut sums = [[_mm256_setzero_si256(); 2]; R];
     if R >= 4 {
         let values: [Nibbles; 4] = std::array::from_fn(word);
         for (r, sums) in sums.iter_mut().enumerate() {
-            let row = &words[r * blocks + block];
-            for (q, (low, high)) in values.iter().enumerate() {
-                let (a_low, a_high) = (_mm256_set1_epi32(row[q]), _mm256_set1_epi32(row[q + 4]));
-                for h in 0..2 {
-                    let products = _mm256_add_epi16(
-                        _mm256_maddubs_epi16(low[h], a_low),
-                        _mm256_maddubs_epi16(high[h], a_high),
-                    );
-                    sums[h] = _mm256_add_epi16(sums[h], products);
-                }
+            for (q, values) in values.iter().enumerate() {
+                add_word(sums, &words[r * blocks + block], q, values);
             }
         }
     } else {
         for q in 0..4 {
             let values = word(q);
             for (r, sums) in sums.iter_mut().enumerate() {
-                add_word(sums, r, q, values);
+                add_word(sums, &words[r * blocks + block], q, &values);
             }
         }
     }
     sums
 }
 
-/// A word's nibbles as bytes: the low ones, then the high ones, each rows 0–7 then 8–15.
+/// A word's values as bytes: those that meet activation word `q`, then those that meet word
+/// `q + 4`, each rows 0–7 then 8–15.
 #[cfg(target_arch = "x86_64")]
-type Nibbles = ([__m256i; 2], [__m256i; 2]);
+pub(crate) type Nibbles = ([__m256i; 2], [__m256i; 2]);
+
+/// Adds one activation row's products with word `q`'s unsigned byte values to the row's
+/// wrapping i16 sums (rows 0–7, then 8–15); `row` is the row's activation words of the block.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(crate) fn add_word(sums: &mut [__m256i; 2], row: &[i32; 8], q: usize, (low, high): &Nibbles) {
+    let (a_low, a_high) = (_mm256_set1_epi32(row[q]), _mm256_set1_epi32(row[q + 4]));
+    for h in 0..2 {
+        let products = _mm256_add_epi16(
+            _mm256_maddubs_epi16(low[h], a_low),
+            _mm256_maddubs_epi16(high[h], a_high),
+        );
+        sums[h] = _mm256_add_epi16(sums[h], products);
+    }
+}
 
 /// Sub-blocks of a K-quant super-block (one activation block each).
 #[cfg(target_arch = "x86_64")]

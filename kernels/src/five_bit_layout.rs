@@ -124,13 +124,10 @@ pub(crate) fn top_pairs_word<const Q: usize>(
     (low, high)
 }
 
-/// A word's values: those of columns `4q + t`, then of columns `4q + 16 + t`, each rows 0–7
-/// then 8–15 (see [`top_pairs_word`]).
+/// A word's values: those of columns `4q + t`, then of columns `4q + 16 + t` (see
+/// [`top_pairs_word`]).
 #[cfg(target_arch = "x86_64")]
-pub(crate) type WordValues = (
-    [std::arch::x86_64::__m256i; 2],
-    [std::arch::x86_64::__m256i; 2],
-);
+pub(crate) type WordValues = crate::avx2_frame::Nibbles;
 
 /// The four words of a [`FiveBitLayout::TopPairs`] block, unpacked: `qs` is its 256 bytes,
 /// 32-byte aligned, and `tops` its `qh`. `each_word(q)` runs before word `q` is loaded (the

@@ -5,7 +5,7 @@ use super::{TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
-use crate::avx2_frame::{store_rows, widen_halves};
+use crate::avx2_frame::{add_word, store_rows, widen_halves};
 #[cfg(target_arch = "x86_64")]
 use crate::five_bit_layout::top_pairs_words;
 use crate::tiled::prefetch_part;
@@ -48,15 +48,8 @@ unsafe fn rows<const R: usize>(
         let mut sums = [[_mm256_setzero_si256(); 2]; R];
         for (r, sums) in sums.iter_mut().enumerate() {
             let row = &words[r * blocks + block];
-            for (q, (low, high)) in values.iter().enumerate() {
-                let (a_low, a_high) = (_mm256_set1_epi32(row[q]), _mm256_set1_epi32(row[q + 4]));
-                for h in 0..2 {
-                    let products = _mm256_add_epi16(
-                        _mm256_maddubs_epi16(low[h], a_low),
-                        _mm256_maddubs_epi16(high[h], a_high),
-                    );
-                    sums[h] = _mm256_add_epi16(sums[h], products);
-                }
+            for (q, values) in values.iter().enumerate() {
+                add_word(sums, row, q, values);
             }
         }
         let (weight_scales, mins) = (widen_halves(&tile.scales), widen_halves(&tile.mins));
