@@ -16,8 +16,9 @@
 //! super-block). The AVX-512 kernel sums a whole super-block in i32, exactly, and scales it
 //! once (see `avx512`). The AVX2 kernel sums `q · a` over a sub-block in i16 exactly as the
 //! Q4_0 one does (at most 16 · 15 · 127 per lane), widens it with `vpmaddwd` against the
-//! sub-block's scales, and adds `d · a_scale` times that, less `dmin · m · a_scale · Σa`, to
-//! f32 accumulators.
+//! sub-block's scales and adds it up over the super-block in i32, the mins times the
+//! activations' block sums beside it, as the AVX-512 kernel does; then `d · a_scale` times the
+//! first, less `dmin · a_scale` times the second, goes to f32 accumulators.
 
 mod avx2;
 mod avx512;
