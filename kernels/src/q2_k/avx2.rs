@@ -5,6 +5,7 @@ use crate::activations::QuantizedRows;
 use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
 use crate::avx2_frame::{SubBlockActs, store_rows, tile_sums, widen_halves};
+use crate::tiled::prefetch_part;
 #[cfg(target_arch = "x86_64")]
 use crate::two_bits::values256;
 
@@ -48,11 +49,22 @@ unsafe fn rows<const R: usize>(
             dots: zero,
             mins: zero,
         };
-        let sums = tile_sums::<R, _, _>(tile, zero, |j, h, sums| {
-            // SAFETY: the CPU has AVX2 (this function's contract); `words` and `pair_sums`
-            // hold `R` rows of `blocks` entries.
-            unsafe { sub_block(tile, j, h, s * SUBS + j, (words, pair_sums, blocks), sums) }
-        });
+        let sums = if R == 1 {
+            let mut sums = [zero; 2];
+            for j in 0..SUBS {
+                prefetch_part::<R, SUBS, _>(tile, j);
+                let block = s * SUBS + j;
+                // SAFETY: the CPU has AVX2 (this function's contract).
+                unsafe { whole_sub_block(tile, j, &words[block], pair_sums[block], &mut sums) };
+            }
+            sums
+        } else {
+            tile_sums::<R, _, _>(tile, zero, |j, h, sums| {
+                // SAFETY: the CPU has AVX2 (this function's contract); `words` and `pair_sums`
+                // hold `R` rows of `blocks` entries.
+                unsafe { sub_block(tile, j, h, s * SUBS + j, (words, pair_sums, blocks), sums) }
+            })
+        };
         let (d, dmin) = (widen_halves(&tile.d), widen_halves(&tile.dmin));
         for (r, acc) in acc.iter_mut().enumerate() {
             let a_scale = _mm256_set1_ps(scales[r * blocks + s * SUBS]);
@@ -102,19 +114,7 @@ unsafe fn sub_block<const R: usize>(
             }
         }
     }
-    // Each of `sc` and `m` (below 16) in both i16 halves of its row's lane, for `vpmaddwd`.
-    let dup = |x: __m256i| _mm256_or_si256(x, _mm256_slli_epi32(x, 16));
-    // SAFETY: `scales[j]` is 2 × 16 bytes inside the tile; the loads take the 8 of this half
-    // of the rows, unaligned.
-    let bytes = unsafe {
-        let bytes = tile.scales[j].as_ptr().cast::<u8>();
-        [
-            _mm256_cvtepu8_epi32(_mm_loadl_epi64(bytes.add(8 * h).cast())),
-            _mm256_cvtepu8_epi32(_mm_loadl_epi64(bytes.add(16 + 8 * h).cast())),
-        ]
-    };
-    let sc = bytes.map(|b| dup(_mm256_and_si256(b, _mm256_set1_epi32(0x0f))));
-    let m = bytes.map(|b| dup(_mm256_srli_epi32(b, 4)));
+    let (sc, m) = half_scales(tile, j, h);
     for (r, halves) in halves.iter().enumerate() {
         let pairs = pair_sums[r * blocks + block];
         for half in 0..2 {
@@ -125,4 +125,89 @@ unsafe fn sub_block<const R: usize>(
             sums.mins[r] = _mm256_add_epi32(sums.mins[r], min_dot);
         }
     }
+}
+
+/// Adds sub-block `j` of `tile` to both halves' `sums` for one activation row (decode), whose
+/// block's words are `row`: as [`sub_block`] does for each half, but a word's activations
+/// are broadcast once for both.
+///
+/// # Safety
+/// The CPU has AVX2; `R` is 1.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn whole_sub_block<const R: usize>(
+    tile: &Tile,
+    j: usize,
+    row: &[i32; 8],
+    pairs: [i32; 2],
+    sums: &mut [HalfSums<R>; 2],
+) {
+    use std::arch::x86_64::*;
+    let low = tile.low[j].as_ptr().cast::<__m256i>();
+    // `[half of the rows][values 0..16 or 16..32]`, i16 sums.
+    let mut halves = [[_mm256_setzero_si256(); 2]; 2];
+    for w in 0..2 {
+        let a: [__m256i; 4] = std::array::from_fn(|k| _mm256_set1_epi32(row[w + 2 * k]));
+        for (h, halves) in halves.iter_mut().enumerate() {
+            // SAFETY: as in `sub_block`.
+            let raw = unsafe { _mm256_load_si256(low.add(2 * w + h)) };
+            for (k, a) in a.iter().enumerate() {
+                let q = values256(raw, k);
+                halves[k / 2] = _mm256_add_epi16(halves[k / 2], _mm256_maddubs_epi16(q, *a));
+            }
+        }
+    }
+    let pairs = pairs.map(|pair| _mm256_set1_epi32(pair));
+    for (h, (halves, sums)) in halves.iter().zip(sums).enumerate() {
+        let (sc, m) = half_scales(tile, j, h);
+        for half in 0..2 {
+            let dot = _mm256_madd_epi16(halves[half], sc[half]);
+            sums.dots[0] = _mm256_add_epi32(sums.dots[0], dot);
+            let min_dot = _mm256_madd_epi16(pairs[half], m[half]);
+            sums.mins[0] = _mm256_add_epi32(sums.mins[0], min_dot);
+        }
+    }
+}
+
+/// Half `h` of sub-block `j`'s scales and mins (rows `8h..8h + 8`), for each 16-value half of
+/// the sub-block: each row's `sc` (or `m`, both below 16) in both i16 halves of its lane, for
+/// `vpmaddwd`. A byte shuffle puts each row's scale byte in both halves at once.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2")]
+fn half_scales(
+    tile: &Tile,
+    j: usize,
+    h: usize,
+) -> (
+    [std::arch::x86_64::__m256i; 2],
+    [std::arch::x86_64::__m256i; 2],
+) {
+    use std::arch::x86_64::*;
+    // Lane `r` (0..8) takes byte `8h + r` of the 16 rows' bytes into bytes 0 and 2, zeroing
+    // 1 and 3; both 128-bit halves hold the 16 bytes.
+    let pattern = |r: i32| {
+        let b = 8 * h as i32 + r;
+        b | (0x80 << 8) | (b << 16) | (0x80 << 24)
+    };
+    let pattern = _mm256_setr_epi32(
+        pattern(0),
+        pattern(1),
+        pattern(2),
+        pattern(3),
+        pattern(4),
+        pattern(5),
+        pattern(6),
+        pattern(7),
+    );
+    let bytes = tile.scales[j].map(|half| {
+        // SAFETY: the 16 bytes of `half`, unaligned.
+        let half = unsafe { _mm_loadu_si128(half.as_ptr().cast()) };
+        _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(half), pattern)
+    });
+    (
+        bytes.map(|b| _mm256_and_si256(b, _mm256_set1_epi16(0x0f))),
+        bytes.map(|b| _mm256_srli_epi16(b, 4)),
+    )
 }
