@@ -4,7 +4,7 @@ use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
-use crate::avx2_frame::{SubBlockActs, store_rows, tile_sums, widen_halves};
+use crate::avx2_frame::{SubBlockActs, row_bytes_twice, store_rows, tile_sums, widen_halves};
 use crate::tiled::prefetch_part;
 #[cfg(target_arch = "x86_64")]
 use crate::two_bits::values256;
@@ -172,7 +172,7 @@ unsafe fn whole_sub_block<const R: usize>(
 
 /// Half `h` of sub-block `j`'s scales and mins (rows `8h..8h + 8`), for each 16-value half of
 /// the sub-block: each row's `sc` (or `m`, both below 16) in both i16 halves of its lane, for
-/// `vpmaddwd`. A byte shuffle puts each row's scale byte in both halves at once.
+/// `vpmaddwd`.
 #[cfg(target_arch = "x86_64")]
 #[inline]
 #[target_feature(enable = "avx2")]
@@ -185,27 +185,7 @@ fn half_scales(
     [std::arch::x86_64::__m256i; 2],
 ) {
     use std::arch::x86_64::*;
-    // Lane `r` (0..8) takes byte `8h + r` of the 16 rows' bytes into bytes 0 and 2, zeroing
-    // 1 and 3; both 128-bit halves hold the 16 bytes.
-    let pattern = |r: i32| {
-        let b = 8 * h as i32 + r;
-        b | (0x80 << 8) | (b << 16) | (0x80 << 24)
-    };
-    let pattern = _mm256_setr_epi32(
-        pattern(0),
-        pattern(1),
-        pattern(2),
-        pattern(3),
-        pattern(4),
-        pattern(5),
-        pattern(6),
-        pattern(7),
-    );
-    let bytes = tile.scales[j].map(|half| {
-        // SAFETY: the 16 bytes of `half`, unaligned.
-        let half = unsafe { _mm_loadu_si128(half.as_ptr().cast()) };
-        _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(half), pattern)
-    });
+    let bytes = tile.scales[j].map(|part| row_bytes_twice(&part, h));
     (
         bytes.map(|b| _mm256_and_si256(b, _mm256_set1_epi16(0x0f))),
         bytes.map(|b| _mm256_srli_epi16(b, 4)),
