@@ -7,39 +7,16 @@ use crate::avx2_frame::avx2_group;
 use crate::avx2_frame::{
     SubBlockActs, add_super, offset_dot, signed_half_scales, store_rows, tile_sums, widen_halves,
 };
-#[cfg(target_arch = "x86_64")]
-use crate::two_bits::values256;
 
 /// Activation rows per micro-kernel call. A prompt's rows take the tile's two halves of 8 rows
 /// one after the other, over the whole super-block each (`avx2_frame::tile_sums`), so each row
-/// keeps two i16 sums (one per scale) and one i32 super-block sum, next to the plane word, the
-/// high bits and the values unpacked from them.
+/// keeps two i16 sums (one per scale) and one i32 super-block sum beside the unpacked values.
+/// Eight rows ran prompts 25–30% slower (Zen 2, `packed_matmul`, in turn).
 const MR: usize = 4;
 
 const _: () = assert!(TILE_ROWS == 16);
 
 avx2_group!(Tile, SUBS);
-
-/// The high bits of one tile half's sub-block, bit `i` of each byte (0..8) moved to bit 2
-/// and masked: what makes a 2-bit value 3-bit. Byte-wise, so the 16-bit shifts' carries
-/// across bytes land outside the mask (see `fifth_bits`).
-#[cfg(target_arch = "x86_64")]
-#[inline]
-#[target_feature(enable = "avx2")]
-fn high_bit(high: std::arch::x86_64::__m256i, i: usize) -> std::arch::x86_64::__m256i {
-    use std::arch::x86_64::*;
-    let moved = match i {
-        0 => _mm256_slli_epi16(high, 2),
-        1 => _mm256_slli_epi16(high, 1),
-        2 => high,
-        3 => _mm256_srli_epi16(high, 1),
-        4 => _mm256_srli_epi16(high, 2),
-        5 => _mm256_srli_epi16(high, 3),
-        6 => _mm256_srli_epi16(high, 4),
-        _ => _mm256_srli_epi16(high, 5),
-    };
-    _mm256_and_si256(moved, _mm256_set1_epi8(4))
-}
 
 /// # Safety
 /// As for [`group`], for rows `first..first + R`.
@@ -96,25 +73,13 @@ unsafe fn sub_block<const R: usize>(
     dots: &mut [std::arch::x86_64::__m256i; R],
 ) {
     use std::arch::x86_64::*;
-    let (low, high) = (
-        tile.low[j].as_ptr().cast::<__m256i>(),
-        tile.high[j].as_ptr().cast::<__m256i>(),
-    );
-    // SAFETY: `high[j]` is 64 bytes at a 32-byte aligned offset of the tile, rows 0–7 then
-    // 8–15.
-    let high = unsafe { _mm256_load_si256(high.add(h)) };
+    let values = word_values(tile, j, h);
     // `[row][values 0..16 or 16..32]`, i16 sums.
     let mut sums = [[_mm256_setzero_si256(); 2]; R];
-    for w in 0..2 {
-        // SAFETY: `low[j]` is 128 bytes at a 32-byte aligned offset of the tile; word `w` is
-        // its 64 bytes from `w * 64` (rows 0–7, then 8–15).
-        let raw = unsafe { _mm256_load_si256(low.add(2 * w + h)) };
-        for k in 0..4 {
-            let q = _mm256_or_si256(values256(raw, k), high_bit(high, 4 * w + k));
-            for (r, sums) in sums.iter_mut().enumerate() {
-                let a = _mm256_set1_epi32(words[r * blocks + block][w + 2 * k]);
-                sums[k / 2] = _mm256_add_epi16(sums[k / 2], _mm256_maddubs_epi16(q, a));
-            }
+    for (k, q) in values.iter().enumerate() {
+        for (r, sums) in sums.iter_mut().enumerate() {
+            let a = _mm256_set1_epi32(words[r * blocks + block][k]);
+            sums[k / 4] = _mm256_add_epi16(sums[k / 4], _mm256_maddubs_epi16(*q, a));
         }
     }
     let dup = signed_half_scales(&tile.scales[j], h);
@@ -123,4 +88,54 @@ unsafe fn sub_block<const R: usize>(
         let dot = offset_dot::<2>(sums[r], pair_sums[r * blocks + block], dup);
         *dots = _mm256_add_epi32(*dots, dot);
     }
+}
+
+/// The values of sub-block `j` of `tile` for its rows `8h..8h + 8` that meet each of the
+/// activation block's eight words, byte for byte, from the three registers of the tile's
+/// `Layout::Packed` (16-bit shifts, whose carries across bytes the masks drop).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2")]
+fn word_values(tile: &Tile, j: usize, h: usize) -> [std::arch::x86_64::__m256i; 8] {
+    use std::arch::x86_64::*;
+    let (low, high) = (
+        tile.low[j].as_ptr().cast::<__m256i>(),
+        tile.high[j].as_ptr().cast::<__m256i>(),
+    );
+    // SAFETY: `low[j]` is 128 bytes (`A` for rows 0–7 and 8–15, then `B`) and `high[j]` 64
+    // (`C`), at 32-byte aligned offsets of the tile.
+    let (a, b, c) = unsafe {
+        (
+            _mm256_load_si256(low.add(h)),
+            _mm256_load_si256(low.add(2 + h)),
+            _mm256_load_si256(high.add(h)),
+        )
+    };
+    let (seven, three, four) = (
+        _mm256_set1_epi8(7),
+        _mm256_set1_epi8(3),
+        _mm256_set1_epi8(4),
+    );
+    let second = |x: __m256i| _mm256_and_si256(_mm256_srli_epi16(x, 3), seven);
+    // The low two bits from bits 6–7 of `x`, the top one from bit `top` of `c`.
+    let split = |x: __m256i, top: i32| {
+        let top = match top {
+            6 => _mm256_srli_epi16(c, 4),
+            _ => _mm256_srli_epi16(c, 5),
+        };
+        _mm256_or_si256(
+            _mm256_and_si256(_mm256_srli_epi16(x, 6), three),
+            _mm256_and_si256(top, four),
+        )
+    };
+    [
+        _mm256_and_si256(a, seven),
+        second(a),
+        _mm256_and_si256(b, seven),
+        second(b),
+        _mm256_and_si256(c, seven),
+        second(c),
+        split(a, 6),
+        split(b, 7),
+    ]
 }

@@ -67,7 +67,7 @@ impl PackedQ3_K {
                         let a = acts.values(i * blocks + s * SUBS + j);
                         for half in 0..2 {
                             let sum: i32 = (16 * half..16 * half + 16)
-                                .map(|v| (i32::from(Self::value(tile, j, lane, v)) - 4) * a[v])
+                                .map(|v| (i32::from(self.value(tile, j, lane, v)) - 4) * a[v])
                                 .sum();
                             dot += i64::from(sum * i32::from(tile.scales[j][half][lane]));
                         }
