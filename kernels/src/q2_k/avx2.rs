@@ -127,12 +127,12 @@ unsafe fn sub_block<const R: usize>(
     }
 }
 
-/// Adds sub-block `j` of `tile` to both halves' `sums` for one activation row (decode), whose
-/// block's words are `row`: as [`sub_block`] does for each half, but a word's activations
-/// are broadcast once for both.
+/// Adds sub-block `j` of `tile` to both halves' `sums` of row 0 for one activation row
+/// (decode, `R` = 1), whose block's words are `row`: as [`sub_block`] does for each half, but
+/// a word's activations are broadcast once for both.
 ///
 /// # Safety
-/// The CPU has AVX2; `R` is 1.
+/// The CPU has AVX2.
 #[cfg(target_arch = "x86_64")]
 #[inline]
 #[target_feature(enable = "avx2")]

@@ -113,7 +113,7 @@ unsafe fn sub_block<const R: usize>(
 /// loading its `qh` and broadcasting its activations once for both.
 ///
 /// # Safety
-/// The CPU has AVX2; `j < SUBS`.
+/// The CPU has AVX2.
 #[cfg(target_arch = "x86_64")]
 #[inline]
 #[target_feature(enable = "avx2")]
