@@ -45,9 +45,10 @@ const BLOCK_BYTES: usize = SUPER / 8 + SUPER / 4 + 12 + 2;
 #[derive(Clone, Copy)]
 #[repr(C, align(32))]
 struct Tile {
-    /// Per sub-block, the low parts as [`crate::two_bits`] lays them out.
+    /// Per sub-block, 128 bytes of its values as the kernel's [`Layout`] puts them: the 2-bit
+    /// plane, or registers `A` and `B`.
     low: [[u8; PLANE_BYTES]; SUBS],
-    /// Per sub-block, the high bits: see [`high_place`].
+    /// Per sub-block, the other 64 bytes: the high bits (see [`high_place`]), or register `C`.
     high: [[u8; TILE_ROWS * BLOCK / 8]; SUBS],
     /// `scales[j][half][row]`: the scale of values `16 · half..16 · half + 16` of sub-block `j`,
     /// less 32.
