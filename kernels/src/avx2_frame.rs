@@ -170,8 +170,9 @@ pub(crate) fn add_word(sums: &mut [__m256i; 2], row: &[i32; 8], q: usize, (low, 
 const SUBS: usize = crate::activations::SUPER / crate::activations::BLOCK;
 
 /// A K-quant tile's exact sums for `R` activation rows, one `S` per half of the tile (half 0
-/// its rows 0–7), each from `zero` and `sub_block(j, h, sums)`, which adds sub-block `j` of
-/// half `h` to `sums`.
+/// its rows 0–7), each from `zero`: `sub_block(j, h, sums)` adds sub-block `j` of half `h` to
+/// `sums`; for a single row, `whole_sub_block(j, sums)`, where a kernel has one, adds
+/// sub-block `j` of both halves.
 ///
 /// The order is the one that ran fastest from cache on a 2-core Zen 4 VM
 /// (`examples/packed_matmul`, AVX2 kernels, in turn). A prompt's rows take one half over the
@@ -179,22 +180,30 @@ const SUBS: usize = crate::activations::SUPER / crate::activations::BLOCK;
 /// sub-block stay in the sixteen registers: a prompt chunk 12–15% faster for Q3_K, 14–22% for
 /// Q6_K and 25–45% for Q2_K than sub-block by sub-block with both halves' sums live. A single
 /// row (decode) takes both halves of a sub-block together, which was 12–24% faster for Q2_K
-/// than half by half. (Q5_K, whose fifth bits unpack for both halves at once, was no faster
-/// half by half, and keeps its own order.)
+/// than half by half; given to one function, a kernel loads and broadcasts a word once for
+/// both halves (Q2_K and Q6_K stream 4–8% faster so on a Zen 2; Q3_K, which has nothing to
+/// share there, ran 5–10% slower through a closure of its own). (Q5_K, whose fifth bits
+/// unpack for both halves at once, was no faster half by half, and keeps its own order.)
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 pub(crate) fn tile_sums<const R: usize, T, S: Copy>(
     tile: &T,
     zero: S,
     mut sub_block: impl FnMut(usize, usize, &mut S),
+    mut whole_sub_block: Option<impl FnMut(usize, &mut [S; 2])>,
 ) -> [S; 2] {
     use crate::tiled::prefetch_part;
     let mut sums = [zero; 2];
     if R == 1 {
         for j in 0..SUBS {
             prefetch_part::<R, SUBS, _>(tile, j);
-            for (h, sums) in sums.iter_mut().enumerate() {
-                sub_block(j, h, sums);
+            match &mut whole_sub_block {
+                Some(whole_sub_block) => whole_sub_block(j, &mut sums),
+                None => {
+                    for (h, sums) in sums.iter_mut().enumerate() {
+                        sub_block(j, h, sums);
+                    }
+                }
             }
         }
     } else {

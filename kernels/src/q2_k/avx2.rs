@@ -5,7 +5,6 @@ use crate::activations::QuantizedRows;
 use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
 use crate::avx2_frame::{SubBlockActs, row_bytes_twice, store_rows, tile_sums, widen_halves};
-use crate::tiled::prefetch_part;
 #[cfg(target_arch = "x86_64")]
 use crate::two_bits::values256;
 
@@ -49,22 +48,20 @@ unsafe fn rows<const R: usize>(
             dots: zero,
             mins: zero,
         };
-        let sums = if R == 1 {
-            let mut sums = [zero; 2];
-            for j in 0..SUBS {
-                prefetch_part::<R, SUBS, _>(tile, j);
-                let block = s * SUBS + j;
-                // SAFETY: the CPU has AVX2 (this function's contract).
-                unsafe { whole_sub_block(tile, j, &words[block], pair_sums[block], &mut sums) };
-            }
-            sums
-        } else {
-            tile_sums::<R, _, _>(tile, zero, |j, h, sums| {
+        let sums = tile_sums::<R, _, _>(
+            tile,
+            zero,
+            |j, h, sums| {
                 // SAFETY: the CPU has AVX2 (this function's contract); `words` and `pair_sums`
                 // hold `R` rows of `blocks` entries.
                 unsafe { sub_block(tile, j, h, s * SUBS + j, (words, pair_sums, blocks), sums) }
-            })
-        };
+            },
+            Some(|j, sums: &mut _| {
+                let block = s * SUBS + j;
+                // SAFETY: the CPU has AVX2 (this function's contract).
+                unsafe { whole_sub_block(tile, j, &words[block], pair_sums[block], sums) }
+            }),
+        );
         let (d, dmin) = (widen_halves(&tile.d), widen_halves(&tile.dmin));
         for (r, acc) in acc.iter_mut().enumerate() {
             let a_scale = _mm256_set1_ps(scales[r * blocks + s * SUBS]);

@@ -36,11 +36,16 @@ unsafe fn rows<const R: usize>(
     for (s, tile) in tiles.iter().enumerate() {
         // Per half and row: the halves' sums times their scales in i32, exact, as the
         // super-block's activations share one scale (ggml's Q8_K).
-        let dots = tile_sums::<R, _, _>(tile, [_mm256_setzero_si256(); R], |j, h, dots| {
-            // SAFETY: the CPU has AVX2 (this function's contract); `words` and `pair_sums`
-            // hold `R` rows of `blocks` entries.
-            unsafe { sub_block(tile, j, h, s * SUBS + j, (words, pair_sums, blocks), dots) }
-        });
+        let dots = tile_sums::<R, _, _>(
+            tile,
+            [_mm256_setzero_si256(); R],
+            |j, h, dots| {
+                // SAFETY: the CPU has AVX2 (this function's contract); `words` and `pair_sums`
+                // hold `R` rows of `blocks` entries.
+                unsafe { sub_block(tile, j, h, s * SUBS + j, (words, pair_sums, blocks), dots) }
+            },
+            None::<fn(usize, &mut [[__m256i; R]; 2])>,
+        );
         let d = widen_halves(&tile.d);
         for (r, acc) in acc.iter_mut().enumerate() {
             add_super(

@@ -7,7 +7,6 @@ use crate::avx2_frame::avx2_group;
 use crate::avx2_frame::{
     SubBlockActs, add_super, offset_dot, signed_half_scales, store_rows, tile_sums, widen_halves,
 };
-use crate::tiled::prefetch_part;
 
 /// Activation rows per micro-kernel call. A prompt's rows take the tile's two halves of 8 rows
 /// one after the other, over the whole super-block each (`avx2_frame::tile_sums`), so each row
@@ -37,25 +36,23 @@ unsafe fn rows<const R: usize>(
     for (s, tile) in tiles.iter().enumerate() {
         // Per half and row: the halves' sums times their scales in i32, exact, as the
         // super-block's activations share one scale (ggml's Q8_K).
-        let dots = if R == 1 {
-            let mut dots = [[_mm256_setzero_si256(); R]; 2];
-            for j in 0..SUBS {
-                prefetch_part::<R, SUBS, _>(tile, j);
+        let dots = tile_sums::<R, _, _>(
+            tile,
+            [_mm256_setzero_si256(); R],
+            |j, h, dots| {
+                // SAFETY: the CPU has AVX2 (this function's contract); `words` and `pair_sums`
+                // hold `R` rows of `blocks` entries.
+                unsafe { sub_block(tile, j, h, s * SUBS + j, (words, pair_sums, blocks), dots) }
+            },
+            Some(|j, dots: &mut [[__m256i; R]; 2]| {
                 let block = s * SUBS + j;
                 // SAFETY: the CPU has AVX2 (this function's contract).
                 let sub = unsafe { whole_sub_block(tile, j, &words[block], pair_sums[block]) };
                 for (dots, sub) in dots.iter_mut().zip(sub) {
                     dots[0] = _mm256_add_epi32(dots[0], sub);
                 }
-            }
-            dots
-        } else {
-            tile_sums::<R, _, _>(tile, [_mm256_setzero_si256(); R], |j, h, dots| {
-                // SAFETY: the CPU has AVX2 (this function's contract); `words` and `pair_sums`
-                // hold `R` rows of `blocks` entries.
-                unsafe { sub_block(tile, j, h, s * SUBS + j, (words, pair_sums, blocks), dots) }
-            })
-        };
+            }),
+        );
         let d = widen_halves(&tile.d);
         for (r, acc) in acc.iter_mut().enumerate() {
             add_super(
