@@ -17,7 +17,7 @@
 //! does); the merge is exact up to rounding.
 //!
 //! With AVX2 and FMA, and a head size that is a multiple of 8, each task runs as small matrix
-//! products (`tiled.rs`): four query vectors share every key and value loaded, and the
+//! products (`tiled.rs`): up to six query vectors share every key and value loaded, and the
 //! softmax works on eight scores to a register. With AVX-512F too, and a head size that is a
 //! multiple of 16, seven query vectors share them, sixteen scores to a register
 //! (`tiled512.rs`). Otherwise the portable code takes one query vector at a time. The keys

@@ -129,8 +129,9 @@ fn max_abs_error(got: &[f32], want: &[f32]) -> f32 {
 fn matches_the_definition_for_every_mix_of_depth_chunk_and_head_layout() {
     let mut rng = Lcg(5);
     // (heads, kv_heads, head_dim): grouped, multi-head, a dim that is not a multiple of 8, and
-    // for the tiled kernel five heads per KV head (a tile of four and one of one) with a dim
-    // of 24 (registers of sixteen dims, then one of eight).
+    // for the tiled kernel five heads per KV head (one tile of five) with a dim of 24 (values
+    // in a register pair of sixteen dims, then one of eight), six with a dim of 40, and eight
+    // (two tiles of four; three registers of dims, then one).
     for (heads, kv_heads, head_dim) in [
         (4, 2, 16),
         (3, 3, 8),
@@ -138,6 +139,8 @@ fn matches_the_definition_for_every_mix_of_depth_chunk_and_head_layout() {
         (4, 2, 128),
         (2, 1, 12),
         (5, 1, 24),
+        (12, 2, 40),
+        (8, 1, 32),
     ] {
         for (queries, offset) in [
             (1, 0),

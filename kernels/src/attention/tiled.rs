@@ -17,12 +17,32 @@ use super::element::Kind;
 use super::exp::exp_shifted_avx2;
 use super::{KEY_BLOCK, KvElement, State, Task};
 
-/// Query vectors that share each load: four queries × two key registers are eight
+/// The most query vectors that share each load: six queries × two key registers are twelve
 /// accumulators, and with the loaded keys and a broadcast query they fit the sixteen registers.
-const QUERIES: usize = 4;
+const QUERIES: usize = 6;
 /// Score rows a block's tile of states may need: the most states either kernel takes at once
 /// ([`QUERIES`], or the AVX-512 kernel's `QUERIES`).
 pub(super) const SCORE_ROWS: usize = 7;
+
+/// How many of the `left` states still to fold into a block go through together.
+///
+/// Each state's score against a register of keys is a chain of multiply-adds, and a Zen 2 core
+/// needs ten such chains in flight to keep its two FMA pipes busy (five cycles each). Tiles of
+/// four states were eight chains; six are twelve, and their values' products, two registers of
+/// dimensions per state, twelve too. On a 2-core Zen 2 VM (`examples/attention`, two runs of
+/// each build in turn), decoding a token through the six query heads per KV head of
+/// Qwen2.5-1.5B took 206–212 µs a layer at a depth of 4k against 264–273 in tiles of four and
+/// two, and 813–860 against 1052–1094 at 16k; a prompt chunk's attention at 4k, in tiles of
+/// six across rows, 2–4% less time. Seven states would need seventeen registers: in one
+/// tile, with one spilled, Qwen2.5-0.5B's seven heads per KV head decoded no faster than in
+/// tiles of four and three, and eight go as two fours rather than six and a tile of two (four
+/// chains).
+fn states_per_tile(left: usize) -> usize {
+    match left {
+        7 | 8 => 4,
+        left => left.min(QUERIES),
+    }
+}
 /// One score row per state of a tile: `scores[n][j]` is state `n`'s score, then weight, of
 /// key `j` of the block.
 pub(super) type Scores = [[f32; KEY_BLOCK]; SCORE_ROWS];
@@ -165,8 +185,8 @@ impl<E: KvElement> Task<'_, E> {
         };
         // Rows on the block's diagonal see part of it, each its own part; the rows after
         // them see all of it, and their states, one run, are taken a tile at a time across
-        // rows (four, or seven with AVX-512), so that seven heads per KV head need no tile of
-        // three on AVX2.
+        // rows (up to six, or seven with AVX-512), so that seven heads per KV head need no
+        // tile of three on AVX2.
         for r in 0..whole {
             let end = s.offset + self.rows.start + r + 1;
             if end > first {
@@ -248,11 +268,13 @@ impl<E: KvElement> Block<'_, E> {
         let ask = self.ahead.iter().any(|span| !span.is_empty());
         let mut at = states.start;
         while at < states.end {
-            let n = QUERIES.min(states.end - at);
+            let n = states_per_tile(states.end - at);
             let q = |i: usize| query(at + i);
-            // SAFETY (all four): the CPU has AVX2 and FMA.
+            // SAFETY (all six): the CPU has AVX2 and FMA.
             unsafe {
                 match n {
+                    6 => self.attend_asking::<6>(ask, [0, 1, 2, 3, 4, 5].map(q), state, at, scores),
+                    5 => self.attend_asking::<5>(ask, [0, 1, 2, 3, 4].map(q), state, at, scores),
                     4 => self.attend_asking::<4>(ask, [0, 1, 2, 3].map(q), state, at, scores),
                     3 => self.attend_asking::<3>(ask, [0, 1, 2].map(q), state, at, scores),
                     2 => self.attend_asking::<2>(ask, [0, 1].map(q), state, at, scores),
@@ -354,10 +376,11 @@ impl<E: KvElement> Block<'_, E> {
         // accumulators, three loaded values and a broadcast weight are the sixteen registers,
         // and twelve chains of multiply-adds (nine for three states) hide their latency where
         // two registers' eight (and six) did not: a prompt chunk's attention 6–7% faster on a
-        // 2-core Zen 2 VM, the same bits (each sum still runs in key order).
+        // 2-core Zen 2 VM, the same bits (each sum still runs in key order). Five or six
+        // states take two registers each, ten or twelve chains.
         let mut d = 0;
         // SAFETY (all three): the CPU has AVX2 and FMA; `d + 8 · V <= dim`.
-        while d + 3 * LANES <= dim {
+        while N <= 4 && d + 3 * LANES <= dim {
             unsafe { self.weigh_values::<N, 3>(scores, &corrections, state, at, d) };
             d += 3 * LANES;
         }

@@ -1,6 +1,6 @@
 //! The tiled attention kernel's two products on AVX-512: scores and weighted values.
 //!
-//! The AVX2 kernel (`tiled.rs`) takes four query vectors at a time, each key tile in two
+//! The AVX2 kernel (`tiled.rs`) takes up to six query vectors at a time, each key tile in two
 //! 8-lane registers, and broadcasts every query element and weight into a register of its own
 //! before its multiply-adds; the seven query heads that share a KV head in Qwen2.5-0.5B then
 //! take a tile of four and one of three, and each of the two widens the block's values again.
