@@ -13,9 +13,10 @@ use half::f16;
 use hearth_kernels::{AttentionShape, KEY_BLOCK, KvElement, ShapeError, causal_attention};
 
 /// (name, query heads, KV heads, head size).
-const LAYOUTS: [(&str, usize, usize, usize); 3] = [
+const LAYOUTS: [(&str, usize, usize, usize); 4] = [
     ("Qwen2.5-0.5B 14/2x64", 14, 2, 64),
     ("Qwen2.5-1.5B 12/2x128", 12, 2, 128),
+    ("Qwen2.5-14B 40/8x128", 40, 8, 128),
     ("one KV head 8/1x128", 8, 1, 128),
 ];
 
