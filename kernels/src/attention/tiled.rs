@@ -23,6 +23,20 @@ const QUERIES: usize = 6;
 /// Score rows a block's tile of states may need: the most states either kernel takes at once
 /// ([`QUERIES`], or the AVX-512 kernel's `QUERIES`).
 pub(super) const SCORE_ROWS: usize = 7;
+/// One score row per state of a tile: `scores[n][j]` is state `n`'s score, then weight, of
+/// key `j` of the block.
+pub(super) type Scores = [[f32; KEY_BLOCK]; SCORE_ROWS];
+const _: () = assert!(QUERIES <= SCORE_ROWS);
+const LANES: usize = 8;
+/// Keys per score tile: two registers.
+const KEY_TILE: usize = 2 * LANES;
+const _: () = assert!(KEY_BLOCK.is_multiple_of(KEY_TILE));
+/// Dimensions summed in one run of multiply-adds before the run is added to the score. One
+/// run over all 64 dimensions of Qwen2.5's heads rounds worse where its keys hold large
+/// values: on the real model it moved logits by up to 0.39 against the portable kernel, whose
+/// eight lanes each sum eight dimensions. Runs of eight cost 5–10% of the attention's speed
+/// and gave the portable kernel's logits to the bit in the real-model reference test.
+pub(super) const DIM_CHUNK: usize = 8;
 
 /// How many of the `left` states still to fold into a block go through together.
 ///
@@ -43,20 +57,6 @@ fn states_per_tile(left: usize) -> usize {
         left => left.min(QUERIES),
     }
 }
-/// One score row per state of a tile: `scores[n][j]` is state `n`'s score, then weight, of
-/// key `j` of the block.
-pub(super) type Scores = [[f32; KEY_BLOCK]; SCORE_ROWS];
-const _: () = assert!(QUERIES <= SCORE_ROWS);
-const LANES: usize = 8;
-/// Keys per score tile: two registers.
-const KEY_TILE: usize = 2 * LANES;
-const _: () = assert!(KEY_BLOCK.is_multiple_of(KEY_TILE));
-/// Dimensions summed in one run of multiply-adds before the run is added to the score. One
-/// run over all 64 dimensions of Qwen2.5's heads rounds worse where its keys hold large
-/// values: on the real model it moved logits by up to 0.39 against the portable kernel, whose
-/// eight lanes each sum eight dimensions. Runs of eight cost 5–10% of the attention's speed
-/// and gave the portable kernel's logits to the bit in the real-model reference test.
-pub(super) const DIM_CHUNK: usize = 8;
 
 impl<E: KvElement> Task<'_, E> {
     /// [`Task::run`]'s work for a head size that is a multiple of 8.
