@@ -202,7 +202,7 @@ impl<E: KvElement> Task<'_, E> {
 
 /// Asks for `span` (part of the next block's keys or values) to be brought into L2 while the
 /// current block is worked on; decoding spreads the requests over a block's score products
-/// ([`prefetch_part`]). Decoding reads each layer's keys and values once, from memory;
+/// ([`Requests`]). Decoding reads each layer's keys and values once, from memory;
 /// alone, the hardware prefetcher left decode attention at a depth of 4k twice as slow as from
 /// cache (`examples/attention`, 2-core Zen 4 VM). Asking for the whole next block at a block's
 /// start took that from 250 to 205 µs per layer; spreading the requests over the block's
@@ -220,13 +220,40 @@ fn prefetch<E>(span: &[E]) {
     }
 }
 
-/// Part `part` of `parts` of each of `spans`, asked for with [`prefetch`].
-#[inline]
-pub(super) fn prefetch_part<E>(spans: &[&[E]; 2], part: usize, parts: usize) {
-    for span in spans {
-        let each = span.len().div_ceil(parts);
-        let from = (part * each).min(span.len());
-        prefetch(&span[from..span.len().min(from + each)]);
+/// The next block's keys and values, asked for with [`prefetch`] an equal share of lines at a
+/// time, each share where the last one ended. The shares' size is worked out once per tile
+/// of states: found by two divisions for every run of eight dimensions, as the part of the
+/// spans it was, they had cost a tenth of the decode attention on Qwen2.5-0.5B's heads
+/// (2-core Zen 2 VM, `examples/attention 2 decode`, two runs of each build in turn: 162–164 →
+/// 144–148 µs a layer at a depth of 4k; 1.5B's heads 209–213 → 193–195).
+pub(super) struct Requests {
+    next: [*const i8; 2],
+    end: [*const i8; 2],
+    /// Bytes per share, whole lines.
+    share: [usize; 2],
+}
+
+impl Requests {
+    /// `spans` in `parts` shares.
+    #[inline]
+    pub(super) fn new<E>(spans: &[&[E]; 2], parts: usize) -> Self {
+        let share = spans.map(|span| (size_of_val(span).div_ceil(parts)).next_multiple_of(64));
+        let next = spans.map(|span| span.as_ptr().cast::<i8>());
+        let end = [0, 1].map(|i| next[i].wrapping_add(size_of_val(spans[i])));
+        Self { next, end, share }
+    }
+
+    /// Asks for the next share of each span.
+    #[inline(always)]
+    pub(super) fn ask_next(&mut self) {
+        for i in 0..2 {
+            let stop = self.next[i].wrapping_add(self.share[i]).min(self.end[i]);
+            while self.next[i] < stop {
+                // SAFETY: a prefetch is a hint that never faults; the address is in the span.
+                unsafe { _mm_prefetch::<_MM_HINT_T1>(self.next[i]) };
+                self.next[i] = self.next[i].wrapping_add(64);
+            }
+        }
     }
 }
 
@@ -321,7 +348,8 @@ impl<E: KvElement> Block<'_, E> {
     ) {
         let dim = self.dim;
         assert!(
-            (1..=KEY_BLOCK).contains(&self.count)
+            dim.is_multiple_of(DIM_CHUNK)
+                && (1..=KEY_BLOCK).contains(&self.count)
                 && self.keys.len() >= dim * KEY_BLOCK
                 && self.values.len() >= self.count * dim
                 && queries.iter().all(|q| q.len() == dim)
@@ -331,18 +359,17 @@ impl<E: KvElement> Block<'_, E> {
         let tiles = self.count.div_ceil(KEY_TILE);
         let chunks = dim.div_ceil(DIM_CHUNK);
         let scale = _mm256_set1_ps(self.scale);
+        let mut requests = ASK.then(|| Requests::new(&self.ahead, tiles * chunks));
         for tile in 0..tiles {
             let mut acc = [[_mm256_setzero_ps(); 2]; N];
             for chunk in (0..dim).step_by(DIM_CHUNK) {
-                if ASK {
-                    prefetch_part(
-                        &self.ahead,
-                        tile * chunks + chunk / DIM_CHUNK,
-                        tiles * chunks,
-                    );
+                if let Some(requests) = &mut requests {
+                    requests.ask_next();
                 }
                 let mut part = [[_mm256_setzero_ps(); 2]; N];
-                for d in chunk..dim.min(chunk + DIM_CHUNK) {
+                // A whole run: `dim` is a multiple of it (asserted above), and a loop of a
+                // known count is unrolled.
+                for d in chunk..chunk + DIM_CHUNK {
                     // SAFETY: `d < dim` and the tile's 16 keys are inside a block of
                     // `KEY_BLOCK` (asserted above).
                     let (k0, k1) = unsafe {

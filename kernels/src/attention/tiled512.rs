@@ -22,7 +22,7 @@ use std::arch::x86_64::*;
 use std::ops::Range;
 
 use super::element::Kind;
-use super::tiled::{Block, DIM_CHUNK, SCORE_ROWS, Scores, prefetch_part};
+use super::tiled::{Block, DIM_CHUNK, Requests, SCORE_ROWS, Scores};
 use super::{KEY_BLOCK, KvElement, State};
 
 /// Query vectors taken together: seven × two key registers, and their runs' partial sums,
@@ -93,14 +93,11 @@ impl<E: KvElement> Block<'_, E> {
         let tiles = self.count.div_ceil(KEY_TILE);
         let chunks = dim.div_ceil(DIM_CHUNK);
         let scale = _mm512_set1_ps(self.scale);
+        let mut requests = Requests::new(&self.ahead, tiles * chunks);
         for tile in 0..tiles {
             let mut acc = [[_mm512_setzero_ps(); 2]; N];
             for chunk in (0..dim).step_by(DIM_CHUNK) {
-                prefetch_part(
-                    &self.ahead,
-                    tile * chunks + chunk / DIM_CHUNK,
-                    tiles * chunks,
-                );
+                requests.ask_next();
                 let mut part = [[_mm512_setzero_ps(); 2]; N];
                 for d in chunk..dim.min(chunk + DIM_CHUNK) {
                     // SAFETY: `d < dim` and the tile's 32 keys are inside a block of
