@@ -90,7 +90,7 @@ pub(crate) unsafe fn store_rows<const R: usize>(
 /// `[row][half]`, half 0 holding the tile's rows 0–7; each i16 lane sums 16 products of a
 /// nibble and a byte, at most 16 · 15 · 127, so none saturates. `each_word(q)` runs before
 /// word `q` is loaded: the Q4_0 and Q4_1 kernels ask for a word's share of the lines ahead
-/// there (`tiled::prefetch_part`).
+/// there (`tiled::prefetch_part_twice`).
 ///
 /// For four rows or more (Q4_0's and Q4_1's prompt steps of eight and four) the four words are
 /// unpacked first and each row then runs over them, keeping only its two sums in registers:
@@ -184,19 +184,32 @@ const SUBS: usize = crate::activations::SUPER / crate::activations::BLOCK;
 /// both halves (Q2_K and Q6_K stream 4–8% faster so on a Zen 2; Q3_K, which has nothing to
 /// share there, ran 5–10% slower through a closure of its own). (Q5_K, whose fifth bits
 /// unpack for both halves at once, was no faster half by half, and keeps its own order.)
+///
+/// A single row asks for the lines ahead a sub-block's share at a time, twice where `NEAR`
+/// says so ([`crate::tiled::prefetch_part_twice`]): Q6_K streamed at 81–85% of the plain sum
+/// asking once and 86–90% twice (2-core Zen 2 VM, three runs each in turn), while Q2_K and
+/// Q3_K, whose unpacking holds them back more than the memory does, did no better (Q3_K
+/// 76–84% against 82–88%) and ask once.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-pub(crate) fn tile_sums<const R: usize, T, S: Copy>(
+pub(crate) fn tile_sums<const R: usize, const NEAR: bool, T, S: Copy>(
     tile: &T,
     zero: S,
     mut sub_block: impl FnMut(usize, usize, &mut S),
     mut whole_sub_block: Option<impl FnMut(usize, &mut [S; 2])>,
 ) -> [S; 2] {
-    use crate::tiled::prefetch_part;
+    use crate::tiled::{prefetch_part, prefetch_part_twice};
+    // Each arm is a request for a constant count of parts.
+    let ask = |part: usize, parts: usize| match (NEAR, parts == SUBS) {
+        (true, true) => prefetch_part_twice::<R, SUBS, _>(tile, part),
+        (true, false) => prefetch_part_twice::<R, { 2 * SUBS }, _>(tile, part),
+        (false, true) => prefetch_part::<R, SUBS, _>(tile, part),
+        (false, false) => prefetch_part::<R, { 2 * SUBS }, _>(tile, part),
+    };
     let mut sums = [zero; 2];
     if R == 1 {
         for j in 0..SUBS {
-            prefetch_part::<R, SUBS, _>(tile, j);
+            ask(j, SUBS);
             match &mut whole_sub_block {
                 Some(whole_sub_block) => whole_sub_block(j, &mut sums),
                 None => {
@@ -211,7 +224,7 @@ pub(crate) fn tile_sums<const R: usize, T, S: Copy>(
             // The loop's own copy, which stays in registers.
             let mut half = *sums;
             for j in 0..SUBS {
-                prefetch_part::<R, { 2 * SUBS }, _>(tile, h * SUBS + j);
+                ask(h * SUBS + j, 2 * SUBS);
                 sub_block(j, h, &mut half);
             }
             *sums = half;

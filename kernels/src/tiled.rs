@@ -227,7 +227,7 @@ const PREFETCH_AHEAD: usize = 8 * 1024;
 #[inline(always)]
 pub(crate) fn prefetch_ahead<const R: usize, T>(tile: &T) {
     #[cfg(target_arch = "x86_64")]
-    prefetch_lines::<R, 1, T, { std::arch::x86_64::_MM_HINT_T1 }>(tile, 0);
+    prefetch_lines::<R, 1, T, { std::arch::x86_64::_MM_HINT_T1 }, PREFETCH_AHEAD>(tile, 0);
     #[cfg(not(target_arch = "x86_64"))]
     let _ = tile;
 }
@@ -255,19 +255,54 @@ pub(crate) fn prefetch_ahead<const R: usize, T>(tile: &T) {
 #[inline(always)]
 pub(crate) fn prefetch_part<const R: usize, const PARTS: usize, T>(tile: &T, part: usize) {
     #[cfg(target_arch = "x86_64")]
-    prefetch_lines::<R, PARTS, T, { std::arch::x86_64::_MM_HINT_NTA }>(tile, part);
+    prefetch_lines::<R, PARTS, T, { std::arch::x86_64::_MM_HINT_NTA }, PREFETCH_AHEAD>(tile, part);
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (tile, part);
 }
 
+/// How far ahead of the tile being multiplied the AVX2 kernels ask for weights a second time,
+/// into L1 ([`prefetch_part_twice`]).
+const PREFETCH_NEAR: usize = 2 * 1024;
+
+/// [`prefetch_part`], and the same part of the span [`PREFETCH_NEAR`] bytes past `tile` into
+/// L1: the AVX2 kernels' requests (Q2_K's and Q3_K's excepted, `avx2_frame::tile_sums`). On a
+/// 2-core Zen 2 VM, one matrix of ~128 MiB a call set against the plain sum just before and
+/// after (`examples/packed_matmul 2 stream`, six runs of each build in turn), the share of the
+/// plain sum went, asking once 8 KiB ahead → asking again 2 KiB ahead:
+///
+/// | format | once | twice |
+/// |---|---|---|
+/// | Q4_0 | 89–98% | 92–103% |
+/// | Q4_1 | 87–97% | 92–103% |
+/// | Q5_0 | 93–98% | 95–104% |
+/// | Q5_1 | 89–95% | 93–102% |
+/// | Q8_0 | 85–97% | 86–101% |
+/// | Q4_K | 83–93% | 92–95% |
+/// | Q5_K | 79–87% | 83–89% |
+/// | Q6_K | 81–87% | 84–92% |
+///
+/// 1 and 4 KiB did as well on some formats and worse on others. Whole Qwen2.5-0.5B files
+/// decoded at depth 0 (`hearth bench`, five pairs each in turn): Q4_K_M 60.3–64.0 → 62.8–65.3
+/// tok/s, Q4_0 70.7–71.8 → 71.1–73.6, Q8_0 within the noise. The AVX-512 kernels were not
+/// measured with it (no such CPU at hand), so they ask once.
+#[inline(always)]
+pub(crate) fn prefetch_part_twice<const R: usize, const PARTS: usize, T>(tile: &T, part: usize) {
+    prefetch_part::<R, PARTS, T>(tile, part);
+    #[cfg(target_arch = "x86_64")]
+    prefetch_lines::<R, PARTS, T, { std::arch::x86_64::_MM_HINT_T0 }, PREFETCH_NEAR>(tile, part);
+}
+
 /// Asks, with the hint `HINT`, for part `part` of `PARTS` of the lines of the tile-sized span
-/// [`PREFETCH_AHEAD`] bytes past `tile`, when the call is for one activation row.
+/// `AHEAD` bytes past `tile`, when the call is for one activation row.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn prefetch_lines<const R: usize, const PARTS: usize, T, const HINT: i32>(tile: &T, part: usize) {
+fn prefetch_lines<const R: usize, const PARTS: usize, T, const HINT: i32, const AHEAD: usize>(
+    tile: &T,
+    part: usize,
+) {
     if R == 1 {
         let lines = size_of::<T>().div_ceil(64);
-        let ahead = (tile as *const T).cast::<i8>().wrapping_add(PREFETCH_AHEAD);
+        let ahead = (tile as *const T).cast::<i8>().wrapping_add(AHEAD);
         for line in part * lines / PARTS..(part + 1) * lines / PARTS {
             // SAFETY: a prefetch is a hint that never faults, whatever the address; SSE, which
             // it needs, is part of x86_64.

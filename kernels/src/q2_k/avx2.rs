@@ -48,7 +48,7 @@ unsafe fn rows<const R: usize>(
             dots: zero,
             mins: zero,
         };
-        let sums = tile_sums::<R, _, _>(
+        let sums = tile_sums::<R, false, _, _>(
             tile,
             zero,
             |j, h, sums| {

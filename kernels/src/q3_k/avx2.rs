@@ -36,7 +36,7 @@ unsafe fn rows<const R: usize>(
     for (s, tile) in tiles.iter().enumerate() {
         // Per half and row: the halves' sums times their scales in i32, exact, as the
         // super-block's activations share one scale (ggml's Q8_K).
-        let dots = tile_sums::<R, _, _>(
+        let dots = tile_sums::<R, false, _, _>(
             tile,
             [_mm256_setzero_si256(); R],
             |j, h, dots| {

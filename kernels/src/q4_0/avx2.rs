@@ -5,7 +5,7 @@ use crate::activations::QuantizedRows;
 use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
 use crate::avx2_frame::{nibble_sums, store_rows, widen_halves};
-use crate::tiled::prefetch_part;
+use crate::tiled::prefetch_part_twice;
 
 /// Activation rows per micro-kernel call. `nibble_sums` unpacks a tile's words once for four
 /// rows or more and each row then keeps only its two sums in registers, so eight rows share
@@ -38,7 +38,7 @@ unsafe fn rows<const R: usize>(
         // SAFETY: the tile's first 256 bytes, 32-byte aligned, are its nibbles.
         let sums = unsafe {
             nibble_sums::<R>(tile.qs.as_ptr(), words, blocks, block, |q| {
-                prefetch_part::<R, 4, _>(tile, q)
+                prefetch_part_twice::<R, 4, _>(tile, q)
             })
         };
         let weight_scales = widen_halves(&tile.scales);

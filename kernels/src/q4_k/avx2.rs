@@ -5,7 +5,7 @@ use crate::activations::QuantizedRows;
 use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
 use crate::avx2_frame::{add_super, nibble_sums, store_rows, widen_bytes8x2, widen_halves};
-use crate::tiled::prefetch_part;
+use crate::tiled::prefetch_part_twice;
 
 /// Activation rows per micro-kernel call, as for Q4_0: their i16 sums and f32 accumulators
 /// for both halves of the tile, with the unpacked weights, about fill the sixteen registers.
@@ -36,7 +36,7 @@ unsafe fn rows<const R: usize>(
         let mut dots = [[_mm256_setzero_si256(); 2]; R];
         let mut min_dots = [[_mm256_setzero_si256(); 2]; R];
         for j in 0..SUBS {
-            prefetch_part::<R, SUBS, _>(tile, j);
+            prefetch_part_twice::<R, SUBS, _>(tile, j);
             let block = s * SUBS + j;
             // SAFETY: `qs[j]` is sub-block `j`'s 256 bytes of nibbles, 64-byte aligned.
             let sums =

@@ -7,7 +7,7 @@ use crate::avx2_frame::avx2_group;
 use crate::avx2_frame::{add_word, store_rows, widen_halves};
 #[cfg(target_arch = "x86_64")]
 use crate::five_bit_layout::top_pairs_words;
-use crate::tiled::prefetch_part;
+use crate::tiled::prefetch_part_twice;
 
 /// Activation rows per micro-kernel call. A tile is unpacked once per call and each row then
 /// keeps only its two sums in registers, so more rows share the unpacking: on a 2-core Zen 2
@@ -47,7 +47,7 @@ unsafe fn rows<const R: usize>(
         // The tile's four words unpacked first, then each row over them: a prompt's rows read
         // the values from L1 and keep their sums in registers. Word by word, with every row's
         // sums live, a prompt ran 16% slower (Zen 2): the compiler spilled the values instead.
-        let values = top_pairs_words(&tile.qs, tops, |q| prefetch_part::<R, 4, _>(tile, q));
+        let values = top_pairs_words(&tile.qs, tops, |q| prefetch_part_twice::<R, 4, _>(tile, q));
         let mut sums = [[_mm256_setzero_si256(); 2]; R];
         for (r, sums) in sums.iter_mut().enumerate() {
             let row = &words[r * blocks + block];

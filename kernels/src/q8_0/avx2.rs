@@ -15,7 +15,7 @@ use crate::activations::QuantizedRows;
 use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
 use crate::avx2_frame::{store_rows, widen_halves};
-use crate::tiled::prefetch_part;
+use crate::tiled::prefetch_part_twice;
 
 /// Activation rows per micro-kernel call. Four rows' i32 sums for both halves plus the
 /// weights and their magnitudes fill the sixteen registers; the f32 accumulators, touched
@@ -51,7 +51,7 @@ unsafe fn rows<const R: usize>(
             reason = "`q` picks the same word from the tile and from every row's block"
         )]
         for q in 0..8 {
-            prefetch_part::<R, 8, _>(tile, q);
+            prefetch_part_twice::<R, 8, _>(tile, q);
             // SAFETY: `qs` is 512 bytes at the 32-byte aligned start of the tile; word `q` is
             // its 64 bytes from `q * 64`, rows 0–7 then rows 8–15.
             let w = unsafe {
