@@ -281,10 +281,12 @@ const PREFETCH_NEAR: usize = 2 * 1024;
 /// | Q5_K | 79–87% | 83–89% |
 /// | Q6_K | 81–87% | 84–92% |
 ///
-/// 1 and 4 KiB did as well on some formats and worse on others. Whole Qwen2.5-0.5B files
-/// decoded at depth 0 (`hearth bench`, five pairs each in turn): Q4_K_M 60.3–64.0 → 62.8–65.3
-/// tok/s, Q4_0 70.7–71.8 → 71.1–73.6, Q8_0 within the noise. The AVX-512 kernels were not
-/// measured with it (no such CPU at hand), so they ask once.
+/// 1 and 4 KiB did as well on some formats and worse on others. Whole files at depth 0
+/// (`hearth bench`, in turn): a Qwen2.5-1.5B-shaped Q4_K_M file, mostly Q4_K and Q6_K,
+/// decoded at 26.0–26.3 → 26.9–27.3 tok/s (three pairs); the 0.5B's files, whose large
+/// matrices are Q8_0 and Q5_0, within the noise (Q4_K_M 60.3–64.0 → 62.8–65.3 and Q4_0
+/// 70.7–71.8 → 71.1–73.6 in five pairs; Q4_K_M no faster in two more). The AVX-512 kernels
+/// were not measured with it (no such CPU at hand), so they ask once.
 #[inline(always)]
 pub(crate) fn prefetch_part_twice<const R: usize, const PARTS: usize, T>(tile: &T, part: usize) {
     prefetch_part::<R, PARTS, T>(tile, part);
