@@ -225,11 +225,17 @@ fn compute_table(
 /// Distinct copies of a format's gate/up matrix, [`STREAM_BYTES`] of them in all, are each
 /// multiplied once per round, and the file's bytes over the best round's time are set against
 /// the memory's read bandwidth (`hearth bench`'s bound), measured before and after.
+///
+/// The header also gives what one thread's plain sum reads. Where that is about the whole
+/// figure's share per thread (a 2-core Zen 2 VM: 17.6–17.9 GB/s alone, 33–34 on two), each
+/// core reads at the most it can keep in flight, not at the memory's limit: the kernels
+/// there stream at 85–93% of that on one thread as on two.
 fn memory_table(formats: &[&Format], isas: &[Isa], threads: usize, next: &mut impl FnMut() -> u64) {
     let bandwidth = measure_bandwidth(threads);
     println!(
-        "\ndecode from memory, {threads} threads; read bandwidth {:.1} GB/s",
-        bandwidth / 1e9
+        "\ndecode from memory, {threads} threads; read bandwidth {:.1} GB/s ({:.1} on one thread)",
+        bandwidth / 1e9,
+        measure_bandwidth(1) / 1e9
     );
     print!("{:<5} {:<18} {:>6}", "fmt", "shape", "copies");
     for isa in isas {
@@ -278,6 +284,12 @@ fn memory_table(formats: &[&Format], isas: &[Isa], threads: usize, next: &mut im
 /// median is set against the better of the plain sums just before and after it, so that a
 /// drift of the memory's speed between runs (a third within minutes on a shared VM) moves
 /// both. Prints the medians over the runs.
+///
+/// A matrix read again at once reads faster than one read after other memory: on a 2-core
+/// Zen 2 VM the same Q8_0 kernel streamed a 145 MB matrix at 34.6 GB/s called again and
+/// again, and at 29–30 when 8 MB of other reads, or a 0.5B's layers, came between the calls
+/// (the memory table's distinct copies read at 82–86%, this table at 92–101%). Weigh a
+/// change to what decoding reads against the memory table too.
 fn stream_table(formats: &[&Format], isas: &[Isa], threads: usize, next: &mut impl FnMut() -> u64) {
     let probe = BandwidthProbe::new();
     let Ok(pool) = rayon::ThreadPoolBuilder::new().num_threads(threads).build() else {
