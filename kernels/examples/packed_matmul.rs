@@ -226,10 +226,11 @@ fn compute_table(
 /// multiplied once per round, and the file's bytes over the best round's time are set against
 /// the memory's read bandwidth (`hearth bench`'s bound), measured before and after.
 ///
-/// The header also gives what one thread's plain sum reads. Where that is about the whole
-/// figure's share per thread (a 2-core Zen 2 VM: 17.6–17.9 GB/s alone, 33–34 on two), each
-/// core reads at the most it can keep in flight, not at the memory's limit: the kernels
-/// there stream at 85–93% of that on one thread as on two.
+/// The header also gives what one thread's plain sum reads. Where one thread reads about the
+/// whole figure divided by the threads (a 2-core Zen 2 VM: 17.6–18.0 GB/s alone, 33–34 on
+/// two), each core reads what it can keep in flight, not what the memory could give: there the
+/// kernels stream at 85–93% of one thread's sum on one thread, and at 82–90% of the two
+/// threads' on two.
 fn memory_table(formats: &[&Format], isas: &[Isa], threads: usize, next: &mut impl FnMut() -> u64) {
     let bandwidth = measure_bandwidth(threads);
     println!(
@@ -286,9 +287,9 @@ fn memory_table(formats: &[&Format], isas: &[Isa], threads: usize, next: &mut im
 /// both. Prints the medians over the runs.
 ///
 /// A matrix read again at once reads faster than one read after other memory: on a 2-core
-/// Zen 2 VM the same Q8_0 kernel streamed a 145 MB matrix at 34.6 GB/s called again and
-/// again, and at 29–30 when 8 MB of other reads, or a 0.5B's layers, came between the calls
-/// (the memory table's distinct copies read at 82–86%, this table at 92–101%). Weigh a
+/// Zen 2 VM the same Q8_0 kernel streamed a 145 MB matrix at 33.5–34.8 GB/s called again and
+/// again, and at 29.1–30.5 when 8 MB of other reads, or a 0.5B's layers, came between the
+/// calls (the memory table's distinct copies read at 82–90%, this table at 92–101%). Weigh a
 /// change to what decoding reads against the memory table too.
 fn stream_table(formats: &[&Format], isas: &[Isa], threads: usize, next: &mut impl FnMut() -> u64) {
     let probe = BandwidthProbe::new();
