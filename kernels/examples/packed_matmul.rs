@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use hearth_kernels::{
     BandwidthProbe, Isa, PackedMatrix, PackedQ2_K, PackedQ3_K, PackedQ4_0, PackedQ4_1, PackedQ4_K,
-    PackedQ5_0, PackedQ5_1, PackedQ5_K, PackedQ6_K, PackedQ8_0, WeightArena, measure_bandwidth,
+    PackedQ5_0, PackedQ5_1, PackedQ5_K, PackedQ6_K, PackedQ8_0, WeightArena,
 };
 
 /// Qwen2.5-7B's MLP down projection: a matrix far past the last-level cache, whose long rows
@@ -232,12 +232,17 @@ fn compute_table(
 /// kernels stream at 85–93% of one thread's sum on one thread, and at 82–90% of the two
 /// threads' on two.
 fn memory_table(formats: &[&Format], isas: &[Isa], threads: usize, next: &mut impl FnMut() -> u64) {
-    let bandwidth = measure_bandwidth(threads);
-    println!(
-        "\ndecode from memory, {threads} threads; read bandwidth {:.1} GB/s ({:.1} on one thread)",
-        bandwidth / 1e9,
-        measure_bandwidth(1) / 1e9
+    // One buffer for the three sums: each `measure_bandwidth` allocates and writes its own.
+    let probe = BandwidthProbe::new();
+    let bandwidth = probe.measure(threads);
+    print!(
+        "\ndecode from memory, {threads} threads; read bandwidth {:.1} GB/s",
+        bandwidth / 1e9
     );
+    if threads > 1 {
+        print!(" ({:.1} on one thread)", probe.measure(1) / 1e9);
+    }
+    println!();
     print!("{:<5} {:<18} {:>6}", "fmt", "shape", "copies");
     for isa in isas {
         print!(" {:>12} {:>9}", format!("{isa:?} GB/s"), "of bound");
@@ -275,7 +280,7 @@ fn memory_table(formats: &[&Format], isas: &[Isa], threads: usize, next: &mut im
     }
     println!(
         "read bandwidth after: {:.1} GB/s",
-        measure_bandwidth(threads) / 1e9
+        probe.measure(threads) / 1e9
     );
 }
 
