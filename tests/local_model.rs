@@ -259,11 +259,18 @@ fn a_new_hearth_run_reads_the_system_prompt_from_disk_and_answers_the_same() {
     };
     let model = q8_0_copy(&model);
     let home = tempfile::tempdir().unwrap();
-    // One `hearth run` in `home`; its answer and its log.
+    // The project is a directory of its own, the same in every run: the project map put before
+    // the prompt would otherwise list the logs and caches the earlier runs left in `home`, and
+    // each run would ask a different question.
+    let project = home.path().join("project");
+    std::fs::create_dir(&project).unwrap();
+    std::fs::write(project.join("README.md"), "# sums\n").unwrap();
+    // One `hearth run` in `project`; its answer and its log.
     let run = |prompt: &str, more: &str, log: &str| {
         let log = home.path().join(log);
         let started = std::time::Instant::now();
         let output = hearth_in(home.path(), &model, 24, more)
+            .current_dir(&project)
             .env("HEARTH_LOG_FILE", &log)
             .args(["run", "-p", prompt])
             .output()
@@ -280,8 +287,24 @@ fn a_new_hearth_run_reads_the_system_prompt_from_disk_and_answers_the_same() {
     const FROM_DISK: &str = "system turn read from disk";
     let (_, first) = run("What is 2 + 2?", "", "first.log");
     assert!(!first.contains(FROM_DISK), "{first}");
+    // Each system turn the run's requests opened with, saved once however many rounds it
+    // took: the agent's own, and those of the requests of their own it made (the answer
+    // digest, where the model called tools and then lost the question: `agent/digest.rs`).
     let saved: Vec<_> = walk(&home.path().join("cache/hearth/prefixes"));
-    assert_eq!(saved.len(), 1, "{saved:?}");
+    let saves: Vec<&str> = first
+        .lines()
+        .filter(|line| line.contains("prefix store: system turn saved"))
+        .collect();
+    assert!(!saved.is_empty(), "{first}");
+    assert_eq!(saves.len(), saved.len(), "{saved:?}\n{first}");
+    for path in &saved {
+        let named = path.display().to_string();
+        assert_eq!(
+            saves.iter().filter(|line| line.contains(&named)).count(),
+            1,
+            "{named} saved once: {first}"
+        );
+    }
 
     // A new session: another process, another question, the same project.
     let (cached, log) = run("What is 3 + 3?", "", "second.log");
