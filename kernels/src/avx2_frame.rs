@@ -90,7 +90,7 @@ pub(crate) unsafe fn store_rows<const R: usize>(
 /// `[row][half]`, half 0 holding the tile's rows 0–7; each i16 lane sums 16 products of a
 /// nibble and a byte, at most 16 · 15 · 127, so none saturates. `each_word(q)` runs before
 /// word `q` is loaded: the Q4_0 and Q4_1 kernels ask for a word's share of the lines ahead
-/// there (`tiled::prefetch_part_twice`).
+/// there (`prefetch::prefetch_part_twice`).
 ///
 /// For four rows or more (Q4_0's and Q4_1's prompt steps of eight and four) the four words are
 /// unpacked first and each row then runs over them, keeping only its two sums in registers:
@@ -186,7 +186,7 @@ const SUBS: usize = crate::activations::SUPER / crate::activations::BLOCK;
 /// unpack for both halves at once, was no faster half by half, and keeps its own order.)
 ///
 /// A single row asks for the lines ahead a sub-block's share at a time, twice where `NEAR`
-/// says so ([`crate::tiled::prefetch_part_twice`]): Q6_K streamed at 81–85% of the plain sum
+/// says so ([`crate::prefetch::prefetch_part_twice`]): Q6_K streamed at 81–85% of the plain sum
 /// asking once and 86–90% twice (2-core Zen 2 VM, three runs each in turn), while Q2_K and
 /// Q3_K, whose unpacking holds them back more than the memory does, did no better (Q3_K
 /// 76–84% against 82–88%) and ask once.
@@ -198,7 +198,7 @@ pub(crate) fn tile_sums<const R: usize, const NEAR: bool, T, S: Copy>(
     mut sub_block: impl FnMut(usize, usize, &mut S),
     mut whole_sub_block: Option<impl FnMut(usize, &mut [S; 2])>,
 ) -> [S; 2] {
-    use crate::tiled::{prefetch_part, prefetch_part_twice};
+    use crate::prefetch::{prefetch_part, prefetch_part_twice};
     // Each arm is a request for a constant count of parts. A generic helper with `NEAR` and
     // the count as const parameters compiled Q6_K differently and streamed 1–2 points of the
     // plain sum slower (seven runs each in turn), so the choice stays spelled out here.

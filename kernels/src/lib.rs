@@ -47,6 +47,7 @@ mod five_bit_layout;
 mod format_checks;
 mod isa;
 mod packed;
+mod prefetch;
 mod q2_k;
 mod q3_k;
 mod q4_0;

@@ -13,7 +13,7 @@ use crate::avx512_frame::avx512_group;
 use crate::avx512_frame::{
     add_scaled_halves, add_super, store_rows512, widen_half_scales, widen16,
 };
-use crate::tiled::prefetch_part;
+use crate::prefetch::prefetch_part;
 #[cfg(target_arch = "x86_64")]
 use crate::two_bits::values512;
 

@@ -5,7 +5,7 @@ use crate::activations::QuantizedRows;
 use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
 use crate::avx2_frame::{nibble_sums, store_rows, widen_halves};
-use crate::tiled::prefetch_part_twice;
+use crate::prefetch::prefetch_part_twice;
 
 /// Activation rows per micro-kernel call. `nibble_sums` unpacks a tile's words once for four
 /// rows or more and each row then keeps only its two sums in registers, so eight rows share

@@ -5,7 +5,7 @@ use crate::activations::QuantizedRows;
 use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
 use crate::avx2_frame::{add_super, nibble_sums, store_rows, widen_bytes8x2, widen_halves};
-use crate::tiled::prefetch_part_twice;
+use crate::prefetch::prefetch_part_twice;
 
 /// Activation rows per micro-kernel call, as for Q4_0: their i16 sums and f32 accumulators
 /// for both halves of the tile, with the unpacked weights, about fill the sixteen registers.

@@ -10,7 +10,7 @@ use crate::activations::QuantizedRows;
 use crate::avx512_frame::avx512_group;
 #[cfg(target_arch = "x86_64")]
 use crate::avx512_frame::{SuperSums, store_rows512, widen_bytes16, widen16};
-use crate::tiled::prefetch_part;
+use crate::prefetch::prefetch_part;
 
 /// Activation rows per micro-kernel call: a row's accumulator and its two i32 sums, times 6,
 /// beside the 8 unpacked weight registers and the sub-block's scales and mins, fit the 32 zmm

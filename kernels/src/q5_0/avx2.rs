@@ -7,7 +7,7 @@ use crate::avx2_frame::avx2_group;
 use crate::avx2_frame::{add_word, store_rows, widen_halves};
 #[cfg(target_arch = "x86_64")]
 use crate::five_bit_layout::top_pairs_words;
-use crate::tiled::prefetch_part_twice;
+use crate::prefetch::prefetch_part_twice;
 
 /// Activation rows per micro-kernel call. A tile is unpacked once per call and each row then
 /// keeps only its two sums in registers, so more rows share the unpacking: on a 2-core Zen 2

@@ -33,7 +33,7 @@ unsafe fn micro_kernel<const R: usize>(
     let (words, scales, offsets, _) = acts.rows(first..first + R);
     let mut acc = [_mm512_setzero_ps(); R];
     for (block, tile) in tiles.iter().enumerate() {
-        // No software prefetch here: see `tiled::prefetch_ahead`.
+        // No software prefetch here: see `prefetch::prefetch_ahead`.
         let qs = tile.qs.as_ptr().cast::<__m512i>();
         // SAFETY: `qh` is 64 bytes at offset 256 of the tile, in the byte order of a `qs`
         // word.

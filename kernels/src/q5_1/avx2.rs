@@ -8,7 +8,7 @@ use crate::avx2_frame::avx2_group;
 use crate::avx2_frame::{add_word, store_rows, widen_halves};
 #[cfg(target_arch = "x86_64")]
 use crate::five_bit_layout::top_pairs_words;
-use crate::tiled::prefetch_part_twice;
+use crate::prefetch::prefetch_part_twice;
 
 /// Activation rows per micro-kernel call, as for Q5_0: eight ran gate/up at 108–109 GMAC/s
 /// against 88–90 for four, down at 105–106 against 80–85 (Zen 2, m = 256, in turn).

@@ -9,7 +9,7 @@ use crate::avx512_frame::avx512_group;
 use crate::avx512_frame::{store_rows512, widen16};
 #[cfg(target_arch = "x86_64")]
 use crate::fifth_bits::FifthBits512;
-use crate::tiled::prefetch_ahead;
+use crate::prefetch::prefetch_ahead;
 
 /// Activation rows per micro-kernel call, as for Q5_0.
 const MR: usize = 6;

@@ -14,7 +14,7 @@ use crate::avx512_frame::avx512_group;
 use crate::avx512_frame::{
     add_scaled_halves, add_super, store_rows512, widen_half_scales, widen16,
 };
-use crate::tiled::prefetch_part;
+use crate::prefetch::prefetch_part;
 
 /// Activation rows per micro-kernel call: 8 unpacked weight registers, the two halves'
 /// scales, and an accumulator and two sums per row fit the 32 zmm registers.

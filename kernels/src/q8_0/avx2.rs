@@ -15,7 +15,7 @@ use crate::activations::QuantizedRows;
 use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
 use crate::avx2_frame::{store_rows, widen_halves};
-use crate::tiled::prefetch_part_twice;
+use crate::prefetch::prefetch_part_twice;
 
 /// Activation rows per micro-kernel call. Four rows' i32 sums for both halves plus the
 /// weights and their magnitudes fill the sixteen registers; the f32 accumulators, touched

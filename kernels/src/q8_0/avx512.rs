@@ -68,7 +68,7 @@ unsafe fn rows<const R: usize>(
     let (words, scales, offsets, _) = acts.rows(first..first + R);
     let mut acc = [_mm512_setzero_ps(); R];
     for (block, tile) in tiles.iter().enumerate() {
-        // No software prefetch here: see `tiled::prefetch_ahead`.
+        // No software prefetch here: see `prefetch::prefetch_ahead`.
         let qs = tile.qs.as_ptr().cast::<__m512i>();
         let mut w = [_mm512_setzero_si512(); 8];
         for (q, w) in w.iter_mut().enumerate() {
