@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use hearth_kernels::{
     BandwidthProbe, Isa, PackedMatrix, PackedQ2_K, PackedQ3_K, PackedQ4_0, PackedQ4_1, PackedQ4_K,
-    PackedQ5_0, PackedQ5_1, PackedQ5_K, PackedQ6_K, PackedQ8_0, WeightArena,
+    PackedQ5_0, PackedQ5_1, PackedQ5_K, PackedQ6_K, PackedQ8_0, WeightArena, WeightRequests,
 };
 
 /// Qwen2.5-7B's MLP down projection: a matrix far past the last-level cache, whose long rows
@@ -243,6 +243,7 @@ fn memory_table(formats: &[&Format], isas: &[Isa], threads: usize, next: &mut im
         print!(" ({:.1} on one thread)", probe.measure(1) / 1e9);
     }
     println!();
+    print_weight_requests();
     print!("{:<5} {:<18} {:>6}", "fmt", "shape", "copies");
     for isa in isas {
         print!(" {:>12} {:>9}", format!("{isa:?} GB/s"), "of bound");
@@ -306,6 +307,7 @@ fn stream_table(formats: &[&Format], isas: &[Isa], threads: usize, next: &mut im
         "\none matrix of ~{} MiB a call, {threads} threads, {STREAM_RUNS} runs; medians",
         STREAM_ONE_BYTES >> 20
     );
+    print_weight_requests();
     println!(
         "{:<5} {:<16} {:<11} {:>6} {:>9}",
         "fmt", "shape", "kernel", "GB/s", "of sum"
@@ -544,4 +546,12 @@ fn best_time(mut call: impl FnMut()) -> f64 {
         best = best.min(start.elapsed().as_secs_f64() / f64::from(calls));
     }
     best
+}
+
+/// The kernels' requests for the weights ahead of use, and how to measure the other kind.
+fn print_weight_requests() {
+    println!(
+        "weight requests: {} (set HEARTH_WEIGHT_REQUESTS=non-temporal or l2 to compare)",
+        WeightRequests::here().describe()
+    );
 }

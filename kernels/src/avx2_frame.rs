@@ -193,6 +193,7 @@ const SUBS: usize = crate::activations::SUPER / crate::activations::BLOCK;
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 pub(crate) fn tile_sums<const R: usize, const NEAR: bool, T, S: Copy>(
+    requests: crate::prefetch::WeightRequests,
     tile: &T,
     zero: S,
     mut sub_block: impl FnMut(usize, usize, &mut S),
@@ -203,10 +204,10 @@ pub(crate) fn tile_sums<const R: usize, const NEAR: bool, T, S: Copy>(
     // the count as const parameters compiled Q6_K differently and streamed 1–2 points of the
     // plain sum slower (seven runs each in turn), so the choice stays spelled out here.
     let ask = |part: usize, parts: usize| match (NEAR, parts == SUBS) {
-        (true, true) => prefetch_part_twice::<R, SUBS, _>(tile, part),
-        (true, false) => prefetch_part_twice::<R, { 2 * SUBS }, _>(tile, part),
-        (false, true) => prefetch_part::<R, SUBS, _>(tile, part),
-        (false, false) => prefetch_part::<R, { 2 * SUBS }, _>(tile, part),
+        (true, true) => prefetch_part_twice::<R, SUBS, _>(requests, tile, part),
+        (true, false) => prefetch_part_twice::<R, { 2 * SUBS }, _>(requests, tile, part),
+        (false, true) => prefetch_part::<R, SUBS, _>(requests, tile, part),
+        (false, false) => prefetch_part::<R, { 2 * SUBS }, _>(requests, tile, part),
     };
     let mut sums = [zero; 2];
     if R == 1 {

@@ -20,6 +20,8 @@
 //! picks the faster one the CPU runs when a matrix is packed. Tiles keep the file's f16 scales
 //! as they are, widened a tile at a time in the kernel: decode reads every weight once per
 //! token, so a byte stored wider is a byte more read.
+//! - [`WeightRequests`]: how the decode kernels ask for the weights ahead of use, chosen per
+//!   CPU maker (non-temporal on AMD's, into L2 on Intel's, where the other halved the rate).
 //! - [`WeightArena`]: the memory packed matrices live in, runs of it shared by a model's
 //!   matrices and advised for 2 MiB pages, which decoding reads 6–9% faster than 4 KiB ones.
 //! - [`causal_attention`]: attention over a preallocated KV cache (f32 or f16) read in place,
@@ -74,6 +76,7 @@ pub use attention::{
 pub use bandwidth::{BandwidthProbe, measure_bandwidth};
 pub use isa::Isa;
 pub use packed::{MatmulOut, PackedMatrix};
+pub use prefetch::WeightRequests;
 pub use q2_k::PackedQ2_K;
 pub use q3_k::PackedQ3_K;
 pub use q4_0::PackedQ4_0;

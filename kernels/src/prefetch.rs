@@ -1,8 +1,118 @@
 //! How the decode kernels ask for the weights they will read next (software prefetch). A
 //! decoded token reads every weight once, from memory; a kernel that waits on each line it
 //! loads runs at a fraction of the memory's rate, so the kernels ask for lines a few KiB ahead
-//! of the tile they multiply. Which hint, and which kernels ask at all, was measured per CPU:
-//! see each function's figures.
+//! of the tile they multiply. Which hint, and which kernels ask at all, was measured per CPU
+//! ([`WeightRequests`]; each function's figures).
+
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// The requests this CPU's decode kernels make. The same request that helps one maker's cores
+/// halves another's rate, so the choice is the CPU's, detected once ([`Self::here`]).
+///
+/// On a 2-core Intel Xeon VM with AVX-512 VNNI and AMX (4 MiB of L2 a core; memory read at
+/// 22–33 GB/s by two threads), `examples/packed_matmul 2 memory`, two rounds of each build in
+/// turn, GB/s:
+///
+/// | kernels | non-temporal | into L2 |
+/// |---|---|---|
+/// | AVX-512 Q4_K, Q6_K | 11.4–11.6, 11.8–12.6 | 20.9–22.8, 20.8–23.1 |
+/// | AVX2 Q8_0, Q4_0, Q4_K | 10.8–11.1, 11.9–12.5, 11.9–12.3 | 27.7–28.9, 27.0–28.6, 19.1–21.1 |
+///
+/// The light AVX-512 kernels, which ask for nothing where requests are non-temporal, asking
+/// for each tile 8 KiB ahead into L2: Q8_0 23.9–24.6 → 25.7–28.1, Q4_0 19.7–20.0 → 24.0–24.8,
+/// Q5_0 17.7–17.9 → 22.4–23.2, Q4_1 19.2–19.7 → 16.1–24.9 (five rounds; one slow). Asking
+/// again 2 KiB ahead into L1 as well did no better. Asking into L1 instead of L2 was between
+/// the two (AVX-512 Q4_K 16.5–17.2), and asking for nothing slower still for the AVX2 kernels
+/// and the K-quants (AVX-512 Q4_K 18.2–18.8, AVX2 Q4_K 13.3–13.6). The 0.5B's Q4_K_M file, into
+/// L2: 42.7 → 55.8 tok/s at depth 0, 35.2 → 42.8 at 4k (`hearth bench`, one run each way).
+///
+/// Kernels read the choice once per call and pass it down: read at every request (an atomic
+/// load in the loop), the AVX2 Q8_0 kernel streamed at 19–22 GB/s against 27–28.
+///
+/// On AMD's Zen 2 and Zen 4 the non-temporal hint was the faster (see [`prefetch_part`] and
+/// [`prefetch_ahead`]), so every other CPU keeps it. Other Intel CPUs were not measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WeightRequests {
+    /// The K-quant and AVX2 kernels ask with the non-temporal hint; the light AVX-512 kernels
+    /// (Q8_0, Q4_0, Q5_0, Q4_1) leave the stream to the hardware prefetcher.
+    NonTemporal,
+    /// Every kernel asks, into L2.
+    IntoL2,
+}
+
+/// [`WeightRequests::here`]'s answer once known: 0 before, else the variant's code.
+static HERE: AtomicU8 = AtomicU8::new(0);
+
+impl WeightRequests {
+    /// This CPU's requests: into L2 on an Intel CPU, non-temporal on any other. The variable
+    /// `HEARTH_WEIGHT_REQUESTS` (`non-temporal` or `l2`) overrides the choice, to measure one
+    /// against the other on the same CPU; it is read once, at the first call.
+    ///
+    /// Held in a static, as the standard library holds the CPU's features: it is a fact of the
+    /// CPU, read in the kernels' inner loops, and never changes once known.
+    #[inline(always)]
+    pub fn here() -> Self {
+        match HERE.load(Ordering::Relaxed) {
+            1 => Self::NonTemporal,
+            2 => Self::IntoL2,
+            _ => Self::detect(),
+        }
+    }
+
+    /// What the override names, else the CPU maker's choice; kept for [`Self::here`]. Out of
+    /// line: inlined into a kernel's loop, its calls would cost the loop its registers.
+    #[cold]
+    #[inline(never)]
+    fn detect() -> Self {
+        let chosen = Self::choose();
+        HERE.store(chosen.code(), Ordering::Relaxed);
+        chosen
+    }
+
+    fn choose() -> Self {
+        let named = std::env::var("HEARTH_WEIGHT_REQUESTS").ok();
+        match named.as_deref().map(str::trim) {
+            Some("non-temporal") => Self::NonTemporal,
+            Some("l2") => Self::IntoL2,
+            _ if cpu_is_intel() => Self::IntoL2,
+            _ => Self::NonTemporal,
+        }
+    }
+
+    fn code(self) -> u8 {
+        match self {
+            Self::NonTemporal => 1,
+            Self::IntoL2 => 2,
+        }
+    }
+
+    /// How `hearth bench` and the kernels' examples name it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::NonTemporal => "non-temporal (light AVX-512 kernels: none)",
+            Self::IntoL2 => "into L2 (every kernel)",
+        }
+    }
+}
+
+/// Whether the CPU says it is Intel's (`GenuineIntel`, CPUID leaf 0).
+#[cfg(target_arch = "x86_64")]
+fn cpu_is_intel() -> bool {
+    let leaf = std::arch::x86_64::__cpuid(0);
+    names_intel([leaf.ebx, leaf.edx, leaf.ecx])
+}
+
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+/// Whether CPUID leaf 0's vendor registers, in the order EBX, EDX, ECX, spell `GenuineIntel`.
+fn names_intel(registers: [u32; 3]) -> bool {
+    let vendor: Vec<u8> = registers.iter().flat_map(|r| r.to_le_bytes()).collect();
+    vendor == b"GenuineIntel"
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn cpu_is_intel() -> bool {
+    false
+}
 
 /// How far ahead of the tile being multiplied the kernels ask for weights, in bytes. Decode
 /// reads every weight once, from memory, and one core left to the hardware prefetcher alone
@@ -101,12 +211,38 @@ pub(crate) fn prefetch_ahead<const R: usize, T>(tile: &T) {
 /// [`prefetch_ahead`]). The K-quants' parts were not made finer with them: a word's share for
 /// the AVX2 Q4_K and Q5_K kernels, half a sub-block's for Q6_K, streamed within the noise of
 /// one sub-block's (ten and two runs of each build in turn).
+///
+/// That was AMD's; on Intel's the non-temporal hint halved the rate, and these ask into L2
+/// ([`WeightRequests`]).
 #[inline(always)]
-pub(crate) fn prefetch_part<const R: usize, const PARTS: usize, T>(tile: &T, part: usize) {
+pub(crate) fn prefetch_part<const R: usize, const PARTS: usize, T>(
+    requests: WeightRequests,
+    tile: &T,
+    part: usize,
+) {
     #[cfg(target_arch = "x86_64")]
-    prefetch_lines::<R, PARTS, T, { std::arch::x86_64::_MM_HINT_NTA }, PREFETCH_AHEAD>(tile, part);
+    if R == 1 {
+        use std::arch::x86_64::{_MM_HINT_NTA, _MM_HINT_T1};
+        match requests {
+            WeightRequests::NonTemporal => {
+                prefetch_lines::<R, PARTS, T, _MM_HINT_NTA, PREFETCH_AHEAD>(tile, part)
+            }
+            WeightRequests::IntoL2 => {
+                prefetch_lines::<R, PARTS, T, _MM_HINT_T1, PREFETCH_AHEAD>(tile, part)
+            }
+        }
+    }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (tile, part);
+    let _ = (requests, tile, part);
+}
+
+/// The light AVX-512 kernels' request (Q8_0, Q4_0, Q5_0, Q4_1): [`prefetch_ahead`] where this
+/// CPU's requests go into L2, none where they are non-temporal ([`WeightRequests`]).
+#[inline(always)]
+pub(crate) fn prefetch_light<const R: usize, T>(requests: WeightRequests, tile: &T) {
+    if R == 1 && requests == WeightRequests::IntoL2 {
+        prefetch_ahead::<R, T>(tile);
+    }
 }
 
 /// How far ahead of the tile being multiplied the AVX2 kernels ask for weights a second time,
@@ -137,8 +273,12 @@ const PREFETCH_NEAR: usize = 2 * 1024;
 /// 70.7–71.8 → 71.1–73.6 in five pairs; Q4_K_M no faster in two more). The AVX-512 kernels
 /// were not measured with it (no such CPU at hand), so they ask once.
 #[inline(always)]
-pub(crate) fn prefetch_part_twice<const R: usize, const PARTS: usize, T>(tile: &T, part: usize) {
-    prefetch_part::<R, PARTS, T>(tile, part);
+pub(crate) fn prefetch_part_twice<const R: usize, const PARTS: usize, T>(
+    requests: WeightRequests,
+    tile: &T,
+    part: usize,
+) {
+    prefetch_part::<R, PARTS, T>(requests, tile, part);
     #[cfg(target_arch = "x86_64")]
     prefetch_lines::<R, PARTS, T, { std::arch::x86_64::_MM_HINT_T0 }, PREFETCH_NEAR>(tile, part);
 }
@@ -159,5 +299,30 @@ fn prefetch_lines<const R: usize, const PARTS: usize, T, const HINT: i32, const 
             // it needs, is part of x86_64.
             unsafe { std::arch::x86_64::_mm_prefetch::<HINT>(ahead.wrapping_add(line * 64)) };
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_vendor_registers_name_intel_only_for_intel() {
+        let spell = |name: &[u8; 12]| -> [u32; 3] {
+            std::array::from_fn(|i| u32::from_le_bytes(name[4 * i..][..4].try_into().unwrap()))
+        };
+        assert!(names_intel(spell(b"GenuineIntel")));
+        assert!(!names_intel(spell(b"AuthenticAMD")));
+        assert!(!names_intel(spell(b"HygonGenuine")));
+        // The registers' order matters: EBX, EDX, ECX.
+        let [ebx, edx, ecx] = spell(b"GenuineIntel");
+        assert!(!names_intel([ebx, ecx, edx]));
+    }
+
+    #[test]
+    fn the_choice_is_made_once_and_kept() {
+        let first = WeightRequests::here();
+        assert_eq!(WeightRequests::here(), first);
+        assert_eq!(WeightRequests::choose(), first);
     }
 }

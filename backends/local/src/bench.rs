@@ -86,6 +86,8 @@ pub struct BenchReport {
     pub quantization: String,
     /// How many matmuls each kernel serves, e.g. `("Q8_0 Avx512Vnni", 73)`.
     pub kernels: Vec<(String, usize)>,
+    /// How those kernels ask for the weights ahead of use, when any packed kernel runs.
+    pub weight_requests: Option<hearth_kernels::WeightRequests>,
     pub device: String,
     pub threads: usize,
     pub load: Duration,
@@ -201,6 +203,9 @@ impl fmt::Display for BenchReport {
             .map(|(kernel, n)| format!("{kernel} x{n}"))
             .collect();
         writeln!(f, "kernels    {}", kernels.join(", "))?;
+        if let Some(requests) = self.weight_requests {
+            writeln!(f, "requests   {}", requests.describe())?;
+        }
         writeln!(f, "load       {:.2} s", self.load.as_secs_f64())?;
         writeln!(f, "pages      {}", self.pages)?;
         writeln!(f, "depth  prefill tok/s  decode tok/s  of bound (GB/s)")?;
@@ -320,10 +325,12 @@ pub fn run_bench(config: &BenchConfig) -> Result<BenchReport, EngineError> {
         Some(sessions) => Some(measure_new_session(config, sessions)?),
         None => None,
     };
+    let weight_requests = (!kernels.is_empty()).then(hearth_kernels::WeightRequests::here);
     Ok(BenchReport {
         model: config.model_path.clone(),
         quantization,
         kernels,
+        weight_requests,
         device: crate::device::describe(&device),
         threads: candle_core::utils::get_num_threads(),
         load,
@@ -508,6 +515,7 @@ mod tests {
             model: PathBuf::from("m.gguf"),
             quantization: "Q4_K_M".into(),
             kernels: vec![],
+            weight_requests: None,
             device: "cpu (2 threads)".into(),
             threads: 2,
             load: Duration::from_secs(1),

@@ -42,6 +42,7 @@ unsafe fn rows<const R: usize>(
     let blocks = acts.blocks;
     let (words, scales, _, pair_sums) = acts.rows(first..first + R);
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
+    let requests = crate::prefetch::WeightRequests::here();
     for (s, tile) in tiles.iter().enumerate() {
         let zero = [_mm256_setzero_si256(); R];
         let zero = HalfSums {
@@ -49,6 +50,7 @@ unsafe fn rows<const R: usize>(
             mins: zero,
         };
         let sums = tile_sums::<R, false, _, _>(
+            requests,
             tile,
             zero,
             |j, h, sums| {

@@ -42,11 +42,12 @@ unsafe fn micro_kernel<const R: usize>(
     let (words, scales, _, pair_sums) = acts.rows(first..first + R);
     let nibble = _mm512_set1_epi32(0x0f);
     let mut acc = [_mm512_setzero_ps(); R];
+    let requests = crate::prefetch::WeightRequests::here();
     for (s, tile) in tiles.iter().enumerate() {
         // Per row: `Σ sc · (q · a)` and `Σ m · Σa` over the super-block's halves.
         let (mut dots, mut mins) = ([_mm512_setzero_si512(); R], [_mm512_setzero_si512(); R]);
         for j in 0..SUBS {
-            prefetch_part::<R, SUBS, _>(tile, j);
+            prefetch_part::<R, SUBS, _>(requests, tile, j);
             let block = s * SUBS + j;
             let low = tile.low[j].as_ptr().cast::<__m512i>();
             // `[row][values 0..16 or 16..32]`.

@@ -60,10 +60,11 @@ unsafe fn micro_kernel<const R: usize>(
     let blocks = acts.blocks;
     let (words, scales, _, pair_sums) = acts.rows(first..first + R);
     let mut acc = [_mm512_setzero_ps(); R];
+    let requests = crate::prefetch::WeightRequests::here();
     for (s, tile) in tiles.iter().enumerate() {
         let mut dots = [_mm512_setzero_si512(); R];
         for j in 0..SUBS {
-            prefetch_part::<R, SUBS, _>(tile, j);
+            prefetch_part::<R, SUBS, _>(requests, tile, j);
             let block = s * SUBS + j;
             let low = tile.low[j].as_ptr().cast::<__m512i>();
             // SAFETY: `high[j]` is 64 bytes inside the tile (32-byte aligned; the load is

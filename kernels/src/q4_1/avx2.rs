@@ -30,11 +30,12 @@ unsafe fn rows<const R: usize>(
     let (words, scales, offsets, _) = acts.rows(first..first + R);
     let ones = _mm256_set1_epi16(1);
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
+    let requests = crate::prefetch::WeightRequests::here();
     for (block, tile) in tiles.iter().enumerate() {
         // SAFETY: the tile's first 256 bytes, 64-byte aligned, are its nibbles.
         let sums = unsafe {
             nibble_sums::<R>(tile.qs.as_ptr(), words, blocks, block, |q| {
-                prefetch_part_twice::<R, 4, _>(tile, q)
+                prefetch_part_twice::<R, 4, _>(requests, tile, q)
             })
         };
         let (d, m) = (widen_halves(&tile.d), widen_halves(&tile.m));

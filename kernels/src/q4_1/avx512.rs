@@ -31,8 +31,10 @@ unsafe fn micro_kernel<const R: usize>(
     let blocks = acts.blocks;
     let (words, scales, offsets, _) = acts.rows(first..first + R);
     let mut acc = [_mm512_setzero_ps(); R];
+    let requests = crate::prefetch::WeightRequests::here();
     for (block, tile) in tiles.iter().enumerate() {
-        // No software prefetch here: see `prefetch::prefetch_ahead`.
+        // See `prefetch::WeightRequests`.
+        crate::prefetch::prefetch_light::<R, _>(requests, tile);
         // SAFETY: `qs` is 256 bytes at the 64-byte aligned start of the tile.
         let (low, high) = unsafe { nibbles512(tile.qs.as_ptr()) };
         let (d, m) = (widen16(&tile.d), widen16(&tile.m));

@@ -30,13 +30,14 @@ unsafe fn rows<const R: usize>(
     let blocks = acts.blocks;
     let (words, scales, offsets, _) = acts.rows(first..first + R);
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
+    let requests = crate::prefetch::WeightRequests::here();
     for (s, tile) in tiles.iter().enumerate() {
         // Per row and half, in i32, exact, as the super-block's activations share one scale
         // (ggml's Q8_K): Σ_j sc_j · (q · a)_j, and the mins' −Σ_j m_j · Σa_j.
         let mut dots = [[_mm256_setzero_si256(); 2]; R];
         let mut min_dots = [[_mm256_setzero_si256(); 2]; R];
         for j in 0..SUBS {
-            prefetch_part_twice::<R, SUBS, _>(tile, j);
+            prefetch_part_twice::<R, SUBS, _>(requests, tile, j);
             let block = s * SUBS + j;
             // SAFETY: `qs[j]` is sub-block `j`'s 256 bytes of nibbles, 64-byte aligned.
             let sums =

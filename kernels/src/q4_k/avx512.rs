@@ -37,10 +37,11 @@ unsafe fn micro_kernel<const R: usize>(
     let (words, scales, offsets, _) = acts.rows(first..first + R);
     let mut acc = [_mm512_setzero_ps(); R];
     let (low_nibbles, high_nibbles) = (_mm512_set1_epi8(0x0f), _mm512_set1_epi8(0xf0u8 as i8));
+    let requests = crate::prefetch::WeightRequests::here();
     for (s, tile) in tiles.iter().enumerate() {
         let mut sums = [SuperSums::new(); R];
         for j in 0..SUBS {
-            prefetch_part::<R, SUBS, _>(tile, j);
+            prefetch_part::<R, SUBS, _>(requests, tile, j);
             let block = s * SUBS + j;
             let qs = tile.qs[j].as_ptr().cast::<__m512i>();
             // SAFETY: `qs[j]` is 256 bytes at a 64-byte aligned offset of the tile.

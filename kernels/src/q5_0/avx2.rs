@@ -37,6 +37,7 @@ unsafe fn rows<const R: usize>(
     let (words, scales, _, pair_sums) = acts.rows(first..first + R);
     let ones = _mm256_set1_epi16(1);
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
+    let requests = crate::prefetch::WeightRequests::here();
     for (block, tile) in tiles.iter().enumerate() {
         // SAFETY: `qh` is 64 bytes at offset 256 of the 32-byte aligned tile: rows 0–7, then
         // rows 8–15: the high values' top two bits (see `five_bit_layout`).
@@ -47,7 +48,9 @@ unsafe fn rows<const R: usize>(
         // The tile's four words unpacked first, then each row over them: a prompt's rows read
         // the values from L1 and keep their sums in registers. Word by word, with every row's
         // sums live, a prompt ran 16% slower (Zen 2): the compiler spilled the values instead.
-        let values = top_pairs_words(&tile.qs, tops, |q| prefetch_part_twice::<R, 4, _>(tile, q));
+        let values = top_pairs_words(&tile.qs, tops, |q| {
+            prefetch_part_twice::<R, 4, _>(requests, tile, q)
+        });
         let mut sums = [[_mm256_setzero_si256(); 2]; R];
         for (r, sums) in sums.iter_mut().enumerate() {
             let row = &words[r * blocks + block];

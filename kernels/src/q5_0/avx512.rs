@@ -32,8 +32,10 @@ unsafe fn micro_kernel<const R: usize>(
     let blocks = acts.blocks;
     let (words, scales, offsets, _) = acts.rows(first..first + R);
     let mut acc = [_mm512_setzero_ps(); R];
+    let requests = crate::prefetch::WeightRequests::here();
     for (block, tile) in tiles.iter().enumerate() {
-        // No software prefetch here: see `prefetch::prefetch_ahead`.
+        // See `prefetch::WeightRequests`.
+        crate::prefetch::prefetch_light::<R, _>(requests, tile);
         let qs = tile.qs.as_ptr().cast::<__m512i>();
         // SAFETY: `qh` is 64 bytes at offset 256 of the tile, in the byte order of a `qs`
         // word.

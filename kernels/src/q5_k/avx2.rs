@@ -35,12 +35,13 @@ unsafe fn rows<const R: usize>(
     let blocks = acts.blocks;
     let (words, scales, offsets, pair_sums) = acts.rows(first..first + R);
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
+    let requests = crate::prefetch::WeightRequests::here();
     for (s, tile) in tiles.iter().enumerate() {
         // Per row and half: Σ_j sc_j · ((q − 16) · a)_j in i32, exact (see `q4_k::avx2`).
         let mut dots = [[_mm256_setzero_si256(); 2]; R];
         let (d, dmin) = (widen_halves(&tile.d), widen_halves(&tile.dmin));
         for j in 0..SUBS {
-            prefetch_part_twice::<R, SUBS, _>(tile, j);
+            prefetch_part_twice::<R, SUBS, _>(requests, tile, j);
             let block = s * SUBS + j;
             // SAFETY: `qh[j]` is 64 bytes at a 64-byte aligned offset of the tile: rows 0–7,
             // then rows 8–15: the high values' top two bits (see `five_bit_layout`).

@@ -37,10 +37,11 @@ unsafe fn micro_kernel<const R: usize>(
     let blocks = acts.blocks;
     let (words, scales, offsets, _) = acts.rows(first..first + R);
     let mut acc = [_mm512_setzero_ps(); R];
+    let requests = crate::prefetch::WeightRequests::here();
     for (s, tile) in tiles.iter().enumerate() {
         let mut sums = [SuperSums::new(); R];
         for j in 0..SUBS {
-            prefetch_part::<R, SUBS, _>(tile, j);
+            prefetch_part::<R, SUBS, _>(requests, tile, j);
             let block = s * SUBS + j;
             let qs = tile.qs[j].as_ptr().cast::<__m512i>();
             // SAFETY: `qh[j]` is 64 bytes at a 64-byte aligned offset of the tile, in the byte

@@ -33,10 +33,12 @@ unsafe fn rows<const R: usize>(
     let blocks = acts.blocks;
     let (words, scales, _, pair_sums) = acts.rows(first..first + R);
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
+    let requests = crate::prefetch::WeightRequests::here();
     for (s, tile) in tiles.iter().enumerate() {
         // Per half and row: the halves' sums times their scales in i32, exact, as the
         // super-block's activations share one scale (ggml's Q8_K).
         let dots = tile_sums::<R, true, _, _>(
+            requests,
             tile,
             [_mm256_setzero_si256(); R],
             |j, h, dots| {

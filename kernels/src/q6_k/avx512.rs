@@ -40,10 +40,11 @@ unsafe fn micro_kernel<const R: usize>(
     let (words, scales, _, pair_sums) = acts.rows(first..first + R);
     let (nibble, high_bits) = (_mm512_set1_epi8(0x0f), _mm512_set1_epi8(0x30));
     let mut acc = [_mm512_setzero_ps(); R];
+    let requests = crate::prefetch::WeightRequests::here();
     for (s, tile) in tiles.iter().enumerate() {
         let mut dots = [_mm512_setzero_si512(); R];
         for j in 0..SUBS {
-            prefetch_part::<R, SUBS, _>(tile, j);
+            prefetch_part::<R, SUBS, _>(requests, tile, j);
             let block = s * SUBS + j;
             let (ql, qh) = (
                 tile.ql[j].as_ptr().cast::<__m512i>(),

@@ -43,6 +43,7 @@ unsafe fn rows<const R: usize>(
     let (words, scales, _, _) = acts.rows(first..first + R);
     let ones = _mm256_set1_epi16(1);
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
+    let requests = crate::prefetch::WeightRequests::here();
     for (block, tile) in tiles.iter().enumerate() {
         let qs = tile.qs.as_ptr().cast::<__m256i>();
         let mut sums = [[_mm256_setzero_si256(); 2]; R];
@@ -51,7 +52,7 @@ unsafe fn rows<const R: usize>(
             reason = "`q` picks the same word from the tile and from every row's block"
         )]
         for q in 0..8 {
-            prefetch_part_twice::<R, 8, _>(tile, q);
+            prefetch_part_twice::<R, 8, _>(requests, tile, q);
             // SAFETY: `qs` is 512 bytes at the 32-byte aligned start of the tile; word `q` is
             // its 64 bytes from `q * 64`, rows 0–7 then rows 8–15.
             let w = unsafe {

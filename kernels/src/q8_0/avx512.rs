@@ -67,8 +67,10 @@ unsafe fn rows<const R: usize>(
     let blocks = acts.blocks;
     let (words, scales, offsets, _) = acts.rows(first..first + R);
     let mut acc = [_mm512_setzero_ps(); R];
+    let requests = crate::prefetch::WeightRequests::here();
     for (block, tile) in tiles.iter().enumerate() {
-        // No software prefetch here: see `prefetch::prefetch_ahead`.
+        // See `prefetch::WeightRequests`.
+        crate::prefetch::prefetch_light::<R, _>(requests, tile);
         let qs = tile.qs.as_ptr().cast::<__m512i>();
         let mut w = [_mm512_setzero_si512(); 8];
         for (q, w) in w.iter_mut().enumerate() {
