@@ -189,7 +189,8 @@ const SUBS: usize = crate::activations::SUPER / crate::activations::BLOCK;
 /// says so ([`crate::prefetch::prefetch_part_twice`]): Q6_K streamed at 81–85% of the plain sum
 /// asking once and 86–90% twice (2-core Zen 2 VM, three runs each in turn), while Q2_K and
 /// Q3_K, whose unpacking holds them back more than the memory does, did no better (Q3_K
-/// 76–84% against 82–88%) and ask once.
+/// 76–84% against 82–88%) and ask once. `requests` is the CPU's kind, read once per kernel
+/// call (`prefetch::WeightRequests`).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 pub(crate) fn tile_sums<const R: usize, const NEAR: bool, T, S: Copy>(

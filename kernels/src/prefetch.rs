@@ -49,7 +49,7 @@ impl WeightRequests {
     /// against the other on the same CPU; it is read once, at the first call.
     ///
     /// Held in a static, as the standard library holds the CPU's features: it is a fact of the
-    /// CPU, read in the kernels' inner loops, and never changes once known.
+    /// CPU, read at every kernel call, and never changes once known.
     #[inline(always)]
     pub fn here() -> Self {
         match HERE.load(Ordering::Relaxed) {
@@ -102,8 +102,8 @@ fn cpu_is_intel() -> bool {
     names_intel([leaf.ebx, leaf.edx, leaf.ecx])
 }
 
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 /// Whether CPUID leaf 0's vendor registers, in the order EBX, EDX, ECX, spell `GenuineIntel`.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 fn names_intel(registers: [u32; 3]) -> bool {
     let vendor: Vec<u8> = registers.iter().flat_map(|r| r.to_le_bytes()).collect();
     vendor == b"GenuineIntel"
@@ -179,7 +179,8 @@ const PREFETCH_AHEAD: usize = 8 * 1024;
 /// of ten). A burst of five to nine requests a tile keeps fewer lines arriving while the tile
 /// is multiplied than one or two a word. The hint made no difference there (T0, T1 and NTA
 /// within the noise), nor did 4 KiB ahead instead of 8 with the requests spread. So only the
-/// AVX-512 Q5_1 kernel still calls this.
+/// AVX-512 Q5_1 kernel still calls this on every CPU; on Intel's the light AVX-512 kernels call
+/// it too ([`prefetch_light`], [`WeightRequests`]).
 ///
 /// The K-quants' [`prefetch_part`] is needed on huge pages too: without it Q5_K and Q6_K
 /// streamed at 9–17 GB/s.

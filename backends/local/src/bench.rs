@@ -573,6 +573,17 @@ mod tests {
         assert!(text.contains("= 50.0 tok/s at depth 0"), "{text}");
     }
 
+    /// The report names the kernels' weight requests where packed kernels ran, and only there.
+    #[test]
+    fn the_report_names_the_weight_requests_where_packed_kernels_ran() {
+        let mut report = report(vec![]);
+        assert!(!report.to_string().contains("requests "), "{report}");
+        report.weight_requests = Some(hearth_kernels::WeightRequests::IntoL2);
+        let text = report.to_string();
+        let line = text.lines().find(|l| l.starts_with("requests "));
+        assert_eq!(line, Some("requests   into L2 (every kernel)"), "{text}");
+    }
+
     /// The report says how much of the weights lie on huge pages, and, where the system has
     /// them off, that this slows decoding and what to set.
     #[test]
