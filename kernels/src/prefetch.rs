@@ -105,8 +105,11 @@ fn cpu_is_intel() -> bool {
 /// Whether CPUID leaf 0's vendor registers, in the order EBX, EDX, ECX, spell `GenuineIntel`.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 fn names_intel(registers: [u32; 3]) -> bool {
-    let vendor: Vec<u8> = registers.iter().flat_map(|r| r.to_le_bytes()).collect();
-    vendor == b"GenuineIntel"
+    let mut vendor = [0u8; 12];
+    for (bytes, register) in vendor.chunks_exact_mut(4).zip(registers) {
+        bytes.copy_from_slice(&register.to_le_bytes());
+    }
+    &vendor == b"GenuineIntel"
 }
 
 #[cfg(not(target_arch = "x86_64"))]
@@ -222,7 +225,7 @@ pub(crate) fn prefetch_part<const R: usize, const PARTS: usize, T>(
     part: usize,
 ) {
     #[cfg(target_arch = "x86_64")]
-    if R == 1 {
+    {
         use std::arch::x86_64::{_MM_HINT_NTA, _MM_HINT_T1};
         match requests {
             WeightRequests::NonTemporal => {
@@ -241,7 +244,7 @@ pub(crate) fn prefetch_part<const R: usize, const PARTS: usize, T>(
 /// CPU's requests go into L2, none where they are non-temporal ([`WeightRequests`]).
 #[inline(always)]
 pub(crate) fn prefetch_light<const R: usize, T>(requests: WeightRequests, tile: &T) {
-    if R == 1 && requests == WeightRequests::IntoL2 {
+    if requests == WeightRequests::IntoL2 {
         prefetch_ahead::<R, T>(tile);
     }
 }

@@ -5,6 +5,7 @@ use crate::activations::QuantizedRows;
 use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
 use crate::avx2_frame::{SubBlockActs, row_bytes_twice, store_rows, tile_sums, widen_halves};
+use crate::prefetch::WeightRequests;
 #[cfg(target_arch = "x86_64")]
 use crate::two_bits::values256;
 
@@ -42,7 +43,7 @@ unsafe fn rows<const R: usize>(
     let blocks = acts.blocks;
     let (words, scales, _, pair_sums) = acts.rows(first..first + R);
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
-    let requests = crate::prefetch::WeightRequests::here();
+    let requests = WeightRequests::here();
     for (s, tile) in tiles.iter().enumerate() {
         let zero = [_mm256_setzero_si256(); R];
         let zero = HalfSums {

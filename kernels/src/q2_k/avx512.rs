@@ -13,7 +13,7 @@ use crate::activations::{QuantizedRows, half_sum};
 use crate::avx512_frame::avx512_group;
 #[cfg(target_arch = "x86_64")]
 use crate::avx512_frame::{add_super, store_rows512, widen_bytes16, widen16};
-use crate::prefetch::prefetch_part;
+use crate::prefetch::{WeightRequests, prefetch_part};
 #[cfg(target_arch = "x86_64")]
 use crate::two_bits::values512;
 
@@ -42,7 +42,7 @@ unsafe fn micro_kernel<const R: usize>(
     let (words, scales, _, pair_sums) = acts.rows(first..first + R);
     let nibble = _mm512_set1_epi32(0x0f);
     let mut acc = [_mm512_setzero_ps(); R];
-    let requests = crate::prefetch::WeightRequests::here();
+    let requests = WeightRequests::here();
     for (s, tile) in tiles.iter().enumerate() {
         // Per row: `Σ sc · (q · a)` and `Σ m · Σa` over the super-block's halves.
         let (mut dots, mut mins) = ([_mm512_setzero_si512(); R], [_mm512_setzero_si512(); R]);

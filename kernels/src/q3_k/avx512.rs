@@ -13,7 +13,7 @@ use crate::avx512_frame::avx512_group;
 use crate::avx512_frame::{
     add_scaled_halves, add_super, store_rows512, widen_half_scales, widen16,
 };
-use crate::prefetch::prefetch_part;
+use crate::prefetch::{WeightRequests, prefetch_part};
 #[cfg(target_arch = "x86_64")]
 use crate::two_bits::values512;
 
@@ -60,7 +60,7 @@ unsafe fn micro_kernel<const R: usize>(
     let blocks = acts.blocks;
     let (words, scales, _, pair_sums) = acts.rows(first..first + R);
     let mut acc = [_mm512_setzero_ps(); R];
-    let requests = crate::prefetch::WeightRequests::here();
+    let requests = WeightRequests::here();
     for (s, tile) in tiles.iter().enumerate() {
         let mut dots = [_mm512_setzero_si512(); R];
         for j in 0..SUBS {

@@ -9,6 +9,7 @@ use crate::activations::QuantizedRows;
 use crate::avx512_frame::avx512_group;
 #[cfg(target_arch = "x86_64")]
 use crate::avx512_frame::{nibbles512, store_rows512, widen16};
+use crate::prefetch::{WeightRequests, prefetch_light};
 
 /// Activation rows per micro-kernel call: 8 unpacked weight registers, the scales, and two
 /// accumulators and a sum per row fit the 32 zmm registers.
@@ -33,10 +34,10 @@ unsafe fn micro_kernel<const R: usize>(
     let blocks = acts.blocks;
     let (words, scales, offsets, _) = acts.rows(first..first + R);
     let mut acc = [_mm512_setzero_ps(); R];
-    let requests = crate::prefetch::WeightRequests::here();
+    let requests = WeightRequests::here();
     for (block, tile) in tiles.iter().enumerate() {
         // See `prefetch::WeightRequests`.
-        crate::prefetch::prefetch_light::<R, _>(requests, tile);
+        prefetch_light::<R, _>(requests, tile);
         // SAFETY: `qs` is 256 bytes at the start of the tile.
         let (low, high) = unsafe { nibbles512(tile.qs.as_ptr()) };
         let weight_scales = widen16(&tile.scales);

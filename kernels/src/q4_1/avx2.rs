@@ -5,7 +5,7 @@ use crate::activations::QuantizedRows;
 use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
 use crate::avx2_frame::{nibble_sums, store_rows, widen_halves};
-use crate::prefetch::prefetch_part_twice;
+use crate::prefetch::{WeightRequests, prefetch_part_twice};
 
 /// Activation rows per micro-kernel call, as for Q4_0.
 const MR: usize = 8;
@@ -30,7 +30,7 @@ unsafe fn rows<const R: usize>(
     let (words, scales, offsets, _) = acts.rows(first..first + R);
     let ones = _mm256_set1_epi16(1);
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
-    let requests = crate::prefetch::WeightRequests::here();
+    let requests = WeightRequests::here();
     for (block, tile) in tiles.iter().enumerate() {
         // SAFETY: the tile's first 256 bytes, 64-byte aligned, are its nibbles.
         let sums = unsafe {

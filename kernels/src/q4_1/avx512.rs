@@ -7,6 +7,7 @@ use crate::activations::QuantizedRows;
 use crate::avx512_frame::avx512_group;
 #[cfg(target_arch = "x86_64")]
 use crate::avx512_frame::{nibbles512, store_rows512, widen16};
+use crate::prefetch::{WeightRequests, prefetch_light};
 
 /// Activation rows per micro-kernel call, as for Q4_0: 8 unpacked weight registers, `d` and
 /// `m`, and two sums and an accumulator per row fit the 32 zmm registers.
@@ -31,10 +32,10 @@ unsafe fn micro_kernel<const R: usize>(
     let blocks = acts.blocks;
     let (words, scales, offsets, _) = acts.rows(first..first + R);
     let mut acc = [_mm512_setzero_ps(); R];
-    let requests = crate::prefetch::WeightRequests::here();
+    let requests = WeightRequests::here();
     for (block, tile) in tiles.iter().enumerate() {
         // See `prefetch::WeightRequests`.
-        crate::prefetch::prefetch_light::<R, _>(requests, tile);
+        prefetch_light::<R, _>(requests, tile);
         // SAFETY: `qs` is 256 bytes at the 64-byte aligned start of the tile.
         let (low, high) = unsafe { nibbles512(tile.qs.as_ptr()) };
         let (d, m) = (widen16(&tile.d), widen16(&tile.m));

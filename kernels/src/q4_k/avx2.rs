@@ -5,7 +5,7 @@ use crate::activations::QuantizedRows;
 use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
 use crate::avx2_frame::{add_super, nibble_sums, store_rows, widen_bytes8x2, widen_halves};
-use crate::prefetch::prefetch_part_twice;
+use crate::prefetch::{WeightRequests, prefetch_part_twice};
 
 /// Activation rows per micro-kernel call, as for Q4_0: their i16 sums and f32 accumulators
 /// for both halves of the tile, with the unpacked weights, about fill the sixteen registers.
@@ -30,7 +30,7 @@ unsafe fn rows<const R: usize>(
     let blocks = acts.blocks;
     let (words, scales, offsets, _) = acts.rows(first..first + R);
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
-    let requests = crate::prefetch::WeightRequests::here();
+    let requests = WeightRequests::here();
     for (s, tile) in tiles.iter().enumerate() {
         // Per row and half, in i32, exact, as the super-block's activations share one scale
         // (ggml's Q8_K): Σ_j sc_j · (q · a)_j, and the mins' −Σ_j m_j · Σa_j.

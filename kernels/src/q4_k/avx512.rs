@@ -10,7 +10,7 @@ use crate::activations::QuantizedRows;
 use crate::avx512_frame::avx512_group;
 #[cfg(target_arch = "x86_64")]
 use crate::avx512_frame::{SuperSums, store_rows512, widen_bytes16, widen16};
-use crate::prefetch::prefetch_part;
+use crate::prefetch::{WeightRequests, prefetch_part};
 
 /// Activation rows per micro-kernel call: a row's accumulator and its two i32 sums, times 6,
 /// beside the 8 unpacked weight registers and the sub-block's scales and mins, fit the 32 zmm
@@ -37,7 +37,7 @@ unsafe fn micro_kernel<const R: usize>(
     let (words, scales, offsets, _) = acts.rows(first..first + R);
     let mut acc = [_mm512_setzero_ps(); R];
     let (low_nibbles, high_nibbles) = (_mm512_set1_epi8(0x0f), _mm512_set1_epi8(0xf0u8 as i8));
-    let requests = crate::prefetch::WeightRequests::here();
+    let requests = WeightRequests::here();
     for (s, tile) in tiles.iter().enumerate() {
         let mut sums = [SuperSums::new(); R];
         for j in 0..SUBS {

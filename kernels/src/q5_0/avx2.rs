@@ -7,7 +7,7 @@ use crate::avx2_frame::avx2_group;
 use crate::avx2_frame::{add_word, store_rows, widen_halves};
 #[cfg(target_arch = "x86_64")]
 use crate::five_bit_layout::top_pairs_words;
-use crate::prefetch::prefetch_part_twice;
+use crate::prefetch::{WeightRequests, prefetch_part_twice};
 
 /// Activation rows per micro-kernel call. A tile is unpacked once per call and each row then
 /// keeps only its two sums in registers, so more rows share the unpacking: on a 2-core Zen 2
@@ -37,7 +37,7 @@ unsafe fn rows<const R: usize>(
     let (words, scales, _, pair_sums) = acts.rows(first..first + R);
     let ones = _mm256_set1_epi16(1);
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
-    let requests = crate::prefetch::WeightRequests::here();
+    let requests = WeightRequests::here();
     for (block, tile) in tiles.iter().enumerate() {
         // SAFETY: `qh` is 64 bytes at offset 256 of the 32-byte aligned tile: rows 0–7, then
         // rows 8–15: the high values' top two bits (see `five_bit_layout`).

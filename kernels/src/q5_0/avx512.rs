@@ -9,6 +9,7 @@ use crate::avx512_frame::avx512_group;
 use crate::avx512_frame::{store_rows512, widen16};
 #[cfg(target_arch = "x86_64")]
 use crate::fifth_bits::FifthBits512;
+use crate::prefetch::{WeightRequests, prefetch_light};
 
 /// Activation rows per micro-kernel call, as for Q4_0.
 const MR: usize = 6;
@@ -32,10 +33,10 @@ unsafe fn micro_kernel<const R: usize>(
     let blocks = acts.blocks;
     let (words, scales, offsets, _) = acts.rows(first..first + R);
     let mut acc = [_mm512_setzero_ps(); R];
-    let requests = crate::prefetch::WeightRequests::here();
+    let requests = WeightRequests::here();
     for (block, tile) in tiles.iter().enumerate() {
         // See `prefetch::WeightRequests`.
-        crate::prefetch::prefetch_light::<R, _>(requests, tile);
+        prefetch_light::<R, _>(requests, tile);
         let qs = tile.qs.as_ptr().cast::<__m512i>();
         // SAFETY: `qh` is 64 bytes at offset 256 of the tile, in the byte order of a `qs`
         // word.

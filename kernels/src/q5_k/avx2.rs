@@ -9,7 +9,7 @@ use crate::avx2_frame::avx2_group;
 use crate::avx2_frame::{add_super, add_word, store_rows, widen_bytes8x2, widen_halves};
 #[cfg(target_arch = "x86_64")]
 use crate::five_bit_layout::top_pairs_words;
-use crate::prefetch::prefetch_part_twice;
+use crate::prefetch::{WeightRequests, prefetch_part_twice};
 
 /// Activation rows per micro-kernel call, as for Q5_0: eight ran the 0.5B's down at 107
 /// GMAC/s against 86–89 for three, 1536-wide gate/up at 101 against 91–94 (Zen 2, m = 256,
@@ -35,7 +35,7 @@ unsafe fn rows<const R: usize>(
     let blocks = acts.blocks;
     let (words, scales, offsets, pair_sums) = acts.rows(first..first + R);
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
-    let requests = crate::prefetch::WeightRequests::here();
+    let requests = WeightRequests::here();
     for (s, tile) in tiles.iter().enumerate() {
         // Per row and half: Σ_j sc_j · ((q − 16) · a)_j in i32, exact (see `q4_k::avx2`).
         let mut dots = [[_mm256_setzero_si256(); 2]; R];

@@ -11,7 +11,7 @@ use crate::avx512_frame::avx512_group;
 use crate::avx512_frame::{SuperSums, store_rows512, widen_bytes16, widen16};
 #[cfg(target_arch = "x86_64")]
 use crate::fifth_bits::FifthBits512;
-use crate::prefetch::prefetch_part;
+use crate::prefetch::{WeightRequests, prefetch_part};
 
 /// Activation rows per micro-kernel call: 8 unpacked weight registers, the sub-block's scales
 /// and mins, and per row an accumulator and the super-block's two sums fit the 32 zmm
@@ -37,7 +37,7 @@ unsafe fn micro_kernel<const R: usize>(
     let blocks = acts.blocks;
     let (words, scales, offsets, _) = acts.rows(first..first + R);
     let mut acc = [_mm512_setzero_ps(); R];
-    let requests = crate::prefetch::WeightRequests::here();
+    let requests = WeightRequests::here();
     for (s, tile) in tiles.iter().enumerate() {
         let mut sums = [SuperSums::new(); R];
         for j in 0..SUBS {

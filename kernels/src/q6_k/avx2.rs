@@ -7,6 +7,7 @@ use crate::avx2_frame::avx2_group;
 use crate::avx2_frame::{
     SubBlockActs, add_super, offset_dot, signed_half_scales, store_rows, tile_sums, widen_halves,
 };
+use crate::prefetch::WeightRequests;
 
 /// Activation rows per micro-kernel call. A prompt's rows take the tile's two halves of 8 rows
 /// one after the other, over the whole super-block each (`avx2_frame::tile_sums`), so each row
@@ -33,7 +34,7 @@ unsafe fn rows<const R: usize>(
     let blocks = acts.blocks;
     let (words, scales, _, pair_sums) = acts.rows(first..first + R);
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
-    let requests = crate::prefetch::WeightRequests::here();
+    let requests = WeightRequests::here();
     for (s, tile) in tiles.iter().enumerate() {
         // Per half and row: the halves' sums times their scales in i32, exact, as the
         // super-block's activations share one scale (ggml's Q8_K).

@@ -14,7 +14,7 @@ use crate::avx512_frame::avx512_group;
 use crate::avx512_frame::{
     add_scaled_halves, add_super, store_rows512, widen_half_scales, widen16,
 };
-use crate::prefetch::prefetch_part;
+use crate::prefetch::{WeightRequests, prefetch_part};
 
 /// Activation rows per micro-kernel call: 8 unpacked weight registers, the two halves'
 /// scales, and an accumulator and two sums per row fit the 32 zmm registers.
@@ -40,7 +40,7 @@ unsafe fn micro_kernel<const R: usize>(
     let (words, scales, _, pair_sums) = acts.rows(first..first + R);
     let (nibble, high_bits) = (_mm512_set1_epi8(0x0f), _mm512_set1_epi8(0x30));
     let mut acc = [_mm512_setzero_ps(); R];
-    let requests = crate::prefetch::WeightRequests::here();
+    let requests = WeightRequests::here();
     for (s, tile) in tiles.iter().enumerate() {
         let mut dots = [_mm512_setzero_si512(); R];
         for j in 0..SUBS {

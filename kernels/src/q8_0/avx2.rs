@@ -15,7 +15,7 @@ use crate::activations::QuantizedRows;
 use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
 use crate::avx2_frame::{store_rows, widen_halves};
-use crate::prefetch::prefetch_part_twice;
+use crate::prefetch::{WeightRequests, prefetch_part_twice};
 
 /// Activation rows per micro-kernel call. Four rows' i32 sums for both halves plus the
 /// weights and their magnitudes fill the sixteen registers; the f32 accumulators, touched
@@ -43,7 +43,7 @@ unsafe fn rows<const R: usize>(
     let (words, scales, _, _) = acts.rows(first..first + R);
     let ones = _mm256_set1_epi16(1);
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
-    let requests = crate::prefetch::WeightRequests::here();
+    let requests = WeightRequests::here();
     for (block, tile) in tiles.iter().enumerate() {
         let qs = tile.qs.as_ptr().cast::<__m256i>();
         let mut sums = [[_mm256_setzero_si256(); 2]; R];

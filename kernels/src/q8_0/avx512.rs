@@ -8,6 +8,7 @@ use super::{TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 #[cfg(target_arch = "x86_64")]
 use crate::avx512_frame::{store_rows512, widen16};
+use crate::prefetch::{WeightRequests, prefetch_light};
 
 /// Activation rows per call of the micro-kernel: 8 weight + 1 scale + 6 accumulator registers
 /// and the temporaries fit the 32 zmm registers with room to spare.
@@ -67,10 +68,10 @@ unsafe fn rows<const R: usize>(
     let blocks = acts.blocks;
     let (words, scales, offsets, _) = acts.rows(first..first + R);
     let mut acc = [_mm512_setzero_ps(); R];
-    let requests = crate::prefetch::WeightRequests::here();
+    let requests = WeightRequests::here();
     for (block, tile) in tiles.iter().enumerate() {
         // See `prefetch::WeightRequests`.
-        crate::prefetch::prefetch_light::<R, _>(requests, tile);
+        prefetch_light::<R, _>(requests, tile);
         let qs = tile.qs.as_ptr().cast::<__m512i>();
         let mut w = [_mm512_setzero_si512(); 8];
         for (q, w) in w.iter_mut().enumerate() {
