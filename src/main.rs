@@ -276,11 +276,15 @@ async fn bench(
 ) -> anyhow::Result<()> {
     let path = match model {
         Some(path) => path,
-        // What the engine runs for the default model: its Q8_0 copy, made now if missing.
+        // What the engine runs for the default model on the device the bench opens.
         None => match hearth_local::fetch::cached_default_model() {
             Some(original) => {
                 tokio::task::spawn_blocking(move || {
-                    hearth_local::engine_file(&original, hearth_local::fetch::DEFAULT_MODEL_ID)
+                    hearth_local::engine_file(
+                        &original,
+                        hearth_local::fetch::DEFAULT_MODEL_ID,
+                        hearth_local::DeviceChoice::Auto,
+                    )
                 })
                 .await?
             }

@@ -1,6 +1,7 @@
 //! The real local model, end to end through `hearth run` (needs HEARTH_TEST_MODEL, a GGUF of
-//! Qwen2.5-Coder-0.5B-Instruct; `.ci/run` fetches it with scripts/fetch-model.sh). It runs on a
-//! Q8_0 copy of that file, as users do: the engine makes the same copy of the default model.
+//! Qwen2.5-Coder-0.5B-Instruct; `.ci/run` fetches it with scripts/fetch-model.sh). It runs on
+//! the file the engine runs for the default model here, as users do (`engine_file`): the file
+//! itself where hearth's packed kernels serve it, else a Q8_0 copy.
 //!
 //! A test binary of its own: it keeps both cores busy for minutes, which must not starve the
 //! timing-sensitive suites in `tests/all.rs` running beside it.
@@ -12,13 +13,21 @@ use std::process::Command;
 
 use hearth_backend::Message;
 use hearth_local::{
-    Engine, EngineConfig, EngineEvent, GenerateRequest, Health, Isolation, Prompt, SamplingParams,
-    WorkerCommand,
+    DeviceChoice, Engine, EngineConfig, EngineEvent, GenerateRequest, GgufFile, Health, Isolation,
+    Prompt, SamplingParams, WorkerCommand,
 };
 use serde_json::Value;
 
-/// The Q8_0 copy of `original` in the target's test directory, made once (a few seconds).
-fn q8_0_copy(original: &str) -> PathBuf {
+/// The file the engine runs for `original` as the default model on this CPU: `original` itself
+/// where the packed kernels serve every matrix of it, else its Q8_0 copy, made once in the
+/// target's test directory (a few seconds) rather than beside the download.
+fn engine_runs(original: &str) -> PathBuf {
+    if GgufFile::open(original.as_ref())
+        .unwrap()
+        .packs_whole_on_this_cpu()
+    {
+        return original.into();
+    }
     let name = Path::new(original).file_stem().unwrap().to_string_lossy();
     let copy = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-q8_0-run.gguf"));
     hearth_local::requant::q8_0_copy(original.as_ref(), &copy).unwrap();
@@ -62,7 +71,7 @@ fn hearth_run_answers_a_coding_question_on_the_local_engine() {
         eprintln!("skipped: set HEARTH_TEST_MODEL to a Qwen2.5-Coder GGUF to run this test");
         return;
     };
-    let model = q8_0_copy(&model);
+    let model = engine_runs(&model);
     let (_home, mut hearth) = hearth_on_local(&model, 160);
     let output = hearth
         .args(["run", "--output", "json", "-p"])
@@ -136,7 +145,7 @@ fn the_hearth_binary_serves_the_engine_in_a_worker_process() {
         eprintln!("skipped: set HEARTH_TEST_MODEL to a Qwen2.5-Coder GGUF to run this test");
         return;
     };
-    let model = q8_0_copy(&model);
+    let model = engine_runs(&model);
     let (in_thread, no_worker) = greedy_answer(&model, Isolation::Thread);
     assert_eq!(no_worker, None);
     let worker = WorkerCommand {
@@ -153,8 +162,9 @@ fn the_hearth_binary_serves_the_engine_in_a_worker_process() {
     );
 }
 
-/// `hearth bench` with no `--model` measures what the engine runs for the default model (its
-/// Q8_0 copy, made beside the download), not the download itself, and says which file.
+/// `hearth bench` with no `--model` measures what the engine runs for the default model, and
+/// says which file: the download itself where the CPU's packed kernels serve it (any x86 CPU
+/// with AVX2), else its Q8_0 copy, made beside the download.
 #[test]
 fn bench_measures_the_file_the_engine_runs() {
     let Ok(model) = std::env::var("HEARTH_TEST_MODEL") else {
@@ -187,10 +197,24 @@ fn bench_measures_the_file_the_engine_runs() {
         .find_map(|l| l.strip_prefix("model"))
         .map(str::trim)
         .unwrap();
-    let expected = hearth_local::engine_file(&download, hearth_local::fetch::DEFAULT_MODEL_ID);
+    let expected = hearth_local::engine_file(
+        &download,
+        hearth_local::fetch::DEFAULT_MODEL_ID,
+        DeviceChoice::Auto,
+    );
     assert_eq!(Path::new(measured), expected, "{stdout}");
-    assert_ne!(Path::new(measured), download.as_path());
-    assert!(stdout.contains("Q8_0"), "{stdout}");
+    let copy = models.join(format!(
+        "{}-q8_0.gguf",
+        hearth_local::fetch::DEFAULT_MODEL_ID
+    ));
+    if hearth_local::Isa::detect().is_some() {
+        assert_eq!(Path::new(measured), download.as_path());
+        assert!(stdout.contains("Q4_K_M"), "{stdout}");
+        assert!(!copy.exists(), "no copy is made where none is run");
+    } else {
+        assert_eq!(Path::new(measured), copy);
+        assert!(stdout.contains("Q8_0"), "{stdout}");
+    }
     // Where the system offers transparent huge pages, the packed weights are on them.
     let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled");
     if thp.is_ok_and(|t| t.contains("[madvise]") || t.contains("[always]")) {
@@ -208,7 +232,7 @@ fn hearth_eval_runs_real_tasks_on_the_local_engine_and_reports_each_one() {
         eprintln!("skipped: set HEARTH_TEST_MODEL to a Qwen2.5-Coder GGUF to run this test");
         return;
     };
-    let model = q8_0_copy(&model);
+    let model = engine_runs(&model);
     let (_home, mut hearth) = hearth_on_local(&model, 400);
     // Two one-round tasks: the guarantees need real turns, not minutes of CI.
     let tasks = "server-port,evaluate-expression";
@@ -257,7 +281,7 @@ fn a_new_hearth_run_reads_the_system_prompt_from_disk_and_answers_the_same() {
         eprintln!("skipped: set HEARTH_TEST_MODEL to a Qwen2.5-Coder GGUF to run this test");
         return;
     };
-    let model = q8_0_copy(&model);
+    let model = engine_runs(&model);
     let home = tempfile::tempdir().unwrap();
     // The project is a directory of its own, the same in every run: the project map put before
     // the prompt would otherwise list the logs and caches the earlier runs left in `home`, and

@@ -10,8 +10,9 @@ use crate::isa::Isa;
 use crate::packed::MatmulOut;
 use crate::shares::run_shared;
 
-/// Weight rows per tile: one 512-bit register of i32 lanes, or two 256-bit ones.
-pub(crate) const TILE_ROWS: usize = 16;
+/// Weight rows per tile: one 512-bit register of i32 lanes, or two 256-bit ones. A matrix packs
+/// when its rows are a multiple of this (and its columns of the format's block).
+pub const TILE_ROWS: usize = 16;
 
 /// Why a matrix cannot be packed; the caller keeps its ordinary path for it.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

@@ -48,8 +48,9 @@ pub enum CliCommand {
     },
     /// Measure the local engine: prefill and decode speed at several depths, cold vs warm turns.
     Bench {
-        /// A GGUF file (default: what the engine runs for the cached default model, its Q8_0
-        /// copy, made now if missing).
+        /// A GGUF file (default: what the engine runs for the cached default model: the
+        /// download where the CPU's packed kernels serve it, else its Q8_0 copy, made now if
+        /// missing).
         #[arg(long, value_name = "PATH")]
         model: Option<PathBuf>,
         /// Context depths to measure at, comma-separated (default: 0,1024,4096).

@@ -39,6 +39,16 @@ pub fn open(choice: DeviceChoice) -> Result<Device, EngineError> {
     }
 }
 
+/// Whether `choice` opens the CPU, without opening anything: `Auto` does where this build has
+/// no CUDA or no GPU is visible.
+pub fn opens_cpu(choice: DeviceChoice) -> bool {
+    match choice {
+        DeviceChoice::Cpu => true,
+        DeviceChoice::Auto => !cuda_is_available(),
+        DeviceChoice::Cuda(_) => false,
+    }
+}
+
 #[cfg(feature = "cuda")]
 fn open_cuda(n: usize) -> Result<Device, EngineError> {
     Ok(Device::new_cuda(n)?)
@@ -86,6 +96,15 @@ mod tests {
                 Err(EngineError::NotCompiledWith("cuda"))
             ));
             assert!(open(DeviceChoice::Auto).is_ok_and(|d| d.is_cpu()));
+        }
+    }
+
+    /// `opens_cpu` says what `open` would give, without opening a GPU.
+    #[test]
+    fn opens_cpu_agrees_with_open() {
+        for choice in [DeviceChoice::Cpu, DeviceChoice::Auto, DeviceChoice::Cuda(0)] {
+            let cpu = matches!(open(choice), Ok(d) if d.is_cpu());
+            assert_eq!(opens_cpu(choice), cpu, "{choice:?}");
         }
     }
 }

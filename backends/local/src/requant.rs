@@ -1,6 +1,7 @@
 //! Re-quantizing a GGUF to a format with fast CPU kernels in candle (Q8_0, Q4_0): the stock
 //! Qwen2.5-Coder-0.5B file stores most weights as Q5_0, which candle runs without SIMD, about
-//! 3x slower to decode (docs/inference.md §3.1).
+//! 3x slower to decode (docs/inference.md §3.1). Where hearth's packed kernels serve the file,
+//! the engine runs it as it is and makes no copy (`engine_file`).
 
 use std::path::Path;
 

@@ -2,9 +2,9 @@
 //! `HEARTH_TEST_MODEL` names a Qwen2.5-Coder GGUF (scripts/fetch-model.sh fetches one). Build
 //! the engine's dependencies optimized for tests, or run with `--release`.
 //!
-//! The tests run on a Q8_0 copy of that file, made once per target directory, because that is
-//! what users run: the engine makes the same copy of the default model when it fetches it, and
-//! Q8_0 is what hearth's packed kernels and fused attention serve.
+//! The tests run on the file the engine runs for that download as the default model, as users
+//! do (`engine_file`): the file itself where hearth's packed kernels serve every matrix of it
+//! (any x86 CPU with AVX2), else a Q8_0 copy, made once per target directory.
 // A test binary: panics are the failures.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -21,7 +21,7 @@ use hearth_local::{
 
 fn model_path() -> Option<String> {
     match std::env::var("HEARTH_TEST_MODEL") {
-        Ok(p) if !p.is_empty() => Some(q8_0_copy(&p)),
+        Ok(p) if !p.is_empty() => Some(engine_runs(&p)),
         _ => {
             eprintln!("skipped: set HEARTH_TEST_MODEL to a Qwen2.5-Coder GGUF to run");
             None
@@ -29,10 +29,16 @@ fn model_path() -> Option<String> {
     }
 }
 
-/// The Q8_0 copy of `original`, made on first use (a few seconds) and shared by the tests.
-fn q8_0_copy(original: &str) -> String {
-    static COPY: OnceLock<String> = OnceLock::new();
-    COPY.get_or_init(|| {
+/// The file the engine runs for `original` on this CPU: `original` where the packed kernels
+/// serve all of it, else its Q8_0 copy, made on first use (a few seconds) and shared by the
+/// tests.
+fn engine_runs(original: &str) -> String {
+    static RUNS: OnceLock<String> = OnceLock::new();
+    RUNS.get_or_init(|| {
+        let file = GgufFile::open(original.as_ref()).unwrap();
+        if file.packs_whole_on_this_cpu() {
+            return original.to_string();
+        }
         let name = Path::new(original).file_stem().unwrap().to_string_lossy();
         let copy = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-q8_0.gguf"));
         hearth_local::requant::q8_0_copy(original.as_ref(), &copy).unwrap();
@@ -79,7 +85,7 @@ fn answers_a_coding_question_deterministically() {
     );
 }
 
-/// The file as given, not its Q8_0 copy: for the default download, a Q4_K_M file whose
+/// The file as given, whatever the CPU: for the default download, a Q4_K_M file whose
 /// weights are Q4_K, Q6_K, Q5_0 and Q8_0. There, where the CPU has a packed kernel, every
 /// matmul runs on one (none falls back to candle); and greedy decoding answers correctly.
 #[test]

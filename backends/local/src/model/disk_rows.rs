@@ -3,7 +3,7 @@
 //!
 //! A model whose output head is a tensor of its own (not tied to the embedding) uses its table
 //! only as a lookup, one row per token; held in memory it was the largest thing that sat idle,
-//! 89 MiB for the 0.5B's Q4_K_M download and 138 MiB for the Q8_0 copy the engine runs, a
+//! 89 MiB for the 0.5B's Q4_K_M download and 138 MiB for its Q8_0 copy (run without AVX2), a
 //! fifth or more of the process. llama.cpp leaves it in its mapping of the file for the same
 //! reason.
 //!

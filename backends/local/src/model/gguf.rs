@@ -16,7 +16,7 @@ use crate::error::EngineError;
 use crate::model::disk_rows::DiskRows;
 use crate::model::gguf_check::{self, GgufLayoutError};
 use crate::model::gguf_types;
-use crate::model::linear::{Kernels, Linear, Packing};
+use crate::model::linear::{self, Kernels, Linear, Packing};
 use crate::model::stacked::SharedInput;
 use crate::model::transformer::{Attention, Block, Embedding, Mlp, cpu_cores};
 use crate::model::{Arch, Model, ModelConfig, Rope};
@@ -80,6 +80,26 @@ impl GgufFile {
             reader,
             path: path.display().to_string(),
         })
+    }
+
+    /// Whether every matrix the model multiplies by (each block's projections and the output
+    /// head, or the embedding table where the head is tied to it) is packed for this CPU's
+    /// kernels when it loads, none left on candle's slower path: then the file runs as it is
+    /// (see `engine_file`).
+    pub fn packs_whole_on_this_cpu(&self) -> bool {
+        let infos = &self.content.tensor_infos;
+        let tied = !infos.contains_key("output.weight");
+        infos
+            .iter()
+            .filter(|(name, info)| {
+                name.ends_with(".weight")
+                    && info.shape.rank() == 2
+                    && (tied || name.as_str() != "token_embd.weight")
+            })
+            .all(|(_, info)| {
+                let (rows, cols) = (info.shape.dims()[0], info.shape.dims()[1]);
+                linear::packs_here(info.ggml_dtype, rows, cols)
+            })
     }
 
     /// Reads one tensor as stored.

@@ -9,7 +9,7 @@ use candle_core::quantized::{GgmlDType, QMatMul};
 use candle_core::{DType, Device, Module, Tensor};
 use hearth_kernels::{
     Isa, PackError, PackedMatrix, PackedQ2_K, PackedQ3_K, PackedQ4_0, PackedQ4_1, PackedQ4_K,
-    PackedQ5_0, PackedQ5_1, PackedQ5_K, PackedQ6_K, PackedQ8_0, WeightArena,
+    PackedQ5_0, PackedQ5_1, PackedQ5_K, PackedQ6_K, PackedQ8_0, TILE_ROWS, WeightArena,
 };
 
 use crate::error::{EngineBug, EngineError};
@@ -75,6 +75,19 @@ fn packer(dtype: GgmlDType) -> Option<Packer> {
         GgmlDType::Q6K => packer_of!(PackedQ6_K),
         _ => return None,
     })
+}
+
+/// Whether a `rows` × `cols` matrix of `dtype` on the CPU is packed for this CPU's fastest
+/// kernels when it loads: hearth-kernels has the format, the CPU runs one of its instruction
+/// sets, and the shape is whole tiles (rows a multiple of [`TILE_ROWS`], columns of the
+/// format's block).
+pub(crate) fn packs_here(dtype: GgmlDType, rows: usize, cols: usize) -> bool {
+    packer(dtype).is_some()
+        && Kernels::Fastest.isa().is_some()
+        && rows > 0
+        && rows.is_multiple_of(TILE_ROWS)
+        && cols > 0
+        && cols.is_multiple_of(dtype.block_size())
 }
 
 /// How a model's weights are packed as it loads: for which kernels, and into one arena, so
@@ -241,6 +254,36 @@ mod tests {
                     .unwrap()
                     .is_packed(),
                 "{dtype:?}"
+            );
+        }
+    }
+
+    /// `packs_here` says of a weight what loading it does: packed, or left on candle's path
+    /// (formats without a kernel, shapes that are not whole tiles, a CPU without the kernels).
+    #[test]
+    fn packs_here_foretells_the_packing() {
+        for (dtype, rows, cols) in [
+            (GgmlDType::Q8_0, 32, 64),
+            (GgmlDType::Q5_0, 48, 96),
+            (GgmlDType::Q4K, 16, 512),
+            (GgmlDType::Q6K, 32, 256),
+            // Rows that are not whole tiles, for a light format and a K-quant.
+            (GgmlDType::Q8_0, 20, 64),
+            (GgmlDType::Q4K, 20, 256),
+            // No packed kernel for these.
+            (GgmlDType::F32, 32, 64),
+            (GgmlDType::F16, 32, 64),
+            (GgmlDType::Q8_1, 32, 64),
+        ] {
+            let weight = QMatMul::from_qtensor(quantized(dtype, rows, cols)).unwrap();
+            let packed = Packing::new(Kernels::Fastest)
+                .linear(weight)
+                .unwrap()
+                .is_packed();
+            assert_eq!(
+                super::packs_here(dtype, rows, cols),
+                packed,
+                "{dtype:?} {rows}x{cols}"
             );
         }
     }

@@ -296,3 +296,43 @@ fn room_after_a_prompt_is_made_only_when_the_cache_grows() {
     model.forward(&prompt(10), &mut cache).unwrap();
     assert_eq!(cache.held_bytes(), 10 * per_token);
 }
+
+/// `packs_whole_on_this_cpu` says what loading does: true where every linear layer the model
+/// loads is packed, false where any stays on candle (a format without a kernel, or a CPU
+/// without the kernels; shapes that are not whole tiles are `packs_here`'s test). The tied
+/// head of Qwen3's shape counts too.
+#[test]
+fn packs_whole_foretells_the_loaded_kernels() {
+    let k_quant = TinySpec {
+        weights: GgmlDType::Q4K,
+        hidden: 256,
+        heads: 4,
+        head_dim: 64,
+        ffn: 256,
+        ..TinySpec::qwen2()
+    };
+    let specs = [
+        ("q8_0", TinySpec::qwen2()),
+        ("tied", TinySpec::qwen3()),
+        ("q4_k", k_quant),
+        (
+            "f32",
+            TinySpec {
+                weights: GgmlDType::F32,
+                ..TinySpec::qwen2()
+            },
+        ),
+    ];
+    for (name, spec) in specs {
+        let dir = tempfile::tempdir().unwrap();
+        let path = tiny::write(&spec, dir.path(), name);
+        let mut file = GgufFile::open(&path).unwrap();
+        let packs = file.packs_whole_on_this_cpu();
+        let model = file.load_model(&Device::Cpu, &mut |_| Ok(())).unwrap();
+        let kernels = model.kernels();
+        let all_packed = kernels.iter().all(|(k, _)| !k.starts_with("candle"));
+        assert_eq!(packs, all_packed, "{name}: {kernels:?}");
+        let expected = hearth_kernels::Isa::detect().is_some() && name != "f32";
+        assert_eq!(packs, expected, "{name}: {kernels:?}");
+    }
+}
