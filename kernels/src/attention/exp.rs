@@ -1,5 +1,5 @@
-//! `exp(x - shift)` for the softmax: a form that auto-vectorizes for every path, and an AVX2
-//! one that gives the same bits faster.
+//! `exp(x - shift)` for the softmax: a form that auto-vectorizes for every path, and AVX2 and
+//! AVX-512 ones that give the same bits faster.
 
 /// log₂ e.
 const LOG2E: f32 = std::f32::consts::LOG2_E;
@@ -83,6 +83,75 @@ pub(super) unsafe fn exp_shifted_avx2(xs: &mut [f32], shift: f32) {
     exp_shifted(rest.into_remainder(), shift);
 }
 
+/// [`exp_shifted_avx2`] sixteen lanes to a register, for the AVX-512 attention kernel: the
+/// same steps, so the same bits. A tail of fewer than 64 values goes to the AVX2 form.
+///
+/// # Safety
+/// The CPU has AVX-512F, AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+pub(super) unsafe fn exp_shifted_avx512(xs: &mut [f32], shift: f32) {
+    use std::arch::x86_64::*;
+    const LANES: usize = 16;
+    const WIDTH: usize = 4 * LANES;
+    let shifts = _mm512_set1_ps(shift);
+    let mut chunks = xs.chunks_exact_mut(WIDTH);
+    for chunk in &mut chunks {
+        let p = chunk.as_mut_ptr();
+        // SAFETY (both): the chunk holds four registers of f32.
+        let x: [__m512; 4] = std::array::from_fn(|i| unsafe { _mm512_loadu_ps(p.add(i * LANES)) });
+        let y = exp_lanes512(x, shifts);
+        for (i, y) in y.into_iter().enumerate() {
+            unsafe { _mm512_storeu_ps(p.add(i * LANES), y) };
+        }
+    }
+    // SAFETY: the CPU has AVX2 and FMA (this function's contract).
+    unsafe { exp_shifted_avx2(chunks.into_remainder(), shift) };
+}
+
+/// [`exp_lanes`] on 512-bit registers.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn exp_lanes512<const V: usize>(
+    x: [std::arch::x86_64::__m512; V],
+    shift: std::arch::x86_64::__m512,
+) -> [std::arch::x86_64::__m512; V] {
+    use std::arch::x86_64::*;
+    let splat = _mm512_set1_ps;
+    // Toward −∞, exceptions suppressed: `floor`.
+    const FLOOR_MODE: i32 = _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC;
+    // `max` returns its second operand where the first is NaN, as `f32::max` does here.
+    let t = x.map(|x| _mm512_max_ps(_mm512_sub_ps(x, shift), splat(FLOOR)));
+    let n = t.map(|t| {
+        _mm512_roundscale_ps::<FLOOR_MODE>(_mm512_add_ps(
+            _mm512_mul_ps(t, splat(LOG2E)),
+            splat(0.5),
+        ))
+    });
+    let r: [__m512; V] = std::array::from_fn(|i| {
+        let hi = _mm512_sub_ps(t[i], _mm512_mul_ps(n[i], splat(LN2_HI)));
+        _mm512_sub_ps(hi, _mm512_mul_ps(n[i], splat(LN2_LO)))
+    });
+    let mut p = [splat(P[0]); V];
+    for &c in &P[1..] {
+        for (p, r) in p.iter_mut().zip(r) {
+            *p = _mm512_fmadd_ps(*p, r, splat(c));
+        }
+    }
+    std::array::from_fn(|i| {
+        let e = _mm512_add_ps(
+            _mm512_fmadd_ps(_mm512_mul_ps(p[i], r[i]), r[i], r[i]),
+            splat(1.0),
+        );
+        let biased = _mm512_sub_epi32(
+            _mm512_castps_si512(_mm512_add_ps(n[i], splat(127.0 + MANTISSA_ONE))),
+            _mm512_set1_epi32(MANTISSA_ONE.to_bits() as i32),
+        );
+        _mm512_mul_ps(e, _mm512_castsi512_ps(_mm512_slli_epi32::<23>(biased)))
+    })
+}
+
 /// [`exp_shifted`]'s steps on `V` registers, each step for all of them before the next.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
@@ -121,13 +190,13 @@ fn exp_lanes<const V: usize>(
 
 #[cfg(all(test, target_arch = "x86_64"))]
 mod tests {
-    use super::{exp_shifted, exp_shifted_avx2};
+    use super::{exp_shifted, exp_shifted_avx2, exp_shifted_avx512};
 
-    /// The AVX2 form gives the portable one's bits for every length (four registers, one,
-    /// and a tail of single values) over the softmax's range, past its floor, and for the
-    /// values a broken row may hold.
+    /// The AVX2 form, and the AVX-512 one where the CPU has it, give the portable one's bits
+    /// for every length (four registers, one, and a tail of single values) over the softmax's
+    /// range, past its floor, and for the values a broken row may hold.
     #[test]
-    fn the_avx2_form_gives_the_portable_bits() {
+    fn the_avx2_and_avx512_forms_give_the_portable_bits() {
         if !(is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")) {
             eprintln!("skipped: this CPU has no AVX2 and FMA");
             return;
@@ -144,7 +213,25 @@ mod tests {
             f32::MIN,
             3.5,
         ]);
-        for len in [0, 1, 7, 8, 9, 31, 32, 33, 64, 71, xs.len()] {
+        for len in [
+            0,
+            1,
+            7,
+            8,
+            9,
+            15,
+            16,
+            17,
+            31,
+            32,
+            33,
+            63,
+            64,
+            65,
+            71,
+            80,
+            xs.len(),
+        ] {
             for shift in [0.0, 2.5, -40.0] {
                 let (mut want, mut got) = (xs[..len].to_vec(), xs[..len].to_vec());
                 exp_shifted(&mut want, shift);
@@ -152,6 +239,15 @@ mod tests {
                 unsafe { exp_shifted_avx2(&mut got, shift) };
                 let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
                 assert!(bits(&got) == bits(&want), "{len} values, shift {shift}");
+                if is_x86_feature_detected!("avx512f") {
+                    let mut wide = xs[..len].to_vec();
+                    // SAFETY: the CPU has AVX-512F, AVX2 and FMA (checked).
+                    unsafe { exp_shifted_avx512(&mut wide, shift) };
+                    assert!(
+                        bits(&wide) == bits(&want),
+                        "AVX-512: {len} values, shift {shift}"
+                    );
+                }
             }
         }
     }

@@ -14,7 +14,7 @@ use std::arch::x86_64::*;
 use std::ops::Range;
 
 use super::element::Kind;
-use super::exp::exp_shifted_avx2;
+use super::exp::{exp_shifted_avx2, exp_shifted_avx512};
 use super::{KEY_BLOCK, KvElement, State, Task};
 
 /// The most query vectors that share each load: six queries × two key registers are twelve
@@ -403,7 +403,7 @@ impl<E: KvElement> Block<'_, E> {
             }
         }
         // SAFETY: the CPU has AVX2 and FMA.
-        let corrections = unsafe { self.softmax::<N>(scores, tiles * KEY_TILE, state, at) };
+        let corrections = unsafe { self.softmax::<N, false>(scores, tiles * KEY_TILE, state, at) };
         // Three registers of dimensions per state where they fit: four states' twelve
         // accumulators, three loaded values and a broadcast weight are the sixteen registers,
         // and twelve chains of multiply-adds (nine for three states) hide their latency where
@@ -429,10 +429,13 @@ impl<E: KvElement> Block<'_, E> {
     /// of 8) into weights, `exp(score - max)` with each state's running maximum updated, and
     /// adds them to its sum; returns by how much each state's earlier sum and values shrink.
     ///
+    /// `WIDE` takes the exponentials sixteen to a register (the AVX-512 kernel's), with the
+    /// same bits.
+    ///
     /// # Safety
-    /// The CPU has AVX2 and FMA.
+    /// The CPU has AVX2 and FMA, and AVX-512F too where `WIDE` says so.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn softmax<const N: usize>(
+    pub(super) unsafe fn softmax<const N: usize, const WIDE: bool>(
         &self,
         scores: &mut Scores,
         scored: usize,
@@ -459,8 +462,15 @@ impl<E: KvElement> Block<'_, E> {
                 (state.max[i] - new_max).exp()
             };
             state.max[i] = new_max;
-            // SAFETY: the CPU has AVX2 and FMA (this function's contract).
-            unsafe { exp_shifted_avx2(&mut row[..scored], new_max) };
+            // SAFETY (both): the CPU has AVX2 and FMA, and AVX-512F where `WIDE` says so
+            // (this function's contract).
+            unsafe {
+                if WIDE {
+                    exp_shifted_avx512(&mut row[..scored], new_max);
+                } else {
+                    exp_shifted_avx2(&mut row[..scored], new_max);
+                }
+            }
             row[self.count..scored].fill(0.0);
         }
         let sums = row_folds::<N, false>(rows, scored);

@@ -127,8 +127,8 @@ impl<E: KvElement> Block<'_, E> {
                 }
             }
         }
-        // SAFETY: the CPU has AVX2 and FMA.
-        let corrections = unsafe { self.softmax::<N>(scores, tiles * KEY_TILE, state, at) };
+        // SAFETY: the CPU has AVX-512F, AVX2 and FMA (this function's contract).
+        let corrections = unsafe { self.softmax::<N, true>(scores, tiles * KEY_TILE, state, at) };
         let mut d = 0;
         // SAFETY (both): this function's contract; `d + 16 · V <= dim`.
         while d + 2 * LANES <= dim {
