@@ -89,7 +89,7 @@ pub use q6_k::PackedQ6_K;
 pub use q8_0::PackedQ8_0;
 pub use rms_norm::{add_rms_norm, rms_norm};
 pub use swiglu::silu_mul;
-pub use tiled::{PackError, TILE_ROWS};
+pub use tiled::{PackError, fits_tiles};
 pub use warm_pool::keep_pool_warm;
 pub use weight_arena::WeightArena;
 

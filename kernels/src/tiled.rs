@@ -10,9 +10,15 @@ use crate::isa::Isa;
 use crate::packed::MatmulOut;
 use crate::shares::run_shared;
 
-/// Weight rows per tile: one 512-bit register of i32 lanes, or two 256-bit ones. A matrix packs
-/// when its rows are a multiple of this (and its columns of the format's block).
-pub const TILE_ROWS: usize = 16;
+/// Weight rows per tile: one 512-bit register of i32 lanes, or two 256-bit ones.
+pub(crate) const TILE_ROWS: usize = 16;
+
+/// Whether a `rows` × `cols` matrix is whole tiles for a format of `block_values` values a
+/// block (32, or 256 for the K-quants): the shape every `pack_in` asks for ([`PackError::Shape`]
+/// otherwise), so a caller can tell before reading the weights.
+pub fn fits_tiles(rows: usize, cols: usize, block_values: usize) -> bool {
+    rows > 0 && cols > 0 && rows.is_multiple_of(TILE_ROWS) && cols.is_multiple_of(block_values)
+}
 
 /// Why a matrix cannot be packed; the caller keeps its ordinary path for it.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -56,11 +62,7 @@ pub(crate) fn check_blocks(
     block_values: usize,
     block_bytes: usize,
 ) -> Result<usize, PackError> {
-    if rows == 0
-        || cols == 0
-        || !rows.is_multiple_of(TILE_ROWS)
-        || !cols.is_multiple_of(block_values)
-    {
+    if !fits_tiles(rows, cols, block_values) {
         return Err(PackError::Shape { rows, cols });
     }
     let blocks = cols / block_values;

@@ -9,7 +9,7 @@ use candle_core::quantized::{GgmlDType, QMatMul};
 use candle_core::{DType, Device, Module, Tensor};
 use hearth_kernels::{
     Isa, PackError, PackedMatrix, PackedQ2_K, PackedQ3_K, PackedQ4_0, PackedQ4_1, PackedQ4_K,
-    PackedQ5_0, PackedQ5_1, PackedQ5_K, PackedQ6_K, PackedQ8_0, TILE_ROWS, WeightArena,
+    PackedQ5_0, PackedQ5_1, PackedQ5_K, PackedQ6_K, PackedQ8_0, WeightArena, fits_tiles,
 };
 
 use crate::error::{EngineBug, EngineError};
@@ -79,15 +79,11 @@ fn packer(dtype: GgmlDType) -> Option<Packer> {
 
 /// Whether a `rows` × `cols` matrix of `dtype` on the CPU is packed for this CPU's fastest
 /// kernels when it loads: hearth-kernels has the format, the CPU runs one of its instruction
-/// sets, and the shape is whole tiles (rows a multiple of [`TILE_ROWS`], columns of the
-/// format's block).
+/// sets, and the shape is whole tiles ([`fits_tiles`], the check packing makes).
 pub(crate) fn packs_here(dtype: GgmlDType, rows: usize, cols: usize) -> bool {
     packer(dtype).is_some()
         && Kernels::Fastest.isa().is_some()
-        && rows > 0
-        && rows.is_multiple_of(TILE_ROWS)
-        && cols > 0
-        && cols.is_multiple_of(dtype.block_size())
+        && fits_tiles(rows, cols, dtype.block_size())
 }
 
 /// How a model's weights are packed as it loads: for which kernels, and into one arena, so
