@@ -7,7 +7,8 @@ use std::arch::x86_64::*;
 
 /// Writes a format's AVX-512 `group` for its tile type `$tile`, one tile per `$blocks`
 /// activation blocks: it calls the module's `micro_kernel::<R>` over the rows in steps of its
-/// `MR` (see [`in_row_steps`]).
+/// `MR` (see [`in_row_steps`]). With `widened by $widen` instead, it sends prompts through the
+/// tiles widened to bytes (see `widened`).
 macro_rules! avx512_group {
     ($tile:ty, $blocks:expr) => {
         /// Writes the 16 columns of one row group for activation rows `rows`.
@@ -31,6 +32,40 @@ macro_rules! avx512_group {
             }
         }
 
+        $crate::avx512_frame::avx512_group!(@elsewhere $tile);
+    };
+    // A format narrower than a byte whose tiles `$widen` widens to Q8_0's: calls of more than
+    // `MR` rows (prompts) go through the widened tiles (`widened`), others (decode) through
+    // `micro_kernel`.
+    ($tile:ty, widened by $widen:ident) => {
+        /// Writes the 16 columns of one row group for activation rows `rows`: more than `MR`
+        /// rows on the tiles widened to bytes, fewer on their own.
+        ///
+        /// # Safety
+        /// The CPU has AVX-512 F/BW/VNNI; `out` is valid for writes of `rows.end` rows ×
+        /// `stride` f32 from the start of the output; `tiles` holds the group's tiles.
+        #[cfg(target_arch = "x86_64")]
+        pub(super) unsafe fn group(
+            tiles: &[$tile],
+            acts: &$crate::activations::QuantizedRows,
+            rows: ::std::ops::Range<usize>,
+            out: *mut f32,
+            stride: usize,
+        ) {
+            debug_assert_eq!(tiles.len(), acts.blocks);
+            // SAFETY (both): forwarded from the caller; `$widen` needs what the kernel does.
+            if rows.len() > MR {
+                unsafe { $crate::widened::group(tiles, acts, rows, out, stride, $widen) }
+            } else {
+                unsafe {
+                    $crate::tiled::in_row_steps!(micro_kernel::<MR>(tiles, acts, out, stride; rows))
+                }
+            }
+        }
+
+        $crate::avx512_frame::avx512_group!(@elsewhere $tile);
+    };
+    (@elsewhere $tile:ty) => {
         #[cfg(not(target_arch = "x86_64"))]
         pub(super) unsafe fn group(
             _: &[$tile],
@@ -62,6 +97,23 @@ pub(crate) unsafe fn nibbles512(qs: *const u8) -> ([__m512i; 4], [__m512i; 4]) {
         raw.map(|raw| _mm512_and_si512(raw, nibble)),
         raw.map(|raw| _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble)),
     )
+}
+
+/// Loads `R` rows of 16 columns, row `r` from `out + (first + r) · stride`: a micro-kernel's
+/// sums so far, where it goes on from an earlier run of blocks.
+///
+/// # Safety
+/// Rows `first..first + R` are the caller's, 16 initialized columns each from `out`.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn load_rows512<const R: usize>(
+    out: *const f32,
+    first: usize,
+    stride: usize,
+) -> [__m512; R] {
+    // SAFETY: row `first + r` is one of the caller's rows; 16 columns from `out`.
+    std::array::from_fn(|r| unsafe { _mm512_loadu_ps(out.add((first + r) * stride)) })
 }
 
 /// Stores a micro-kernel's `R` rows of 16 accumulated columns, row `r` at

@@ -107,6 +107,46 @@ pub(crate) fn the_kernels_match_the_reference<F: Format>(seed: u64, shapes: &[(u
     }
 }
 
+/// Every kernel this CPU runs gives a row of a prompt the bits it gives that row alone: a row's
+/// sums do not depend on the rows beside it, however a call takes them (a Q5_0 or Q4_0 prompt
+/// goes through widened tiles on AVX-512, a decoded row through the format's own kernel).
+pub(crate) fn prompt_rows_are_decoded_rows<F: Format>(seed: u64, shapes: &[(usize, usize)]) {
+    let mut rng = Lcg(seed);
+    for isa in kernels_here() {
+        for &(rows, cols) in shapes {
+            let data = F::random(&mut rng, rows, cols);
+            let Ok(packed) = F::pack_for(isa, &data, rows, cols) else {
+                return;
+            };
+            let matmul = |lhs: &[f32], m: usize, out: &mut [f32]| packed.matmul(lhs, m, out, 2);
+            prompt_rows_match_rows_alone(&mut rng, (rows, cols), matmul, &format!("{isa:?}"));
+        }
+    }
+}
+
+/// A prompt of 33 random rows through `matmul` (`(lhs, m, out)` for a `rows` × `cols` matrix)
+/// gives each row the bits it gets alone.
+pub(crate) fn prompt_rows_match_rows_alone(
+    rng: &mut Lcg,
+    (rows, cols): (usize, usize),
+    matmul: impl Fn(&[f32], usize, &mut [f32]),
+    what: &str,
+) {
+    let m = 33;
+    let lhs = random_rows(rng, m, cols);
+    let mut prompt = vec![f32::NAN; m * rows];
+    matmul(&lhs, m, &mut prompt);
+    for (row, prompt) in prompt.chunks_exact(rows).enumerate() {
+        let mut alone = vec![f32::NAN; rows];
+        matmul(&lhs[row * cols..][..cols], 1, &mut alone);
+        let same = prompt
+            .iter()
+            .zip(&alone)
+            .all(|(p, a)| p.to_bits() == a.to_bits());
+        assert!(same, "{what} {rows}x{cols}, row {row} of {m}");
+    }
+}
+
 /// Packing refuses shapes that do not tile, data of the wrong length and dimensions whose
 /// byte size overflows (a crafted header's); a matmul refuses a row count whose buffer sizes
 /// wrap to 0, before its kernel writes through raw pointers.
@@ -213,6 +253,11 @@ macro_rules! packed_format_tests {
         #[test]
         fn the_kernels_match_the_reference_for_every_row_remainder_and_thread_count() {
             $crate::format_checks::the_kernels_match_the_reference::<$ty>(47, &$kernels);
+        }
+
+        #[test]
+        fn a_prompt_row_comes_out_as_the_same_row_decoded() {
+            $crate::format_checks::prompt_rows_are_decoded_rows::<$ty>(53, &$kernels);
         }
 
         #[test]

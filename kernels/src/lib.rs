@@ -69,6 +69,8 @@ mod tiled;
 mod two_bits;
 mod warm_pool;
 mod weight_arena;
+#[cfg(target_arch = "x86_64")]
+mod widened;
 
 pub use attention::{
     AttentionShape, CacheShape, KEY_BLOCK, KvElement, ShapeError, causal_attention, store_keys,

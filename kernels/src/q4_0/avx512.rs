@@ -2,7 +2,8 @@
 //! all sixteen rows, so its low nibbles meet activation word `q` and its high nibbles word
 //! `q + 4` in one `vpdpbusd` each: the nibbles are the unsigned operand as they are (0..=15),
 //! the activations the signed one, and the i32 lanes cannot overflow. The accumulator starts
-//! at `−8 · Σa`, which takes the nibbles' offset of 8 back out.
+//! at `−8 · Σa`, which takes the nibbles' offset of 8 back out. Prompt rows go through the
+//! tiles widened to Q8_0's (`widened`).
 
 use super::{TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
@@ -10,6 +11,8 @@ use crate::avx512_frame::avx512_group;
 #[cfg(target_arch = "x86_64")]
 use crate::avx512_frame::{nibbles512, store_rows512, widen16};
 use crate::prefetch::{WeightRequests, prefetch_light};
+#[cfg(target_arch = "x86_64")]
+use crate::widened::ByteTile;
 
 /// Activation rows per micro-kernel call: 8 unpacked weight registers, the scales, and two
 /// accumulators and a sum per row fit the 32 zmm registers.
@@ -17,7 +20,35 @@ const MR: usize = 6;
 
 const _: () = assert!(TILE_ROWS == 16);
 
-avx512_group!(Tile, 1);
+avx512_group!(Tile, widened by widen);
+
+/// `tile` as a Q8_0 tile of the AVX-512 kernel: each nibble `q` (meaning `q − 8`) becomes
+/// `q − 8 + 128`, in Q8_0's column order, and the scales are the same.
+///
+/// # Safety
+/// The CPU has AVX-512 F/BW.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn widen(tile: &Tile, into: &mut ByteTile) {
+    use std::arch::x86_64::*;
+    // SAFETY: `qs` is 256 bytes at the start of the tile.
+    let (low, high) = unsafe { nibbles512(tile.qs.as_ptr()) };
+    let (to, offset) = (
+        into.qs.as_mut_ptr().cast::<__m512i>(),
+        _mm512_set1_epi8((128 - 8) as i8),
+    );
+    for q in 0..4 {
+        // SAFETY: Q8_0's words `q` and `q + 4` are 64 bytes each from `q * 64` and
+        // `(q + 4) * 64` of its 512 (unaligned stores). Word `q`'s low nibbles are columns
+        // `4q + t` and its high ones `4q + 16 + t`, which a Q8_0 tile holds in words `q` and
+        // `q + 4`.
+        unsafe {
+            _mm512_storeu_si512(to.add(q), _mm512_add_epi8(low[q], offset));
+            _mm512_storeu_si512(to.add(q + 4), _mm512_add_epi8(high[q], offset));
+        }
+    }
+    into.scales = tile.scales;
+}
 
 /// # Safety
 /// As for [`group`], for rows `first..first + R`.

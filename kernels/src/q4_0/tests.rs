@@ -3,6 +3,7 @@ use half::f16;
 
 use super::{BLOCK, BLOCK_BYTES, PackedQ4_0, TILE_ROWS};
 use crate::activations::{QuantizedRows, Scheme};
+use crate::format_checks::prompt_rows_match_rows_alone;
 use crate::isa::{Isa, kernels_here};
 use crate::test_support::{Lcg, dense_matmul, max_relative_error, random_rows};
 use crate::tiled::PackError;
@@ -72,7 +73,7 @@ fn the_kernel_matches_the_reference_for_every_row_remainder_and_thread_count() {
     let mut rng = Lcg(19);
     for (isa, (rows, cols)) in kernels_here()
         .into_iter()
-        .flat_map(|isa| [(16, 32), (48, 96), (64, 896)].map(|shape| (isa, shape)))
+        .flat_map(|isa| [(16, 32), (48, 96), (64, 896), (32, 4864)].map(|shape| (isa, shape)))
     {
         let (data, _) = random_q4_0(&mut rng, rows, cols);
         let packed = PackedQ4_0::pack_for(isa, &data, rows, cols).unwrap();
@@ -174,4 +175,20 @@ fn a_row_count_whose_sizes_wrap_is_refused() {
     )
     .unwrap();
     packed.matmul(&[], 1 << 60, &mut Vec::new(), 1);
+}
+
+/// A prompt's rows come out as the same rows decoded, to the bit: on AVX-512, prompts go
+/// through the Q8_0 kernel in runs of blocks (through tiles widened to bytes for Q4_0), and a
+/// row's blocks must add in the same order.
+#[test]
+fn a_prompt_row_comes_out_as_the_same_row_decoded() {
+    let mut rng = Lcg(59);
+    for isa in kernels_here() {
+        for shape in [(16, 32), (64, 896), (32, 4864)] {
+            let (data, _) = random_q4_0(&mut rng, shape.0, shape.1);
+            let packed = PackedQ4_0::pack_for(isa, &data, shape.0, shape.1).unwrap();
+            let matmul = |lhs: &[f32], m: usize, out: &mut [f32]| packed.matmul(lhs, m, out, 2);
+            prompt_rows_match_rows_alone(&mut rng, shape, matmul, &format!("{isa:?}"));
+        }
+    }
 }

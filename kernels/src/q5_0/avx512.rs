@@ -1,6 +1,7 @@
 //! The Q5_0 kernel on AVX-512 VNNI: as the Q4_0 one (see `q4_0::avx512`), with each word's
 //! fifth bits moved to bit 4 of its nibbles first. The 5-bit values are the unsigned operand
-//! of `vpdpbusd` and the accumulator starts at `−16 · Σa`, their offset.
+//! of `vpdpbusd` and the accumulator starts at `−16 · Σa`, their offset. Prompt rows go
+//! through the tiles widened to Q8_0's (`widened`).
 
 use super::{TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
@@ -10,13 +11,46 @@ use crate::avx512_frame::{store_rows512, widen16};
 #[cfg(target_arch = "x86_64")]
 use crate::fifth_bits::FifthBits512;
 use crate::prefetch::{WeightRequests, prefetch_light};
+#[cfg(target_arch = "x86_64")]
+use crate::widened::ByteTile;
 
 /// Activation rows per micro-kernel call, as for Q4_0.
 const MR: usize = 6;
 
 const _: () = assert!(TILE_ROWS == 16);
 
-avx512_group!(Tile, 1);
+avx512_group!(Tile, widened by widen);
+
+/// `tile` as a Q8_0 tile of the AVX-512 kernel: each value `q` (0..=31, meaning `q − 16`)
+/// becomes `q − 16 + 128`, in Q8_0's column order, and the scales are the same.
+///
+/// # Safety
+/// The CPU has AVX-512 F/BW.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn widen(tile: &Tile, into: &mut ByteTile) {
+    use std::arch::x86_64::*;
+    let (qs, to) = (
+        tile.qs.as_ptr().cast::<__m512i>(),
+        into.qs.as_mut_ptr().cast::<__m512i>(),
+    );
+    // SAFETY: `qh` is 64 bytes at offset 256 of the tile, in the byte order of a `qs` word.
+    let qh = unsafe { _mm512_loadu_si512(tile.qh.as_ptr().cast()) };
+    let mut fifths = FifthBits512::new(qh);
+    let offset = _mm512_set1_epi8((128 - 16) as i8);
+    for q in 0..4 {
+        // SAFETY: word `q` of `qs` is its 64 bytes from `q * 64`; Q8_0's words `q` and `q + 4`
+        // are 64 bytes each from `q * 64` and `(q + 4) * 64` of its 512 (unaligned stores).
+        // Word `q`'s low nibbles are columns `4q + t` and its high ones `4q + 16 + t`, which
+        // a Q8_0 tile holds in words `q` and `q + 4`.
+        unsafe {
+            let (low, high) = fifths.next_word(_mm512_loadu_si512(qs.add(q)));
+            _mm512_storeu_si512(to.add(q), _mm512_add_epi8(low, offset));
+            _mm512_storeu_si512(to.add(q + 4), _mm512_add_epi8(high, offset));
+        }
+    }
+    into.scales = tile.scales;
+}
 
 /// # Safety
 /// As for [`group`], for rows `first..first + R`.

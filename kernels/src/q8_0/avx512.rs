@@ -7,8 +7,10 @@ use std::ops::Range;
 use super::{TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 #[cfg(target_arch = "x86_64")]
-use crate::avx512_frame::{store_rows512, widen16};
+use crate::avx512_frame::{load_rows512, store_rows512, widen16};
 use crate::prefetch::{WeightRequests, prefetch_light};
+#[cfg(target_arch = "x86_64")]
+use crate::tiled::in_row_steps;
 
 /// Activation rows per call of the micro-kernel: 8 weight + 1 scale + 6 accumulator registers
 /// and the temporaries fit the 32 zmm registers with room to spare.
@@ -32,20 +34,8 @@ pub(super) unsafe fn group(
     stride: usize,
 ) {
     debug_assert_eq!(tiles.len(), acts.blocks);
-    let mut first = rows.start;
-    // SAFETY (all calls): forwarded from the caller; each call covers rows `first..first + R`.
-    while first + MR <= rows.end {
-        unsafe { self::rows::<MR>(tiles, acts, first, out, stride) };
-        first += MR;
-    }
-    match rows.end - first {
-        1 => unsafe { self::rows::<1>(tiles, acts, first, out, stride) },
-        2 => unsafe { self::rows::<2>(tiles, acts, first, out, stride) },
-        3 => unsafe { self::rows::<3>(tiles, acts, first, out, stride) },
-        4 => unsafe { self::rows::<4>(tiles, acts, first, out, stride) },
-        5 => unsafe { self::rows::<5>(tiles, acts, first, out, stride) },
-        _ => {}
-    }
+    // SAFETY: forwarded from the caller, for all of the activations' blocks.
+    unsafe { group_blocks(tiles, acts, 0, rows, out, stride, Sums::Fresh) }
 }
 
 #[cfg(not(target_arch = "x86_64"))]
@@ -53,23 +43,76 @@ pub(super) unsafe fn group(_: &[Tile], _: &QuantizedRows, _: Range<usize>, _: *m
     unreachable!("the packed kernel is only built on x86_64, and `pack` refuses elsewhere")
 }
 
-/// # Safety
-/// As for [`group`], for rows `first..first + R`.
+/// Where a run of blocks starts each row's sums.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-unsafe fn rows<const R: usize>(
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sums {
+    /// From zero: the run is a row's first blocks.
+    Fresh,
+    /// From what `out` holds, which an earlier run over the row's blocks before these wrote:
+    /// a row's blocks are then added in the same order, and to the same bits, however they
+    /// are split into runs.
+    Resumed,
+}
+
+/// [`group`] over a run of blocks: `tiles` are those of activation blocks `first_block..`
+/// `first_block + tiles.len()`, and `sums` says whether the run starts each row afresh or
+/// goes on from `out`. The AVX-512 kernels of formats narrower than a byte send prompt rows
+/// here, on their tiles widened to this layout (`widened`).
+///
+/// # Safety
+/// As for [`group`], with the blocks inside `acts.blocks`; with [`Sums::Resumed`], `out` holds
+/// the rows' sums over the blocks before `first_block`.
+#[cfg(target_arch = "x86_64")]
+pub(crate) unsafe fn group_blocks(
     tiles: &[Tile],
     acts: &QuantizedRows,
-    first: usize,
+    first_block: usize,
+    rows: Range<usize>,
     out: *mut f32,
     stride: usize,
+    sums: Sums,
+) {
+    debug_assert!(first_block + tiles.len() <= acts.blocks);
+    let run = Run {
+        tiles,
+        first_block,
+        sums,
+    };
+    // SAFETY: forwarded from the caller; each call covers rows `first..first + R` of `rows`.
+    unsafe { in_row_steps!(micro_kernel::<MR>(&run, acts, out, stride; rows)) }
+}
+
+/// The tiles of a run of blocks, where they start among the activations' blocks, and how the
+/// run starts its sums (see [`group_blocks`]).
+#[cfg(target_arch = "x86_64")]
+struct Run<'t> {
+    tiles: &'t [Tile],
+    first_block: usize,
+    sums: Sums,
+}
+
+/// # Safety
+/// As for [`group_blocks`], for rows `first..first + R`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+unsafe fn micro_kernel<const R: usize>(
+    run: &Run<'_>,
+    acts: &QuantizedRows,
+    out: *mut f32,
+    stride: usize,
+    first: usize,
 ) {
     use std::arch::x86_64::*;
     let blocks = acts.blocks;
     let (words, scales, offsets, _) = acts.rows(first..first + R);
-    let mut acc = [_mm512_setzero_ps(); R];
+    let mut acc = match run.sums {
+        Sums::Fresh => [_mm512_setzero_ps(); R],
+        // SAFETY: rows `first..first + R` are the caller's, and hold their sums so far.
+        Sums::Resumed => unsafe { load_rows512(out, first, stride) },
+    };
     let requests = WeightRequests::here();
-    for (block, tile) in tiles.iter().enumerate() {
+    for (block, tile) in run.tiles.iter().enumerate() {
         // See `prefetch::WeightRequests`.
         prefetch_light::<R, _>(requests, tile);
         let qs = tile.qs.as_ptr().cast::<__m512i>();
@@ -81,7 +124,7 @@ unsafe fn rows<const R: usize>(
         }
         let weight_scales = widen16(&tile.scales);
         for (r, acc) in acc.iter_mut().enumerate() {
-            let at = r * blocks + block;
+            let at = r * blocks + run.first_block + block;
             let a = &words[at];
             let mut even = _mm512_set1_epi32(offsets[at]);
             let mut odd = _mm512_setzero_si512();

@@ -17,6 +17,8 @@
 
 mod avx2;
 mod avx512;
+#[cfg(target_arch = "x86_64")]
+pub(crate) use avx512::{Sums, group_blocks};
 #[cfg(test)]
 mod reference;
 #[cfg(test)]
@@ -47,11 +49,20 @@ fn weight_bias(isa: Isa) -> u8 {
 /// Sixteen rows × one 32-column block: `qs[(q * 16 + row) * 4 + t]` is column `q * 4 + t` of
 /// `row`, xored with the kernel's [`weight_bias`]; `scales[row]` is that row's block scale.
 /// Tiles are 32-byte aligned, not 64: a 64-byte alignment would pad each to 576 bytes.
+/// The AVX-512 kernels of the formats narrower than a byte widen their tiles to this one for
+/// prompt rows (`widened`).
 #[derive(Clone, Copy)]
 #[repr(C, align(32))]
-struct Tile {
-    qs: [u8; TILE_ROWS * BLOCK],
-    scales: [f16; TILE_ROWS],
+pub(crate) struct Tile {
+    pub(crate) qs: [u8; TILE_ROWS * BLOCK],
+    pub(crate) scales: [f16; TILE_ROWS],
+}
+
+impl Tile {
+    pub(crate) const EMPTY: Self = Self {
+        qs: [0; TILE_ROWS * BLOCK],
+        scales: [f16::ZERO; TILE_ROWS],
+    };
 }
 
 // A tile reads as many bytes as the file holds for its 16 rows: decode is bound by them.
@@ -79,10 +90,7 @@ impl PackedQ8_0 {
         cols: usize,
     ) -> Result<Self, PackError> {
         let blocks = tiled::check_layout(data.len(), rows, cols, BLOCK_BYTES)?;
-        let empty = Tile {
-            qs: [0; TILE_ROWS * BLOCK],
-            scales: [f16::ZERO; TILE_ROWS],
-        };
+        let empty = Tile::EMPTY;
         let bias = weight_bias(isa);
         let mut tiles = arena
             .filled(empty, rows / TILE_ROWS * blocks)

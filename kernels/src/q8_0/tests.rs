@@ -2,6 +2,7 @@ use crate::weight_arena::WeightArena;
 use half::f16;
 
 use super::{BLOCK, BLOCK_BYTES, Isa, PackError, PackedQ8_0};
+use crate::format_checks::prompt_rows_match_rows_alone;
 use crate::isa::kernels_here;
 use crate::test_support::{Lcg, dense_matmul, max_relative_error, random_rows};
 
@@ -137,5 +138,21 @@ fn dequantized_rows_are_the_unpacked_weights() {
     for r in [0, 1, 15, 16, 47] {
         packed.dequantize_row(r, &mut row);
         assert_eq!(row, dense[r * cols..(r + 1) * cols], "row {r}");
+    }
+}
+
+/// A prompt's rows come out as the same rows decoded, to the bit: on AVX-512, prompts go
+/// through the Q8_0 kernel in runs of blocks (through tiles widened to bytes for Q4_0), and a
+/// row's blocks must add in the same order.
+#[test]
+fn a_prompt_row_comes_out_as_the_same_row_decoded() {
+    let mut rng = Lcg(61);
+    for isa in kernels_here() {
+        for shape in [(16, 32), (64, 896), (32, 4864)] {
+            let (data, _) = random_q8_0(&mut rng, shape.0, shape.1);
+            let packed = PackedQ8_0::pack_for(isa, &data, shape.0, shape.1).unwrap();
+            let matmul = |lhs: &[f32], m: usize, out: &mut [f32]| packed.matmul(lhs, m, out, 2);
+            prompt_rows_match_rows_alone(&mut rng, shape, matmul, &format!("{isa:?}"));
+        }
     }
 }

@@ -1,0 +1,64 @@
+//! Prompt rows on the AVX-512 kernels of formats narrower than a byte (Q5_0, Q4_0): their
+//! tiles are widened to bytes once per call and the Q8_0 kernel multiplies them.
+//!
+//! Such a kernel unpacks each tile's values into registers before its `vpdpbusd`s, and its
+//! micro-kernel shares that unpacking between the six rows it takes at a time: for a prompt
+//! slice of 76 rows, a tile is unpacked thirteen times. Widened into Q8_0 tiles instead (the
+//! values offset to `q + 128`, the scales as they are), a run of [`RUN_BLOCKS`] tiles is
+//! unpacked once and then stays in L1 while every row of the slice passes over it, and the
+//! rows cost what Q8_0's do. The integer sums are exact either way and each row's blocks are
+//! added in the same order, so the results are the same bits as the kernel's own (the tests
+//! hold prompt rows to decoded ones).
+//!
+//! Decoding (a single row, or a few) keeps the format's own kernel: it reads each tile once
+//! from memory, and widening would add a pass over it.
+
+use std::ops::Range;
+
+use crate::activations::QuantizedRows;
+use crate::q8_0::{self, Sums};
+
+/// Tiles widened at a time: 17 KiB of Q8_0 tiles on the stack, which L1 keeps beside a slice's
+/// activations.
+const RUN_BLOCKS: usize = 32;
+
+/// A widened Q8_0 tile for the AVX-512 kernel.
+pub(crate) type ByteTile = q8_0::Tile;
+
+/// Writes the 16 columns of one row group for activation rows `rows`, as the format's `group`
+/// does, widening its `tiles` (one per activation block) with `widen` a run at a time.
+///
+/// # Safety
+/// The CPU has AVX-512 F/BW/VNNI; `out` is valid for writes of `rows.end` rows × `stride` f32
+/// from the start of the output; `tiles` holds `acts.blocks` tiles; `widen` may be called.
+pub(crate) unsafe fn group<T>(
+    tiles: &[T],
+    acts: &QuantizedRows,
+    rows: Range<usize>,
+    out: *mut f32,
+    stride: usize,
+    widen: unsafe fn(&T, &mut ByteTile),
+) {
+    debug_assert_eq!(tiles.len(), acts.blocks);
+    let mut wide = [ByteTile::EMPTY; RUN_BLOCKS];
+    for (run, run_tiles) in tiles.chunks(RUN_BLOCKS).enumerate() {
+        for (tile, wide) in run_tiles.iter().zip(&mut wide) {
+            // SAFETY: the caller vouches for `widen`.
+            unsafe { widen(tile, wide) };
+        }
+        let sums = if run == 0 { Sums::Fresh } else { Sums::Resumed };
+        // SAFETY: forwarded from the caller; the run's tiles are those of its blocks, and the
+        // runs before it wrote the rows' sums over the blocks before them.
+        unsafe {
+            q8_0::group_blocks(
+                &wide[..run_tiles.len()],
+                acts,
+                run * RUN_BLOCKS,
+                rows.clone(),
+                out,
+                stride,
+                sums,
+            )
+        };
+    }
+}
