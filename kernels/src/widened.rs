@@ -1,5 +1,6 @@
-//! Prompt rows on the AVX-512 kernels of formats narrower than a byte (Q5_0, Q4_0): their
-//! tiles are widened to bytes once per call and the Q8_0 kernel multiplies them.
+//! Prompt rows on the AVX-512 kernels whose tiles need unpacking: Q5_0 and Q4_0 tiles are
+//! widened to bytes once per run of blocks and the Q8_0 kernel multiplies them; Q6_K's are
+//! unpacked to a form of their own for its micro-kernel ([`in_runs`]).
 //!
 //! Such a kernel unpacks each tile's values into registers before its `vpdpbusd`s, and its
 //! micro-kernel shares that unpacking between the six rows it takes at a time: for a prompt
@@ -18,8 +19,8 @@ use std::ops::Range;
 use crate::activations::QuantizedRows;
 use crate::q8_0::{self, Sums};
 
-/// Tiles widened at a time: 17 KiB of Q8_0 tiles on the stack, which L1 keeps beside a slice's
-/// activations.
+/// Q5_0 and Q4_0 tiles widened at a time: 17 KiB of Q8_0 tiles on the stack, which L1 keeps
+/// beside a slice's activations.
 const RUN_BLOCKS: usize = 32;
 
 /// A widened Q8_0 tile for the AVX-512 kernel.
@@ -40,25 +41,34 @@ pub(crate) unsafe fn group<T>(
     widen: unsafe fn(&T, &mut ByteTile),
 ) {
     debug_assert_eq!(tiles.len(), acts.blocks);
-    let mut wide = [ByteTile::EMPTY; RUN_BLOCKS];
-    for (run, run_tiles) in tiles.chunks(RUN_BLOCKS).enumerate() {
+    // SAFETY: forwarded from the caller; each run's tiles are those of its blocks, and the
+    // runs before it wrote the rows' sums over the blocks before them.
+    unsafe {
+        in_runs::<_, _, RUN_BLOCKS>(tiles, ByteTile::EMPTY, widen, |wide, first, sums| {
+            q8_0::group_blocks(wide, acts, first, rows.clone(), out, stride, sums)
+        })
+    }
+}
+
+/// Widens `tiles` with `widen` up to `RUN` at a time into an array on the stack, and calls
+/// `multiply(wide, first, sums)` for each run: `wide` holds tiles `first..first + wide.len()`,
+/// and `sums` is [`Sums::Fresh`] for the first run, [`Sums::Resumed`] for the others.
+///
+/// # Safety
+/// `widen` may be called.
+pub(crate) unsafe fn in_runs<T, W: Copy, const RUN: usize>(
+    tiles: &[T],
+    empty: W,
+    widen: unsafe fn(&T, &mut W),
+    mut multiply: impl FnMut(&[W], usize, Sums),
+) {
+    let mut wide = [empty; RUN];
+    for (run, run_tiles) in tiles.chunks(RUN).enumerate() {
         for (tile, wide) in run_tiles.iter().zip(&mut wide) {
             // SAFETY: the caller vouches for `widen`.
             unsafe { widen(tile, wide) };
         }
         let sums = if run == 0 { Sums::Fresh } else { Sums::Resumed };
-        // SAFETY: forwarded from the caller; the run's tiles are those of its blocks, and the
-        // runs before it wrote the rows' sums over the blocks before them.
-        unsafe {
-            q8_0::group_blocks(
-                &wide[..run_tiles.len()],
-                acts,
-                run * RUN_BLOCKS,
-                rows.clone(),
-                out,
-                stride,
-                sums,
-            )
-        };
+        multiply(&wide[..run_tiles.len()], run * RUN, sums);
     }
 }

@@ -6,30 +6,230 @@
 //! The activations of a K-quant matmul share one scale per super-block (see `activations`),
 //! so the halves' sums times their i8 scales are added in i32 over the super-block, exactly
 //! (at most 16 · 65024 · 128 in magnitude), and turned to f32 once.
+//!
+//! Prompt rows take the tiles unpacked first, four at a time, into [`WideTile`]s that hold
+//! each sub-block's eight words as the `vpdpbusd`s read them (see `widened`): the micro-kernel
+//! unpacked every sub-block once per six rows, about a third of a prompt's instructions.
+
+use std::ops::Range;
 
 use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::{QuantizedRows, half_sum};
-use crate::avx512_frame::avx512_group;
 #[cfg(target_arch = "x86_64")]
 use crate::avx512_frame::{
-    add_scaled_halves, add_super, store_rows512, widen_half_scales, widen16,
+    add_scaled_halves, add_super, load_rows512, store_rows512, widen_half_scales, widen16,
 };
 use crate::prefetch::{WeightRequests, prefetch_part};
+#[cfg(target_arch = "x86_64")]
+use crate::q8_0::Sums;
+#[cfg(target_arch = "x86_64")]
+use crate::tiled::in_row_steps;
+#[cfg(target_arch = "x86_64")]
+use crate::widened::in_runs;
 
 /// Activation rows per micro-kernel call: 8 unpacked weight registers, the two halves'
 /// scales, and an accumulator and two sums per row fit the 32 zmm registers.
 const MR: usize = 6;
 
+/// Tiles a prompt call unpacks at a time: 17 KiB of [`WideTile`]s on the stack.
+const RUN_TILES: usize = 4;
+
 const _: () = assert!(TILE_ROWS == 16);
 
-avx512_group!(Tile, SUBS);
+/// A tile with its sub-blocks' values unpacked to bytes: `words[j]` holds sub-block `j`'s
+/// low halves' values in words 0–3 and its high halves' in words 4–7, as [`SubBlocks::words`]
+/// gives them; the scales and `d` as the tile has them.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct WideTile {
+    words: [[[u8; 64]; 8]; SUBS],
+    scales: [[[i8; TILE_ROWS]; 2]; SUBS],
+    d: [half::f16; TILE_ROWS],
+}
+
+const EMPTY_WIDE: WideTile = WideTile {
+    words: [[[0; 64]; 8]; SUBS],
+    scales: [[[0; TILE_ROWS]; 2]; SUBS],
+    d: [half::f16::ZERO; TILE_ROWS],
+};
+
+/// What the micro-kernel reads of a tile, packed or unpacked.
+#[cfg(target_arch = "x86_64")]
+trait SubBlocks {
+    /// Sub-block `j`'s 6-bit values (0..=63), 16 rows to a 64-byte word: columns `4q + t` of
+    /// its first half in word `q` of the first array, `4q + 16 + t` in word `q` of the second.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F/BW; `j < SUBS`.
+    unsafe fn words(
+        &self,
+        j: usize,
+    ) -> (
+        [std::arch::x86_64::__m512i; 4],
+        [std::arch::x86_64::__m512i; 4],
+    );
+    fn scales(&self, j: usize) -> &[[i8; TILE_ROWS]; 2];
+    fn d(&self) -> &[half::f16; TILE_ROWS];
+}
+
+#[cfg(target_arch = "x86_64")]
+impl SubBlocks for Tile {
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw")]
+    unsafe fn words(
+        &self,
+        j: usize,
+    ) -> (
+        [std::arch::x86_64::__m512i; 4],
+        [std::arch::x86_64::__m512i; 4],
+    ) {
+        use std::arch::x86_64::*;
+        let (nibble, high_bits) = (_mm512_set1_epi8(0x0f), _mm512_set1_epi8(0x30));
+        let (ql, qh) = (
+            self.ql[j].as_ptr().cast::<__m512i>(),
+            self.qh[j].as_ptr().cast::<__m256i>(),
+        );
+        let (mut low, mut upper) = ([_mm512_setzero_si512(); 4], [_mm512_setzero_si512(); 4]);
+        for q in 0..4 {
+            // SAFETY: `ql[j]` is 256 bytes and `qh[j]` 128 at 32-byte aligned offsets of the
+            // tile; word `q` is 64 bytes of `ql` from `q * 64` and 32 of `qh` from `q * 32`.
+            let (raw, high) =
+                unsafe { (_mm512_loadu_si512(ql.add(q)), _mm256_load_si256(qh.add(q))) };
+            // Rows 0–7 keep their high parts in bits 0–3 of `high`, rows 8–15 in bits 4–7:
+            // after this, each row's are in bits 0–3 of its own byte (the 16-bit shift's
+            // carries land in bits 4–7, which the masks below drop).
+            let high =
+                _mm512_inserti64x4::<1>(_mm512_castsi256_si512(high), _mm256_srli_epi16(high, 4));
+            // Each nibble with its two high bits shifted to bits 4–5.
+            low[q] = _mm512_or_si512(
+                _mm512_and_si512(raw, nibble),
+                _mm512_and_si512(_mm512_slli_epi16(high, 4), high_bits),
+            );
+            upper[q] = _mm512_or_si512(
+                _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble),
+                _mm512_and_si512(_mm512_slli_epi16(high, 2), high_bits),
+            );
+        }
+        (low, upper)
+    }
+
+    fn scales(&self, j: usize) -> &[[i8; TILE_ROWS]; 2] {
+        &self.scales[j]
+    }
+
+    fn d(&self) -> &[half::f16; TILE_ROWS] {
+        &self.d
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl SubBlocks for WideTile {
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw")]
+    unsafe fn words(
+        &self,
+        j: usize,
+    ) -> (
+        [std::arch::x86_64::__m512i; 4],
+        [std::arch::x86_64::__m512i; 4],
+    ) {
+        use std::arch::x86_64::*;
+        // SAFETY: `words[j]` is eight 64-byte words, 64-byte aligned.
+        let word = |w: usize| unsafe { _mm512_load_si512(self.words[j][w].as_ptr().cast()) };
+        (
+            std::array::from_fn(word),
+            std::array::from_fn(|q| word(q + 4)),
+        )
+    }
+
+    fn scales(&self, j: usize) -> &[[i8; TILE_ROWS]; 2] {
+        &self.scales[j]
+    }
+
+    fn d(&self) -> &[half::f16; TILE_ROWS] {
+        &self.d
+    }
+}
+
+/// `tile` unpacked into `into`.
+///
+/// # Safety
+/// The CPU has AVX-512 F/BW.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn widen(tile: &Tile, into: &mut WideTile) {
+    use std::arch::x86_64::*;
+    for j in 0..SUBS {
+        // SAFETY: `j < SUBS`; the CPU has AVX-512 F/BW (this function's contract).
+        let (low, upper) = unsafe { tile.words(j) };
+        for (w, word) in low.iter().chain(&upper).enumerate() {
+            // SAFETY: `words[j][w]` is 64 bytes, 64-byte aligned.
+            unsafe { _mm512_store_si512(into.words[j][w].as_mut_ptr().cast(), *word) };
+        }
+    }
+    into.scales = tile.scales;
+    into.d = tile.d;
+}
+
+/// Writes the 16 columns of one row group for activation rows `rows`: more than [`MR`] rows
+/// on the tiles unpacked first, fewer on the tiles as they are.
+///
+/// # Safety
+/// The CPU has AVX-512 F/BW/VNNI; `out` is valid for writes of `rows.end` rows × `stride` f32
+/// from the start of the output; `tiles` holds the group's tiles.
+#[cfg(target_arch = "x86_64")]
+pub(super) unsafe fn group(
+    tiles: &[Tile],
+    acts: &QuantizedRows,
+    rows: Range<usize>,
+    out: *mut f32,
+    stride: usize,
+) {
+    debug_assert_eq!(tiles.len() * SUBS, acts.blocks);
+    // SAFETY (all): forwarded from the caller; each run's tiles are those of its super-blocks
+    // from `first`, and the runs before it wrote the rows' sums over the ones before them.
+    if rows.len() > MR {
+        unsafe {
+            in_runs::<_, _, RUN_TILES>(tiles, EMPTY_WIDE, widen, |wide, first, sums| {
+                let run = Run {
+                    tiles: wide,
+                    first,
+                    sums,
+                };
+                in_row_steps!(micro_kernel::<MR>(&run, acts, out, stride; rows.clone()))
+            })
+        }
+    } else {
+        let run = Run {
+            tiles,
+            first: 0,
+            sums: Sums::Fresh,
+        };
+        unsafe { in_row_steps!(micro_kernel::<MR>(&run, acts, out, stride; rows)) }
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+pub(super) unsafe fn group(_: &[Tile], _: &QuantizedRows, _: Range<usize>, _: *mut f32, _: usize) {
+    unreachable!("the packed kernel is only built on x86_64, and `pack` refuses elsewhere")
+}
+
+/// Tiles of super-blocks `first..first + tiles.len()`, and how the micro-kernel starts its
+/// rows' sums on them (see `q8_0::group_blocks`).
+#[cfg(target_arch = "x86_64")]
+struct Run<'t, S> {
+    tiles: &'t [S],
+    first: usize,
+    sums: Sums,
+}
 
 /// # Safety
-/// As for [`group`], for rows `first..first + R`.
+/// As for [`group`], for rows `first..first + R` and the run's super-blocks; with
+/// [`Sums::Resumed`], `out` holds the rows' sums over the super-blocks before the run's.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
 unsafe fn micro_kernel<const R: usize>(
-    tiles: &[Tile],
+    run: &Run<'_, impl SubBlocks>,
     acts: &QuantizedRows,
     out: *mut f32,
     stride: usize,
@@ -38,43 +238,21 @@ unsafe fn micro_kernel<const R: usize>(
     use std::arch::x86_64::*;
     let blocks = acts.blocks;
     let (words, scales, _, pair_sums) = acts.rows(first..first + R);
-    let (nibble, high_bits) = (_mm512_set1_epi8(0x0f), _mm512_set1_epi8(0x30));
-    let mut acc = [_mm512_setzero_ps(); R];
+    let mut acc = match run.sums {
+        Sums::Fresh => [_mm512_setzero_ps(); R],
+        // SAFETY: rows `first..first + R` are the caller's, and hold their sums so far.
+        Sums::Resumed => unsafe { load_rows512(out, first, stride) },
+    };
     let requests = WeightRequests::here();
-    for (s, tile) in tiles.iter().enumerate() {
+    for (s, tile) in run.tiles.iter().enumerate() {
+        let s = run.first + s;
         let mut dots = [_mm512_setzero_si512(); R];
         for j in 0..SUBS {
             prefetch_part::<R, SUBS, _>(requests, tile, j);
             let block = s * SUBS + j;
-            let (ql, qh) = (
-                tile.ql[j].as_ptr().cast::<__m512i>(),
-                tile.qh[j].as_ptr().cast::<__m256i>(),
-            );
-            let (mut low, mut upper) = ([_mm512_setzero_si512(); 4], [_mm512_setzero_si512(); 4]);
-            for q in 0..4 {
-                // SAFETY: `ql[j]` is 256 bytes and `qh[j]` 128 at 32-byte aligned offsets of
-                // the tile; word `q` is 64 bytes of `ql` from `q * 64` and 32 of `qh` from
-                // `q * 32`.
-                let (raw, high) =
-                    unsafe { (_mm512_loadu_si512(ql.add(q)), _mm256_load_si256(qh.add(q))) };
-                // Rows 0–7 keep their high parts in bits 0–3 of `high`, rows 8–15 in bits
-                // 4–7: after this, each row's are in bits 0–3 of its own byte (the 16-bit
-                // shift's carries land in bits 4–7, which the masks below drop).
-                let high = _mm512_inserti64x4::<1>(
-                    _mm512_castsi256_si512(high),
-                    _mm256_srli_epi16(high, 4),
-                );
-                // Each nibble with its two high bits shifted to bits 4–5.
-                low[q] = _mm512_or_si512(
-                    _mm512_and_si512(raw, nibble),
-                    _mm512_and_si512(_mm512_slli_epi16(high, 4), high_bits),
-                );
-                upper[q] = _mm512_or_si512(
-                    _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble),
-                    _mm512_and_si512(_mm512_slli_epi16(high, 2), high_bits),
-                );
-            }
-            let sc = widen_half_scales(&tile.scales[j]);
+            // SAFETY: `j < SUBS`; the CPU has AVX-512 F/BW.
+            let (low, upper) = unsafe { tile.words(j) };
+            let sc = widen_half_scales(tile.scales(j));
             for (r, dots) in dots.iter_mut().enumerate() {
                 let at = r * blocks + block;
                 let a = &words[at];
@@ -89,7 +267,7 @@ unsafe fn micro_kernel<const R: usize>(
                 *dots = add_scaled_halves(*dots, sums, sc);
             }
         }
-        let d = widen16(&tile.d);
+        let d = widen16(tile.d());
         for (r, acc) in acc.iter_mut().enumerate() {
             *acc = add_super(*acc, dots[r], d, scales[r * blocks + s * SUBS]);
         }
