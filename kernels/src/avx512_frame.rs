@@ -139,13 +139,13 @@ pub(crate) unsafe fn store_rows512<const R: usize>(
 /// One row's sums over a K-quant super-block whose sub-blocks have 6-bit scales and mins
 /// (Q4_K, Q5_K), added in i32: exact, since the activations of the super-block share one
 /// scale (ggml's Q8_K). Sub-block dots of up to 32 · 31 · 127 times scales of up to 63, and
-/// the mins times `−128 · Σa`, stay far inside i32 over the eight sub-blocks.
+/// the mins times the activation blocks' sums (at most 8 · 63 · 4064), stay far inside i32.
 #[cfg(target_arch = "x86_64")]
 #[derive(Clone, Copy)]
 pub(crate) struct SuperSums {
     /// `Σ_j sc_j · (q · a)_j`, one lane per weight row.
     dots: __m512i,
-    /// `Σ_j m_j · (−128 · Σa_j)`.
+    /// `−Σ_j m_j · Σa_j`.
     mins: __m512i,
 }
 
@@ -160,25 +160,68 @@ impl SuperSums {
         }
     }
 
-    /// Adds sub-block `j`: its exact dot, its scales `sc` and mins `m` (i32 lanes), and the
-    /// activation block's `offset` (`−128 · Σa`, as [`crate::activations::QuantizedRows`]
-    /// holds it).
+    /// Adds sub-block `j`'s exact dot times its scales `sc` (i32 lanes).
     #[inline]
     #[target_feature(enable = "avx512f")]
-    pub fn add(&mut self, dot: __m512i, sc: __m512i, m: __m512i, offset: i32) {
+    pub fn add_dot(&mut self, dot: __m512i, sc: __m512i) {
         self.dots = _mm512_add_epi32(self.dots, _mm512_mullo_epi32(dot, sc));
-        self.mins = _mm512_add_epi32(self.mins, _mm512_mullo_epi32(m, _mm512_set1_epi32(offset)));
     }
 
-    /// `acc` plus the super-block: `d · a_scale` times the dots, less `dmin · a_scale` times
-    /// the mins' sums (which carry −128).
+    /// Adds the mins of the whole super-block: the tile's `mins`, and its eight activation
+    /// blocks' `offsets` (`−128 · Σa`, as [`crate::activations::QuantizedRows`] holds them).
+    ///
+    /// Two sub-blocks at a time, as i16 pairs in one `vpdpwssd`: four instructions a row where
+    /// a multiply (two µops on Intel) and an add per sub-block took 24 µops. `Σa` (at most
+    /// 32 · 127 in magnitude) is `offset / −128`, exactly, and fits i16.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    pub fn add_mins(&mut self, mins: &MinPairs, offsets: &[i32]) {
+        let offsets = &offsets[..8];
+        // SAFETY: the eight offsets, 32 bytes, loaded unaligned.
+        let neg_sums =
+            _mm256_srai_epi32::<7>(unsafe { _mm256_loadu_si256(offsets.as_ptr().cast()) });
+        // The eight `−Σa` as i16, two to a word: word `p` holds sub-blocks `2p` and `2p + 1`.
+        let pairs = _mm512_castsi512_si128(_mm512_castsi256_si512(_mm512_cvtepi32_epi16(
+            _mm512_castsi256_si512(neg_sums),
+        )));
+        let pairs: [i32; 4] = [
+            _mm_cvtsi128_si32(pairs),
+            _mm_extract_epi32::<1>(pairs),
+            _mm_extract_epi32::<2>(pairs),
+            _mm_extract_epi32::<3>(pairs),
+        ];
+        for (m, pair) in mins.0.iter().zip(pairs) {
+            self.mins = _mm512_dpwssd_epi32(self.mins, *m, _mm512_set1_epi32(pair));
+        }
+    }
+
+    /// `acc` plus the super-block: `d · a_scale` times the dots, plus `dmin · a_scale` times
+    /// the mins' sums (which carry the minus).
     #[inline]
     #[target_feature(enable = "avx512f")]
     pub fn into_acc(self, acc: __m512, d: __m512, dmin: __m512, a_scale: f32) -> __m512 {
         let dot_scale = _mm512_mul_ps(d, _mm512_set1_ps(a_scale));
-        let min_scale = _mm512_mul_ps(dmin, _mm512_set1_ps(a_scale / 128.0));
+        let min_scale = _mm512_mul_ps(dmin, _mm512_set1_ps(a_scale));
         let acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(self.dots), dot_scale, acc);
         _mm512_fmadd_ps(_mm512_cvtepi32_ps(self.mins), min_scale, acc)
+    }
+}
+
+/// A K-quant tile's eight sub-blocks' 6-bit mins (a byte per row each), as [`SuperSums::add_mins`]
+/// takes them: register `p` holds, in each row's lane, the mins of sub-blocks `2p` (low i16)
+/// and `2p + 1` (high).
+#[cfg(target_arch = "x86_64")]
+pub(crate) struct MinPairs([__m512i; 4]);
+
+#[cfg(target_arch = "x86_64")]
+impl MinPairs {
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    pub fn new(mins: &[[u8; 16]; 8]) -> Self {
+        Self(std::array::from_fn(|p| {
+            let (low, high) = (widen_bytes16(&mins[2 * p]), widen_bytes16(&mins[2 * p + 1]));
+            _mm512_or_si512(low, _mm512_slli_epi32::<16>(high))
+        }))
     }
 }
 

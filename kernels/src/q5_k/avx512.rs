@@ -8,7 +8,7 @@ use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 use crate::avx512_frame::avx512_group;
 #[cfg(target_arch = "x86_64")]
-use crate::avx512_frame::{SuperSums, store_rows512, widen_bytes16, widen16};
+use crate::avx512_frame::{MinPairs, SuperSums, store_rows512, widen_bytes16, widen16};
 #[cfg(target_arch = "x86_64")]
 use crate::fifth_bits::FifthBits512;
 use crate::prefetch::{WeightRequests, prefetch_part};
@@ -55,7 +55,7 @@ unsafe fn micro_kernel<const R: usize>(
                 let raw = unsafe { _mm512_load_si512(qs.add(q)) };
                 (low[q], high[q]) = fifths.next_word(raw);
             }
-            let (sc, m) = (widen_bytes16(&tile.scales[j]), widen_bytes16(&tile.mins[j]));
+            let sc = widen_bytes16(&tile.scales[j]);
             for (r, sums) in sums.iter_mut().enumerate() {
                 let at = r * blocks + block;
                 let a = &words[at];
@@ -64,12 +64,15 @@ unsafe fn micro_kernel<const R: usize>(
                     even = _mm512_dpbusd_epi32(even, low[q], _mm512_set1_epi32(a[q]));
                     odd = _mm512_dpbusd_epi32(odd, high[q], _mm512_set1_epi32(a[q + 4]));
                 }
-                sums.add(_mm512_add_epi32(even, odd), sc, m, offsets[at]);
+                sums.add_dot(_mm512_add_epi32(even, odd), sc);
             }
         }
+        let mins = MinPairs::new(&tile.mins);
         let (d, dmin) = (widen16(&tile.d), widen16(&tile.dmin));
         for (r, acc) in acc.iter_mut().enumerate() {
-            *acc = sums[r].into_acc(*acc, d, dmin, scales[r * blocks + s * SUBS]);
+            let first_block = r * blocks + s * SUBS;
+            sums[r].add_mins(&mins, &offsets[first_block..first_block + SUBS]);
+            *acc = sums[r].into_acc(*acc, d, dmin, scales[first_block]);
         }
     }
     // SAFETY: rows `first..first + R` are the caller's.
