@@ -225,6 +225,37 @@ impl MinPairs {
     }
 }
 
+/// For each of `R` activation rows, the offsets `−2^SHIFT · Σa` of the sixteen 16-value halves
+/// of the super-block whose first block is `first_block` (`pair_sums` are the rows', `blocks`
+/// apart; see [`crate::activations::QuantizedRows::pair_sums`]), laid out so that each is one
+/// broadcast load: half `h` of block `j` at `2j + h`. Worked out one at a time (each half's sum
+/// and multiple in general registers, then a broadcast from one), they left the Q6_K prompt
+/// kernel 14–29% slower (`examples/packed_matmul`, 2-core Intel Xeon VM).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx512f")]
+pub(crate) fn half_offsets<const R: usize, const SHIFT: u32>(
+    pair_sums: &[[i32; 2]],
+    blocks: usize,
+    first_block: usize,
+) -> [[i32; 16]; R] {
+    let mut offsets = [[0i32; 16]; R];
+    for (r, offsets) in offsets.iter_mut().enumerate() {
+        let pairs = &pair_sums[r * blocks + first_block..][..8];
+        // SAFETY: the eight blocks' sixteen words, 64 bytes, loaded unaligned.
+        let pairs = unsafe { _mm512_loadu_si512(pairs.as_ptr().cast()) };
+        // Each word's two i16 sums, sign-extended and added: the half's sum.
+        let sums = _mm512_add_epi32(
+            _mm512_srai_epi32::<16>(pairs),
+            _mm512_srai_epi32::<16>(_mm512_slli_epi32::<16>(pairs)),
+        );
+        let scaled = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32::<SHIFT>(sums));
+        // SAFETY: sixteen i32, 64 bytes, stored unaligned.
+        unsafe { _mm512_storeu_si512(offsets.as_mut_ptr().cast(), scaled) };
+    }
+    offsets
+}
+
 /// `dots` plus a sub-block's two 16-value halves' exact sums times their i8 scales, in i32
 /// (Q3_K, Q6_K): the super-block's activations share one scale (ggml's Q8_K), so the sum over
 /// its sixteen halves stays exact (at most 16 · 65024 · 128 in magnitude, Q6_K's bound).

@@ -14,10 +14,11 @@
 use std::ops::Range;
 
 use super::{SUBS, TILE_ROWS, Tile};
-use crate::activations::{QuantizedRows, half_sum};
+use crate::activations::QuantizedRows;
 #[cfg(target_arch = "x86_64")]
 use crate::avx512_frame::{
-    add_scaled_halves, add_super, load_rows512, store_rows512, widen_half_scales, widen16,
+    add_scaled_halves, add_super, half_offsets, load_rows512, store_rows512, widen_half_scales,
+    widen16,
 };
 use crate::prefetch::{WeightRequests, prefetch_part};
 #[cfg(target_arch = "x86_64")]
@@ -247,6 +248,8 @@ unsafe fn micro_kernel<const R: usize>(
     for (s, tile) in run.tiles.iter().enumerate() {
         let s = run.first + s;
         let mut dots = [_mm512_setzero_si512(); R];
+        // −32 · Σa for each half of the super-block's blocks: the values' offset of 32.
+        let offsets = half_offsets::<R, 5>(pair_sums, blocks, s * SUBS);
         for j in 0..SUBS {
             prefetch_part::<R, SUBS, _>(requests, tile, j);
             let block = s * SUBS + j;
@@ -257,8 +260,8 @@ unsafe fn micro_kernel<const R: usize>(
                 let at = r * blocks + block;
                 let a = &words[at];
                 let mut sums = [
-                    _mm512_set1_epi32(-32 * half_sum(pair_sums[at][0])),
-                    _mm512_set1_epi32(-32 * half_sum(pair_sums[at][1])),
+                    _mm512_set1_epi32(offsets[r][2 * j]),
+                    _mm512_set1_epi32(offsets[r][2 * j + 1]),
                 ];
                 for q in 0..4 {
                     sums[0] = _mm512_dpbusd_epi32(sums[0], low[q], _mm512_set1_epi32(a[q]));
