@@ -65,6 +65,53 @@ macro_rules! avx512_group {
 
         $crate::avx512_frame::avx512_group!(@elsewhere $tile);
     };
+    // A K-quant whose tiles `$widen` unpacks into `$wide` (from `$empty`), `$run` at a time:
+    // `micro_kernel::<R>` takes a `widened::Run` of either form. Calls of more than `MR` rows
+    // (prompts) go through the unpacked tiles, others (decode) through the tiles as they are.
+    ($tile:ty, unpacked into $wide:ident by $widen:ident from $empty:expr, $run:expr) => {
+        /// Writes the 16 columns of one row group for activation rows `rows`: more than `MR`
+        /// rows on the tiles unpacked first, a run at a time, fewer on the tiles as they are.
+        ///
+        /// # Safety
+        /// The CPU has AVX-512 F/BW/VNNI; `out` is valid for writes of `rows.end` rows ×
+        /// `stride` f32 from the start of the output; `tiles` holds the group's tiles.
+        #[cfg(target_arch = "x86_64")]
+        pub(super) unsafe fn group(
+            tiles: &[$tile],
+            acts: &$crate::activations::QuantizedRows,
+            rows: ::std::ops::Range<usize>,
+            out: *mut f32,
+            stride: usize,
+        ) {
+            use $crate::widened::Run;
+            // SAFETY (both): forwarded from the caller; each run's tiles are those of its
+            // super-blocks from `first`, and the runs before it wrote the rows' sums over the
+            // super-blocks before them.
+            if rows.len() > MR {
+                unsafe {
+                    $crate::widened::in_runs::<_, $wide, { $run }>(
+                        tiles,
+                        $empty,
+                        $widen,
+                        |tiles, first, sums| {
+                            let run = Run { tiles, first, sums };
+                            $crate::tiled::in_row_steps!(micro_kernel::<MR>(
+                                &run, acts, out, stride; rows.clone()
+                            ))
+                        },
+                    )
+                }
+            } else {
+                let sums = $crate::q8_0::Sums::Fresh;
+                let run = Run { tiles, first: 0, sums };
+                unsafe {
+                    $crate::tiled::in_row_steps!(micro_kernel::<MR>(&run, acts, out, stride; rows))
+                }
+            }
+        }
+
+        $crate::avx512_frame::avx512_group!(@elsewhere $tile);
+    };
     (@elsewhere $tile:ty) => {
         #[cfg(not(target_arch = "x86_64"))]
         pub(super) unsafe fn group(

@@ -72,3 +72,12 @@ pub(crate) unsafe fn in_runs<T, W: Copy, const RUN: usize>(
         multiply(&wide[..run_tiles.len()], run * RUN, sums);
     }
 }
+
+/// Tiles of blocks (or super-blocks) `first..first + tiles.len()`, packed or unpacked, and how
+/// a micro-kernel starts its rows' sums on them (see `q8_0::group_blocks`): what the Q5_K and
+/// Q6_K micro-kernels take, whichever form their tiles are in.
+pub(crate) struct Run<'t, S> {
+    pub tiles: &'t [S],
+    pub first: usize,
+    pub sums: Sums,
+}

@@ -50,7 +50,7 @@ packed_format_tests!(
     portable: |isa, data, rows, cols| PackedQ5_K::pack_portable(&WeightArena::one_run_each(), isa, data, rows, cols),
     rows: extreme_rows(),
     dense: [(1, 16, 256), (3, 32, 512), (5, 48, 1024)],
-    kernels: [(16, 256), (48, 512), (64, 1024)],
+    kernels: [(16, 256), (48, 512), (64, 1024), (32, 4864)],
 );
 
 #[test]

@@ -11,10 +11,9 @@
 //! each sub-block's eight words as the `vpdpbusd`s read them (see `widened`): the micro-kernel
 //! unpacked every sub-block once per six rows, about a third of a prompt's instructions.
 
-use std::ops::Range;
-
 use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
+use crate::avx512_frame::avx512_group;
 #[cfg(target_arch = "x86_64")]
 use crate::avx512_frame::{
     add_scaled_halves, add_super, half_offsets, load_rows512, store_rows512, widen_half_scales,
@@ -24,9 +23,7 @@ use crate::prefetch::{WeightRequests, prefetch_part};
 #[cfg(target_arch = "x86_64")]
 use crate::q8_0::Sums;
 #[cfg(target_arch = "x86_64")]
-use crate::tiled::in_row_steps;
-#[cfg(target_arch = "x86_64")]
-use crate::widened::in_runs;
+use crate::widened::Run;
 
 /// Activation rows per micro-kernel call: 8 unpacked weight registers, the two halves'
 /// scales, and an accumulator and two sums per row fit the 32 zmm registers.
@@ -172,57 +169,7 @@ unsafe fn widen(tile: &Tile, into: &mut WideTile) {
     into.d = tile.d;
 }
 
-/// Writes the 16 columns of one row group for activation rows `rows`: more than [`MR`] rows
-/// on the tiles unpacked first, fewer on the tiles as they are.
-///
-/// # Safety
-/// The CPU has AVX-512 F/BW/VNNI; `out` is valid for writes of `rows.end` rows × `stride` f32
-/// from the start of the output; `tiles` holds the group's tiles.
-#[cfg(target_arch = "x86_64")]
-pub(super) unsafe fn group(
-    tiles: &[Tile],
-    acts: &QuantizedRows,
-    rows: Range<usize>,
-    out: *mut f32,
-    stride: usize,
-) {
-    debug_assert_eq!(tiles.len() * SUBS, acts.blocks);
-    // SAFETY (all): forwarded from the caller; each run's tiles are those of its super-blocks
-    // from `first`, and the runs before it wrote the rows' sums over the ones before them.
-    if rows.len() > MR {
-        unsafe {
-            in_runs::<_, _, RUN_TILES>(tiles, EMPTY_WIDE, widen, |wide, first, sums| {
-                let run = Run {
-                    tiles: wide,
-                    first,
-                    sums,
-                };
-                in_row_steps!(micro_kernel::<MR>(&run, acts, out, stride; rows.clone()))
-            })
-        }
-    } else {
-        let run = Run {
-            tiles,
-            first: 0,
-            sums: Sums::Fresh,
-        };
-        unsafe { in_row_steps!(micro_kernel::<MR>(&run, acts, out, stride; rows)) }
-    }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-pub(super) unsafe fn group(_: &[Tile], _: &QuantizedRows, _: Range<usize>, _: *mut f32, _: usize) {
-    unreachable!("the packed kernel is only built on x86_64, and `pack` refuses elsewhere")
-}
-
-/// Tiles of super-blocks `first..first + tiles.len()`, and how the micro-kernel starts its
-/// rows' sums on them (see `q8_0::group_blocks`).
-#[cfg(target_arch = "x86_64")]
-struct Run<'t, S> {
-    tiles: &'t [S],
-    first: usize,
-    sums: Sums,
-}
+avx512_group!(Tile, unpacked into WideTile by widen from EMPTY_WIDE, RUN_TILES);
 
 /// # Safety
 /// As for [`group`], for rows `first..first + R` and the run's super-blocks; with
