@@ -65,10 +65,10 @@ macro_rules! avx512_group {
 
         $crate::avx512_frame::avx512_group!(@elsewhere $tile);
     };
-    // A K-quant whose tiles `$widen` unpacks into `$wide` (from `$empty`), `$run` at a time:
-    // `micro_kernel::<R>` takes a `widened::Run` of either form. Calls of more than `MR` rows
+    // A K-quant whose tiles unpack to `widened::UnpackedTile`s, `$run` at a time:
+    // `micro_kernel::<R>` takes a `widened::Run` of either. Calls of more than `MR` rows
     // (prompts) go through the unpacked tiles, others (decode) through the tiles as they are.
-    ($tile:ty, unpacked into $wide:ident by $widen:ident from $empty:expr, $run:expr) => {
+    ($tile:ty, unpacked in runs of $run:expr) => {
         /// Writes the 16 columns of one row group for activation rows `rows`: more than `MR`
         /// rows on the tiles unpacked first, a run at a time, fewer on the tiles as they are.
         ///
@@ -83,18 +83,19 @@ macro_rules! avx512_group {
             out: *mut f32,
             stride: usize,
         ) {
-            use $crate::widened::Run;
+            use $crate::widened::{Run, UnpackedTile, in_runs, unpack};
             // SAFETY (both): forwarded from the caller; each run's tiles are those of its
             // super-blocks from `first`, and the runs before it wrote the rows' sums over the
             // super-blocks before them.
             if rows.len() > MR {
                 unsafe {
-                    $crate::widened::in_runs::<_, $wide, { $run }>(
+                    in_runs::<_, _, { $run }>(
                         tiles,
-                        $empty,
-                        $widen,
-                        |tiles, first, sums| {
-                            let run = Run { tiles, first, sums };
+                        UnpackedTile::EMPTY,
+                        unpack::<$tile>,
+                        |words, first, sums| {
+                            let tiles = &tiles[first..first + words.len()];
+                            let run = Run { words, tiles, first, sums };
                             $crate::tiled::in_row_steps!(micro_kernel::<MR>(
                                 &run, acts, out, stride; rows.clone()
                             ))
@@ -103,7 +104,7 @@ macro_rules! avx512_group {
                 }
             } else {
                 let sums = $crate::q8_0::Sums::Fresh;
-                let run = Run { tiles, first: 0, sums };
+                let run = Run { words: tiles, tiles, first: 0, sums };
                 unsafe {
                     $crate::tiled::in_row_steps!(micro_kernel::<MR>(&run, acts, out, stride; rows))
                 }

@@ -14,6 +14,7 @@
 //! Decoding (a single row, or a few) keeps the format's own kernel: it reads each tile once
 //! from memory, and widening would add a pass over it.
 
+use std::arch::x86_64::*;
 use std::ops::Range;
 
 use crate::activations::QuantizedRows;
@@ -73,11 +74,67 @@ pub(crate) unsafe fn in_runs<T, W: Copy, const RUN: usize>(
     }
 }
 
-/// Tiles of blocks (or super-blocks) `first..first + tiles.len()`, packed or unpacked, and how
-/// a micro-kernel starts its rows' sums on them (see `q8_0::group_blocks`): what the Q5_K and
-/// Q6_K micro-kernels take, whichever form their tiles are in.
-pub(crate) struct Run<'t, S> {
-    pub tiles: &'t [S],
+/// Sub-blocks per K-quant super-block (of one activation block each).
+const SUBS: usize = 8;
+
+/// A K-quant tile's sub-block values, the words its micro-kernel multiplies: from the tile as
+/// packed (unpacking them) or from an [`UnpackedTile`] (loading them).
+pub(crate) trait SubBlockWords {
+    /// Sub-block `j`'s values, 16 rows to a 64-byte word: columns `4q + t` of its first half
+    /// in word `q` of the first array, `4q + 16 + t` in word `q` of the second.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F/BW; `j < 8`.
+    unsafe fn words(&self, j: usize) -> ([__m512i; 4], [__m512i; 4]);
+}
+
+/// A K-quant tile's values unpacked to bytes (Q5_K, Q6_K): sub-block `j`'s words as
+/// [`SubBlockWords::words`] gives them, the first array's in `0[j][0..4]`, the second's in
+/// `0[j][4..8]`. The scales stay in the packed tile.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+pub(crate) struct UnpackedTile([[[u8; 64]; 8]; SUBS]);
+
+impl UnpackedTile {
+    pub(crate) const EMPTY: Self = Self([[[0; 64]; 8]; SUBS]);
+}
+
+impl SubBlockWords for UnpackedTile {
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw")]
+    unsafe fn words(&self, j: usize) -> ([__m512i; 4], [__m512i; 4]) {
+        // SAFETY: `0[j]` is eight 64-byte words, 64-byte aligned.
+        let word = |w: usize| unsafe { _mm512_load_si512(self.0[j][w].as_ptr().cast()) };
+        (
+            std::array::from_fn(word),
+            std::array::from_fn(|q| word(q + 4)),
+        )
+    }
+}
+
+/// `tile`'s values unpacked into `into`.
+///
+/// # Safety
+/// The CPU has AVX-512 F/BW.
+#[target_feature(enable = "avx512f,avx512bw")]
+pub(crate) unsafe fn unpack<T: SubBlockWords>(tile: &T, into: &mut UnpackedTile) {
+    for j in 0..SUBS {
+        // SAFETY: `j < 8`; the CPU has AVX-512 F/BW (this function's contract).
+        let (first, second) = unsafe { tile.words(j) };
+        for (w, word) in first.iter().chain(&second).enumerate() {
+            // SAFETY: `0[j][w]` is 64 bytes, 64-byte aligned.
+            unsafe { _mm512_store_si512(into.0[j][w].as_mut_ptr().cast(), *word) };
+        }
+    }
+}
+
+/// The super-blocks `first..first + tiles.len()` of a row group, whose values a micro-kernel
+/// takes from `words` (the tiles themselves, or them unpacked) and the rest from `tiles`, and
+/// how it starts its rows' sums on them (see `q8_0::group_blocks`): what the Q5_K and Q6_K
+/// micro-kernels take.
+pub(crate) struct Run<'t, S, T> {
+    pub words: &'t [S],
+    pub tiles: &'t [T],
     pub first: usize,
     pub sums: Sums,
 }

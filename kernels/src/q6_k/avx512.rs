@@ -7,9 +7,12 @@
 //! so the halves' sums times their i8 scales are added in i32 over the super-block, exactly
 //! (at most 16 · 65024 · 128 in magnitude), and turned to f32 once.
 //!
-//! Prompt rows take the tiles unpacked first, four at a time, into [`WideTile`]s that hold
-//! each sub-block's eight words as the `vpdpbusd`s read them (see `widened`): the micro-kernel
-//! unpacked every sub-block once per six rows, about a third of a prompt's instructions.
+//! Prompt rows take the tiles unpacked first, four at a time, each sub-block's eight words as
+//! the `vpdpbusd`s read them (`widened::UnpackedTile`): the micro-kernel unpacked every
+//! sub-block once per six rows, about a third of a prompt's instructions.
+
+#[cfg(target_arch = "x86_64")]
+use std::arch::x86_64::__m512i;
 
 use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
@@ -23,64 +26,22 @@ use crate::prefetch::{WeightRequests, prefetch_part};
 #[cfg(target_arch = "x86_64")]
 use crate::q8_0::Sums;
 #[cfg(target_arch = "x86_64")]
-use crate::widened::Run;
+use crate::widened::{Run, SubBlockWords};
 
 /// Activation rows per micro-kernel call: 8 unpacked weight registers, the two halves'
 /// scales, and an accumulator and two sums per row fit the 32 zmm registers.
 const MR: usize = 6;
 
-/// Tiles a prompt call unpacks at a time: 17 KiB of [`WideTile`]s on the stack.
+/// Tiles a prompt call unpacks at a time: 16 KiB of `widened::UnpackedTile`s on the stack.
 const RUN_TILES: usize = 4;
 
 const _: () = assert!(TILE_ROWS == 16);
 
-/// A tile with its sub-blocks' values unpacked to bytes: `words[j]` holds sub-block `j`'s
-/// low halves' values in words 0–3 and its high halves' in words 4–7, as [`SubBlocks::words`]
-/// gives them; the scales and `d` as the tile has them.
-#[derive(Clone, Copy)]
-#[repr(C, align(64))]
-struct WideTile {
-    words: [[[u8; 64]; 8]; SUBS],
-    scales: [[[i8; TILE_ROWS]; 2]; SUBS],
-    d: [half::f16; TILE_ROWS],
-}
-
-const EMPTY_WIDE: WideTile = WideTile {
-    words: [[[0; 64]; 8]; SUBS],
-    scales: [[[0; TILE_ROWS]; 2]; SUBS],
-    d: [half::f16::ZERO; TILE_ROWS],
-};
-
-/// What the micro-kernel reads of a tile, packed or unpacked.
 #[cfg(target_arch = "x86_64")]
-trait SubBlocks {
-    /// Sub-block `j`'s 6-bit values (0..=63), 16 rows to a 64-byte word: columns `4q + t` of
-    /// its first half in word `q` of the first array, `4q + 16 + t` in word `q` of the second.
-    ///
-    /// # Safety
-    /// The CPU has AVX-512 F/BW; `j < SUBS`.
-    unsafe fn words(
-        &self,
-        j: usize,
-    ) -> (
-        [std::arch::x86_64::__m512i; 4],
-        [std::arch::x86_64::__m512i; 4],
-    );
-    fn scales(&self, j: usize) -> &[[i8; TILE_ROWS]; 2];
-    fn d(&self) -> &[half::f16; TILE_ROWS];
-}
-
-#[cfg(target_arch = "x86_64")]
-impl SubBlocks for Tile {
+impl SubBlockWords for Tile {
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw")]
-    unsafe fn words(
-        &self,
-        j: usize,
-    ) -> (
-        [std::arch::x86_64::__m512i; 4],
-        [std::arch::x86_64::__m512i; 4],
-    ) {
+    unsafe fn words(&self, j: usize) -> ([__m512i; 4], [__m512i; 4]) {
         use std::arch::x86_64::*;
         let (nibble, high_bits) = (_mm512_set1_epi8(0x0f), _mm512_set1_epi8(0x30));
         let (ql, qh) = (
@@ -110,66 +71,9 @@ impl SubBlocks for Tile {
         }
         (low, upper)
     }
-
-    fn scales(&self, j: usize) -> &[[i8; TILE_ROWS]; 2] {
-        &self.scales[j]
-    }
-
-    fn d(&self) -> &[half::f16; TILE_ROWS] {
-        &self.d
-    }
 }
 
-#[cfg(target_arch = "x86_64")]
-impl SubBlocks for WideTile {
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512bw")]
-    unsafe fn words(
-        &self,
-        j: usize,
-    ) -> (
-        [std::arch::x86_64::__m512i; 4],
-        [std::arch::x86_64::__m512i; 4],
-    ) {
-        use std::arch::x86_64::*;
-        // SAFETY: `words[j]` is eight 64-byte words, 64-byte aligned.
-        let word = |w: usize| unsafe { _mm512_load_si512(self.words[j][w].as_ptr().cast()) };
-        (
-            std::array::from_fn(word),
-            std::array::from_fn(|q| word(q + 4)),
-        )
-    }
-
-    fn scales(&self, j: usize) -> &[[i8; TILE_ROWS]; 2] {
-        &self.scales[j]
-    }
-
-    fn d(&self) -> &[half::f16; TILE_ROWS] {
-        &self.d
-    }
-}
-
-/// `tile` unpacked into `into`.
-///
-/// # Safety
-/// The CPU has AVX-512 F/BW.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw")]
-unsafe fn widen(tile: &Tile, into: &mut WideTile) {
-    use std::arch::x86_64::*;
-    for j in 0..SUBS {
-        // SAFETY: `j < SUBS`; the CPU has AVX-512 F/BW (this function's contract).
-        let (low, upper) = unsafe { tile.words(j) };
-        for (w, word) in low.iter().chain(&upper).enumerate() {
-            // SAFETY: `words[j][w]` is 64 bytes, 64-byte aligned.
-            unsafe { _mm512_store_si512(into.words[j][w].as_mut_ptr().cast(), *word) };
-        }
-    }
-    into.scales = tile.scales;
-    into.d = tile.d;
-}
-
-avx512_group!(Tile, unpacked into WideTile by widen from EMPTY_WIDE, RUN_TILES);
+avx512_group!(Tile, unpacked in runs of RUN_TILES);
 
 /// # Safety
 /// As for [`group`], for rows `first..first + R` and the run's super-blocks; with
@@ -177,7 +81,7 @@ avx512_group!(Tile, unpacked into WideTile by widen from EMPTY_WIDE, RUN_TILES);
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
 unsafe fn micro_kernel<const R: usize>(
-    run: &Run<'_, impl SubBlocks>,
+    run: &Run<'_, impl SubBlockWords, Tile>,
     acts: &QuantizedRows,
     out: *mut f32,
     stride: usize,
@@ -192,7 +96,7 @@ unsafe fn micro_kernel<const R: usize>(
         Sums::Resumed => unsafe { load_rows512(out, first, stride) },
     };
     let requests = WeightRequests::here();
-    for (s, tile) in run.tiles.iter().enumerate() {
+    for (s, (words_of, tile)) in run.words.iter().zip(run.tiles).enumerate() {
         let s = run.first + s;
         let mut dots = [_mm512_setzero_si512(); R];
         // −32 · Σa for each half of the super-block's blocks: the values' offset of 32.
@@ -201,8 +105,8 @@ unsafe fn micro_kernel<const R: usize>(
             prefetch_part::<R, SUBS, _>(requests, tile, j);
             let block = s * SUBS + j;
             // SAFETY: `j < SUBS`; the CPU has AVX-512 F/BW.
-            let (low, upper) = unsafe { tile.words(j) };
-            let sc = widen_half_scales(tile.scales(j));
+            let (low, upper) = unsafe { words_of.words(j) };
+            let sc = widen_half_scales(&tile.scales[j]);
             for (r, dots) in dots.iter_mut().enumerate() {
                 let at = r * blocks + block;
                 let a = &words[at];
@@ -217,7 +121,7 @@ unsafe fn micro_kernel<const R: usize>(
                 *dots = add_scaled_halves(*dots, sums, sc);
             }
         }
-        let d = widen16(tile.d());
+        let d = widen16(&tile.d);
         for (r, acc) in acc.iter_mut().enumerate() {
             *acc = add_super(*acc, dots[r], d, scales[r * blocks + s * SUBS]);
         }
