@@ -8,50 +8,24 @@ use std::arch::x86_64::*;
 /// Writes a format's AVX-512 `group` for its tile type `$tile`, one tile per `$blocks`
 /// activation blocks: it calls the module's `micro_kernel::<R>` over the rows in steps of its
 /// `MR` (see [`in_row_steps`]). With `widened by $widen` instead, it sends prompts through the
-/// tiles widened to bytes (see `widened`).
+/// tiles widened to Q8_0's, and with `unpacked in runs of $run` through the K-quant tiles
+/// unpacked (see `widened`).
 macro_rules! avx512_group {
     ($tile:ty, $blocks:expr) => {
-        /// Writes the 16 columns of one row group for activation rows `rows`.
-        ///
-        /// # Safety
-        /// The CPU has AVX-512 F/BW/VNNI; `out` is valid for writes of `rows.end` rows ×
-        /// `stride` f32 from the start of the output; `tiles` holds the group's tiles.
-        #[cfg(target_arch = "x86_64")]
-        pub(super) unsafe fn group(
-            tiles: &[$tile],
-            acts: &$crate::activations::QuantizedRows,
-            rows: ::std::ops::Range<usize>,
-            out: *mut f32,
-            stride: usize,
-        ) {
+        $crate::avx512_frame::avx512_group!(@group $tile, |tiles, acts, rows, out, stride| {
             debug_assert_eq!(tiles.len() * $blocks, acts.blocks);
             // SAFETY: forwarded from the caller; each call covers rows `first..first + R` of
             // `rows`.
             unsafe {
                 $crate::tiled::in_row_steps!(micro_kernel::<MR>(tiles, acts, out, stride; rows))
             }
-        }
-
-        $crate::avx512_frame::avx512_group!(@elsewhere $tile);
+        });
     };
     // A format narrower than a byte whose tiles `$widen` widens to Q8_0's: calls of more than
     // `MR` rows (prompts) go through the widened tiles (`widened`), others (decode) through
     // `micro_kernel`.
     ($tile:ty, widened by $widen:ident) => {
-        /// Writes the 16 columns of one row group for activation rows `rows`: more than `MR`
-        /// rows on the tiles widened to bytes, fewer on their own.
-        ///
-        /// # Safety
-        /// The CPU has AVX-512 F/BW/VNNI; `out` is valid for writes of `rows.end` rows ×
-        /// `stride` f32 from the start of the output; `tiles` holds the group's tiles.
-        #[cfg(target_arch = "x86_64")]
-        pub(super) unsafe fn group(
-            tiles: &[$tile],
-            acts: &$crate::activations::QuantizedRows,
-            rows: ::std::ops::Range<usize>,
-            out: *mut f32,
-            stride: usize,
-        ) {
+        $crate::avx512_frame::avx512_group!(@group $tile, |tiles, acts, rows, out, stride| {
             debug_assert_eq!(tiles.len(), acts.blocks);
             // SAFETY (both): forwarded from the caller; `$widen` needs what the kernel does.
             if rows.len() > MR {
@@ -61,28 +35,13 @@ macro_rules! avx512_group {
                     $crate::tiled::in_row_steps!(micro_kernel::<MR>(tiles, acts, out, stride; rows))
                 }
             }
-        }
-
-        $crate::avx512_frame::avx512_group!(@elsewhere $tile);
+        });
     };
     // A K-quant whose tiles unpack to `widened::UnpackedTile`s, `$run` at a time:
     // `micro_kernel::<R>` takes a `widened::Run` of either. Calls of more than `MR` rows
     // (prompts) go through the unpacked tiles, others (decode) through the tiles as they are.
     ($tile:ty, unpacked in runs of $run:expr) => {
-        /// Writes the 16 columns of one row group for activation rows `rows`: more than `MR`
-        /// rows on the tiles unpacked first, a run at a time, fewer on the tiles as they are.
-        ///
-        /// # Safety
-        /// The CPU has AVX-512 F/BW/VNNI; `out` is valid for writes of `rows.end` rows ×
-        /// `stride` f32 from the start of the output; `tiles` holds the group's tiles.
-        #[cfg(target_arch = "x86_64")]
-        pub(super) unsafe fn group(
-            tiles: &[$tile],
-            acts: &$crate::activations::QuantizedRows,
-            rows: ::std::ops::Range<usize>,
-            out: *mut f32,
-            stride: usize,
-        ) {
+        $crate::avx512_frame::avx512_group!(@group $tile, |tiles, acts, rows, out, stride| {
             use $crate::widened::{Run, UnpackedTile, in_runs, unpack};
             // SAFETY (both): forwarded from the caller; each run's tiles are those of its
             // super-blocks from `first`, and the runs before it wrote the rows' sums over the
@@ -109,11 +68,25 @@ macro_rules! avx512_group {
                     $crate::tiled::in_row_steps!(micro_kernel::<MR>(&run, acts, out, stride; rows))
                 }
             }
-        }
-
-        $crate::avx512_frame::avx512_group!(@elsewhere $tile);
+        });
     };
-    (@elsewhere $tile:ty) => {
+    // The entry point itself, its body written with the names it is given for its arguments,
+    // and a stand-in where the kernels are not built.
+    (@group $tile:ty, |$tiles:ident, $acts:ident, $rows:ident, $out:ident, $stride:ident| $body:block) => {
+        /// Writes the 16 columns of one row group for activation rows `rows`.
+        ///
+        /// # Safety
+        /// The CPU has AVX-512 F/BW/VNNI; `out` is valid for writes of `rows.end` rows ×
+        /// `stride` f32 from the start of the output; `tiles` holds the group's tiles.
+        #[cfg(target_arch = "x86_64")]
+        pub(super) unsafe fn group(
+            $tiles: &[$tile],
+            $acts: &$crate::activations::QuantizedRows,
+            $rows: ::std::ops::Range<usize>,
+            $out: *mut f32,
+            $stride: usize,
+        ) $body
+
         #[cfg(not(target_arch = "x86_64"))]
         pub(super) unsafe fn group(
             _: &[$tile],
