@@ -1,6 +1,7 @@
 //! Prompt rows on the AVX-512 kernels whose tiles need unpacking: Q5_0 and Q4_0 tiles are
-//! widened to bytes once per run of blocks and the Q8_0 kernel multiplies them; Q6_K's are
-//! unpacked to a form of their own for its micro-kernel ([`in_runs`]).
+//! widened to bytes once per run of blocks and the Q8_0 kernel multiplies them; Q5_K's and
+//! Q6_K's values are unpacked alone ([`UnpackedTile`]) for their own micro-kernels, which take
+//! the scales from the packed tiles ([`Run`]). [`in_runs`] is the loop both ways share.
 //!
 //! Such a kernel unpacks each tile's values into registers before its `vpdpbusd`s, and its
 //! micro-kernel shares that unpacking between the six rows it takes at a time: for a prompt
