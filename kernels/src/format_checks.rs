@@ -115,8 +115,13 @@ pub(crate) fn prompt_rows_are_decoded_rows<F: Format>(seed: u64, shapes: &[(usiz
     for isa in kernels_here() {
         for &(rows, cols) in shapes {
             let data = F::random(&mut rng, rows, cols);
-            let Ok(packed) = F::pack_for(isa, &data, rows, cols) else {
-                return;
+            let packed = match F::pack_for(isa, &data, rows, cols) {
+                Ok(packed) => packed,
+                Err(PackError::Unsupported) => {
+                    eprintln!("{isa:?}: this CPU lacks a feature the kernel needs");
+                    return;
+                }
+                Err(err) => panic!("{rows}x{cols}: {err}"),
             };
             let matmul = |lhs: &[f32], m: usize, out: &mut [f32]| packed.matmul(lhs, m, out, 2);
             prompt_rows_match_rows_alone(&mut rng, (rows, cols), matmul, &format!("{isa:?}"));

@@ -141,9 +141,9 @@ fn dequantized_rows_are_the_unpacked_weights() {
     }
 }
 
-/// A prompt's rows come out as the same rows decoded, to the bit: on AVX-512, prompts go
-/// through the Q8_0 kernel in runs of blocks (through tiles widened to bytes for Q4_0), and a
-/// row's blocks must add in the same order.
+/// A prompt's rows come out as the same rows decoded, to the bit: on AVX-512 the Q8_0 kernel
+/// also multiplies the Q5_0 and Q4_0 prompts' widened tiles, in runs of blocks (`widened`),
+/// and its own rows must not depend on the rows beside them.
 #[test]
 fn a_prompt_row_comes_out_as_the_same_row_decoded() {
     let mut rng = Lcg(61);
