@@ -18,7 +18,7 @@
 use std::arch::x86_64::*;
 use std::ops::Range;
 
-use crate::activations::QuantizedRows;
+use crate::activations::{BLOCK, QuantizedRows, SUPER};
 use crate::q8_0::{self, Sums};
 
 /// Q5_0 and Q4_0 tiles widened at a time: 17 KiB of Q8_0 tiles on the stack, which L1 keeps
@@ -76,7 +76,7 @@ pub(crate) unsafe fn in_runs<T, W: Copy, const RUN: usize>(
 }
 
 /// Sub-blocks per K-quant super-block (of one activation block each).
-const SUBS: usize = 8;
+const SUBS: usize = SUPER / BLOCK;
 
 /// A K-quant tile's sub-block values, the words its micro-kernel multiplies: from the tile as
 /// packed (unpacking them) or from an [`UnpackedTile`] (loading them).
@@ -85,7 +85,7 @@ pub(crate) trait SubBlockWords {
     /// in word `q` of the first array, `4q + 16 + t` in word `q` of the second.
     ///
     /// # Safety
-    /// The CPU has AVX-512 F/BW; `j < 8`.
+    /// The CPU has AVX-512 F/BW; `j` is below the sub-blocks of a super-block (8).
     unsafe fn words(&self, j: usize) -> ([__m512i; 4], [__m512i; 4]);
 }
 
@@ -120,7 +120,7 @@ impl SubBlockWords for UnpackedTile {
 #[target_feature(enable = "avx512f,avx512bw")]
 pub(crate) unsafe fn unpack<T: SubBlockWords>(tile: &T, into: &mut UnpackedTile) {
     for j in 0..SUBS {
-        // SAFETY: `j < 8`; the CPU has AVX-512 F/BW (this function's contract).
+        // SAFETY: `j < SUBS`; the CPU has AVX-512 F/BW (this function's contract).
         let (first, second) = unsafe { tile.words(j) };
         for (w, word) in first.iter().chain(&second).enumerate() {
             // SAFETY: `0[j][w]` is 64 bytes, 64-byte aligned.
