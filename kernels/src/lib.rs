@@ -31,6 +31,9 @@
 //!   works under (each token reads every weight once).
 //! - [`rms_norm`] and [`add_rms_norm`]: RMS normalization of activation rows (after adding a
 //!   residual branch), eight rows' sums in flight at once, to the bit what candle's op gives.
+//! - [`rotate_heads`]: rotary position embedding of the query or key heads, read from the
+//!   q/k/v projection's rows and written head-major in one pass, to the bit what candle's
+//!   `rope` and `rope_i` give.
 //! - [`silu_mul`]: the MLP's gated activation in one pass over the gate/up output, rows split
 //!   between threads, to the bit what candle's ops give.
 //! - [`keep_pool_warm`]: the pool's threads spin instead of sleeping through a decoded token's
@@ -61,6 +64,7 @@ mod q5_k;
 mod q6_k;
 mod q8_0;
 mod rms_norm;
+mod rope;
 mod shares;
 mod swiglu;
 #[cfg(test)]
@@ -90,6 +94,7 @@ pub use q5_k::PackedQ5_K;
 pub use q6_k::PackedQ6_K;
 pub use q8_0::PackedQ8_0;
 pub use rms_norm::{add_rms_norm, rms_norm};
+pub use rope::{HeadRows, RopePairs, rotate_heads};
 pub use swiglu::silu_mul;
 pub use tiled::{PackError, fits_tiles};
 pub use warm_pool::keep_pool_warm;

@@ -13,3 +13,28 @@ pub(crate) fn with_slice<T: WithDType, R>(t: &Tensor, f: impl FnOnce(&[T]) -> R)
     let data = cpu.as_slice::<T>().ok()?;
     Some(f(data.get(start..end)?))
 }
+
+/// Runs `f` on a `(1, rows, width)` tensor's rows where they lie in CPU memory of `T`, each
+/// `width` values long but `stride` apart (a part of a wider output, such as the queries of a
+/// q/k/v projection's): `f(values, stride)` with row `t` at `values[t · stride..][..width]`.
+/// `None` for another device or dtype, or a layout whose rows are not runs of values.
+pub(crate) fn with_rows<T: WithDType, R>(
+    t: &Tensor,
+    f: impl FnOnce(&[T], usize) -> R,
+) -> Option<R> {
+    let (_, rows, width) = t.dims3().ok()?;
+    let (storage, layout) = t.storage_and_layout();
+    let Storage::Cpu(cpu) = &*storage else {
+        return None;
+    };
+    let &[_, stride, 1] = layout.stride() else {
+        return None;
+    };
+    let data = cpu.as_slice::<T>().ok()?;
+    let start = layout.start_offset();
+    let end = match rows {
+        0 => start,
+        rows => start + (rows - 1) * stride + width,
+    };
+    Some(f(data.get(start..end)?, stride))
+}

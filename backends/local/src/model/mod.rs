@@ -6,6 +6,7 @@ mod cpu_attention;
 mod cpu_memory;
 mod cpu_mlp;
 mod cpu_norm;
+mod cpu_rope;
 mod disk_rows;
 mod files;
 mod gguf;

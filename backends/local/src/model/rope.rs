@@ -2,6 +2,7 @@
 //! (candle 0.11.1's Qwen3 builds them in f16, which is wrong past position 2048).
 
 use candle_core::{Device, Tensor};
+use hearth_kernels::RopePairs;
 
 use crate::error::EngineError;
 
@@ -51,15 +52,7 @@ impl Rope {
 
     /// Rotates `x` of shape `(1, heads, L, head_dim)` for positions `offset..offset+L`.
     pub fn apply(&self, x: &Tensor, offset: usize) -> Result<Tensor, EngineError> {
-        let l = x.dim(2)?;
-        if offset + l > self.max_positions {
-            return Err(EngineError::ContextOverflow {
-                needed: offset + l,
-                limit: self.max_positions,
-            });
-        }
-        let cos = self.cos.narrow(0, offset, l)?;
-        let sin = self.sin.narrow(0, offset, l)?;
+        let (cos, sin) = self.tables(offset, x.dim(2)?)?;
         let x = x.contiguous()?;
         let out = if self.interleaved {
             candle_nn::rotary_emb::rope_i(&x, &cos, &sin)?
@@ -67,6 +60,33 @@ impl Rope {
             candle_nn::rotary_emb::rope(&x, &cos, &sin)?
         };
         Ok(out)
+    }
+
+    /// The cos and sin tables' rows for positions `offset..offset + len`, `(len, head_dim / 2)`.
+    pub(crate) fn tables(
+        &self,
+        offset: usize,
+        len: usize,
+    ) -> Result<(Tensor, Tensor), EngineError> {
+        if offset + len > self.max_positions {
+            return Err(EngineError::ContextOverflow {
+                needed: offset + len,
+                limit: self.max_positions,
+            });
+        }
+        Ok((
+            self.cos.narrow(0, offset, len)?,
+            self.sin.narrow(0, offset, len)?,
+        ))
+    }
+
+    /// How a head's dimensions pair up for the rotation.
+    pub(crate) fn pairs(&self) -> RopePairs {
+        if self.interleaved {
+            RopePairs::Adjacent
+        } else {
+            RopePairs::Halves
+        }
     }
 }
 

@@ -13,7 +13,7 @@ use crate::error::{EngineBug, EngineError};
 use crate::model::disk_rows::DiskRows;
 use crate::model::linear::Linear;
 use crate::model::stacked::SharedInput;
-use crate::model::{KvCache, ModelConfig, Rope, cpu_mlp, cpu_norm};
+use crate::model::{KvCache, ModelConfig, Rope, cpu_mlp, cpu_norm, cpu_rope};
 
 pub(crate) struct Attention {
     /// q, k and v projections (with their biases), in that order.
@@ -205,26 +205,24 @@ impl Model {
         let (_, l, _) = h.dims3()?;
         let (heads, kv_heads, dim) = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim);
         let (q, k, v) = match attn.qkv.forward(h)?.as_slice() {
-            [q, k, v] => (
-                q.reshape((1, l, heads, dim))?,
-                k.reshape((1, l, kv_heads, dim))?,
-                v.reshape((1, l, kv_heads, dim))?,
-            ),
+            [q, k, v] => (q.clone(), k.clone(), v.clone()),
             other => return Err(EngineBug::QkvArity { found: other.len() }.into()),
         };
-        let eps = cfg.rms_eps as f32;
-        let q = match &attn.q_norm {
-            Some(w) => candle_nn::ops::rms_norm(&q, w, eps)?,
-            None => q,
+        // Qwen3's per-head norms come before the rotation: they take candle's ops.
+        let in_place = match (&attn.q_norm, &attn.k_norm) {
+            (None, None) => cpu_rope::rotated(&q, &self.rope, (heads, dim), offset)?
+                .zip(cpu_rope::rotated(&k, &self.rope, (kv_heads, dim), offset)?),
+            _ => None,
         };
-        let k = match &attn.k_norm {
-            Some(w) => candle_nn::ops::rms_norm(&k, w, eps)?,
-            None => k,
+        let (q, k) = match in_place {
+            Some(rotated) => rotated,
+            None => self.rotated_by_candle(attn, (q, k), l, offset)?,
         };
-        // (1, L, H, D) -> (1, H, L, D)
-        let q = self.rope.apply(&q.transpose(1, 2)?, offset)?;
-        let k = self.rope.apply(&k.transpose(1, 2)?, offset)?;
-        let v = v.transpose(1, 2)?.contiguous()?;
+        // (1, L, KV, D) -> (1, KV, L, D)
+        let v = v
+            .reshape((1, l, kv_heads, dim))?
+            .transpose(1, 2)?
+            .contiguous()?;
         cache.write(index, &k, &v)?;
         let (k_buf, v_buf) = cache.buffers(index)?;
         let out = match crate::model::cpu_attention::attend(&q, k_buf, v_buf, offset)? {
@@ -236,6 +234,34 @@ impl Model {
             }
         };
         attn.wo.forward(&out)
+    }
+
+    /// [`cpu_rope::rotated`] on candle's ops, with Qwen3's per-head norms before it: `q` and
+    /// `k` as the projection gives them, `(1, L, heads · D)`, rotated as `(1, heads, L, D)`.
+    fn rotated_by_candle(
+        &self,
+        attn: &Attention,
+        (q, k): (Tensor, Tensor),
+        l: usize,
+        offset: usize,
+    ) -> Result<(Tensor, Tensor), EngineError> {
+        let cfg = &self.config;
+        let (heads, kv_heads, dim) = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim);
+        let eps = cfg.rms_eps as f32;
+        let q = q.reshape((1, l, heads, dim))?;
+        let k = k.reshape((1, l, kv_heads, dim))?;
+        let q = match &attn.q_norm {
+            Some(w) => candle_nn::ops::rms_norm(&q, w, eps)?,
+            None => q,
+        };
+        let k = match &attn.k_norm {
+            Some(w) => candle_nn::ops::rms_norm(&k, w, eps)?,
+            None => k,
+        };
+        // (1, L, H, D) -> (1, H, L, D)
+        let q = self.rope.apply(&q.transpose(1, 2)?, offset)?;
+        let k = self.rope.apply(&k.transpose(1, 2)?, offset)?;
+        Ok((q, k))
     }
 }
 
