@@ -46,6 +46,8 @@ mod attention;
 mod avx2_frame;
 mod avx512_frame;
 mod bandwidth;
+#[cfg(target_arch = "x86_64")]
+mod expf;
 mod fifth_bits;
 mod five_bit_layout;
 #[cfg(test)]

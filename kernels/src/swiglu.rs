@@ -30,11 +30,10 @@ pub fn silu_mul(gate_up: &[f32], width: usize, out: &mut [f32]) {
         gate_up.len(),
         out.len()
     );
+    let exp = Exponentials::here();
     let row = |(gate_up, out): (&[f32], &mut [f32])| {
         let (gate, up) = gate_up.split_at(width);
-        for ((o, &g), &u) in out.iter_mut().zip(gate).zip(up) {
-            *o = silu(g) * u;
-        }
+        silu_mul_run(exp, gate, up, out);
     };
     let threads = rayon::current_num_threads();
     if out.len() == width && width >= threads * SPLIT_MIN_VALUES && threads > 1 {
@@ -44,11 +43,7 @@ pub fn silu_mul(gate_up: &[f32], width: usize, out: &mut [f32]) {
         let piece = width.div_ceil(threads);
         out.par_chunks_mut(piece)
             .zip(gate.par_chunks(piece).zip(up.par_chunks(piece)))
-            .for_each(|(out, (gate, up))| {
-                for ((o, &g), &u) in out.iter_mut().zip(gate).zip(up) {
-                    *o = silu(g) * u;
-                }
-            });
+            .for_each(|(out, (gate, up))| silu_mul_run(exp, gate, up, out));
     } else if out.len() < PARALLEL_MIN_VALUES {
         gate_up
             .chunks_exact(2 * width)
@@ -60,6 +55,73 @@ pub fn silu_mul(gate_up: &[f32], width: usize, out: &mut [f32]) {
             .zip(out.par_chunks_exact_mut(width))
             .for_each(row);
     }
+}
+
+/// How the exponentials are taken: by the C library's `expf` one at a time, or four at a time
+/// to its bits where [`crate::expf::matches_libm`] found that possible. A prompt chunk's SiLU
+/// took a tenth of the chunk's time on libm's calls (a 2048-token prompt through Qwen2.5-0.5B,
+/// 2-core Intel Xeon VM, `perf`: 8% of the samples).
+#[derive(Clone, Copy)]
+enum Exponentials {
+    OneAtATime,
+    #[cfg(target_arch = "x86_64")]
+    FourAtATime,
+}
+
+impl Exponentials {
+    fn here() -> Self {
+        #[cfg(target_arch = "x86_64")]
+        if crate::expf::matches_libm() {
+            return Self::FourAtATime;
+        }
+        Self::OneAtATime
+    }
+}
+
+/// `out[i] = silu(gate[i]) · up[i]` over one run of values.
+fn silu_mul_run(exp: Exponentials, gate: &[f32], up: &[f32], out: &mut [f32]) {
+    let done = match exp {
+        Exponentials::OneAtATime => 0,
+        // SAFETY: `matches_libm` found AVX2 and FMA.
+        #[cfg(target_arch = "x86_64")]
+        Exponentials::FourAtATime => unsafe { silu_mul_fours(gate, up, out) },
+    };
+    for ((o, &g), &u) in out[done..].iter_mut().zip(&gate[done..]).zip(&up[done..]) {
+        *o = silu(g) * u;
+    }
+}
+
+/// [`silu_mul_run`] four values at a time, as many fours as `out` holds; returns how many
+/// values it wrote. Each step is candle's, `g / (1 + e) · u`, on the same bits of `e`.
+///
+/// # Safety
+/// The CPU has AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn silu_mul_fours(gate: &[f32], up: &[f32], out: &mut [f32]) -> usize {
+    use std::arch::x86_64::*;
+
+    use crate::expf::{exp_lanes, exp4, is_large};
+    let fours = out.len().min(gate.len()).min(up.len()) / 4;
+    let (sign, one) = (_mm_set1_ps(-0.0), _mm_set1_ps(1.0));
+    for i in (0..fours * 4).step_by(4) {
+        // SAFETY: values `i..i + 4` are inside all three runs (`fours` above).
+        unsafe {
+            let g = _mm_loadu_ps(gate.as_ptr().add(i));
+            let minus_g = _mm_xor_ps(g, sign);
+            let e = if is_large(minus_g) {
+                let mut four = [0f32; 4];
+                _mm_storeu_ps(four.as_mut_ptr(), minus_g);
+                _mm_loadu_ps(exp4(four).as_ptr())
+            } else {
+                exp_lanes(minus_g)
+            };
+            let silu = _mm_div_ps(g, _mm_add_ps(one, e));
+            let product = _mm_mul_ps(silu, _mm_loadu_ps(up.as_ptr().add(i)));
+            _mm_storeu_ps(out.as_mut_ptr().add(i), product);
+        }
+    }
+    fours * 4
 }
 
 /// candle's SiLU for f32, operation for operation.
