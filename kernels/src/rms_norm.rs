@@ -6,7 +6,14 @@
 //! together, each in its own running sum in the same order, so the sums are candle's to the bit
 //! while eight chains are in flight, and the rows of a prompt chunk are split between threads.
 
+use std::mem::MaybeUninit;
+
 use rayon::prelude::*;
+
+use crate::uninit::{as_uninit, assume_init};
+
+/// Memory a kernel writes before it holds values.
+type Unwritten<'a> = &'a mut [MaybeUninit<f32>];
 
 /// Rows summed together.
 const ROWS: usize = 8;
@@ -20,9 +27,17 @@ const PARALLEL_MIN_VALUES: usize = 16 * 1024;
 /// # Panics
 /// If `alpha` is empty or the lengths are not whole rows of the same count.
 pub fn rms_norm(x: &[f32], alpha: &[f32], eps: f32, out: &mut [f32]) {
+    rms_norm_uninit(x, alpha, eps, as_uninit(out));
+}
+
+/// [`rms_norm`] into memory that holds no values yet, all of which it writes.
+///
+/// # Panics
+/// As for [`rms_norm`].
+pub fn rms_norm_uninit(x: &[f32], alpha: &[f32], eps: f32, out: &mut [MaybeUninit<f32>]) {
     check(x.len(), out.len(), alpha.len());
     let block = ROWS * alpha.len();
-    let run = |(i, out): (usize, &mut [f32])| {
+    let run = |(i, out): (usize, &mut [MaybeUninit<f32>])| {
         norm_rows(&x[i * block..][..out.len()], alpha, eps, out);
     };
     if x.len() < PARALLEL_MIN_VALUES {
@@ -45,6 +60,21 @@ pub fn add_rms_norm(
     sum: &mut [f32],
     out: &mut [f32],
 ) {
+    add_rms_norm_uninit(x, delta, alpha, eps, as_uninit(sum), as_uninit(out));
+}
+
+/// [`add_rms_norm`] into memory that holds no values yet, all of which it writes.
+///
+/// # Panics
+/// As for [`add_rms_norm`].
+pub fn add_rms_norm_uninit(
+    x: &[f32],
+    delta: &[f32],
+    alpha: &[f32],
+    eps: f32,
+    sum: &mut [MaybeUninit<f32>],
+    out: &mut [MaybeUninit<f32>],
+) {
     check(x.len(), out.len(), alpha.len());
     assert!(
         delta.len() == x.len() && sum.len() == x.len(),
@@ -54,12 +84,13 @@ pub fn add_rms_norm(
         sum.len()
     );
     let block = ROWS * alpha.len();
-    let run = |(i, (sum, out)): (usize, (&mut [f32], &mut [f32]))| {
+    let run = |(i, (sum, out)): (usize, (Unwritten<'_>, Unwritten<'_>))| {
         let values = i * block..i * block + sum.len();
         for ((s, &a), &b) in sum.iter_mut().zip(&x[values.clone()]).zip(&delta[values]) {
-            *s = a + b;
+            s.write(a + b);
         }
-        norm_rows(sum, alpha, eps, out);
+        // SAFETY: every value of `sum` was written just above.
+        norm_rows(unsafe { assume_init(sum) }, alpha, eps, out);
     };
     if x.len() < PARALLEL_MIN_VALUES {
         let blocks = sum.chunks_mut(block).zip(out.chunks_mut(block));
@@ -78,7 +109,7 @@ fn check(x: usize, out: usize, width: usize) {
 }
 
 /// Normalizes the rows of `x` (at most [`ROWS`]) into `out`.
-fn norm_rows(x: &[f32], alpha: &[f32], eps: f32, out: &mut [f32]) {
+fn norm_rows(x: &[f32], alpha: &[f32], eps: f32, out: &mut [MaybeUninit<f32>]) {
     let width = alpha.len();
     let rows = x.len() / width;
     let mut sums = [0f32; ROWS];
@@ -104,7 +135,7 @@ fn norm_rows(x: &[f32], alpha: &[f32], eps: f32, out: &mut [f32]) {
     {
         let m = (sum / width as f32 + eps).sqrt();
         for ((o, &v), &a) in out.iter_mut().zip(row).zip(alpha) {
-            *o = v / m * a;
+            o.write(v / m * a);
         }
     }
 }

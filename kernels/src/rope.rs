@@ -10,6 +10,8 @@
 //! with every product rounded on its own (no fused multiply-add), so the results are the same
 //! bits.
 
+use std::mem::MaybeUninit;
+
 use rayon::prelude::*;
 
 /// How a head's dimensions pair up for the rotation.
@@ -37,8 +39,8 @@ pub struct HeadRows<'a> {
 }
 
 /// Rotates every head of `part` by its row's position and writes it head-major:
-/// `out[(h · rows + t) · dim + i]`. Row `t`'s angles are `cos[t · dim / 2 ..][..dim / 2]`
-/// and `sin` alike.
+/// `out[(h · rows + t) · dim + i]`, every value of `out` (which need hold none yet). Row `t`'s
+/// angles are `cos[t · dim / 2 ..][..dim / 2]` and `sin` alike.
 ///
 /// # Panics
 /// If `dim` is odd or 0, `part.values` does not hold its rows, the tables are not
@@ -48,7 +50,7 @@ pub fn rotate_heads(
     cos: &[f32],
     sin: &[f32],
     pairs: RopePairs,
-    out: &mut [f32],
+    out: &mut [MaybeUninit<f32>],
 ) {
     let HeadRows {
         values,
@@ -72,7 +74,7 @@ pub fn rotate_heads(
     if rows == 0 || heads == 0 {
         return;
     }
-    let head = |(h, out): (usize, &mut [f32])| {
+    let head = |h: usize, out: &mut [MaybeUninit<f32>]| {
         for (t, out) in out.chunks_exact_mut(dim).enumerate() {
             let x = &values[t * row_stride + h * dim..][..dim];
             let (cos, sin) = (&cos[t * half..][..half], &sin[t * half..][..half]);
@@ -83,39 +85,41 @@ pub fn rotate_heads(
         }
     };
     if out.len() < PARALLEL_MIN_VALUES {
-        out.chunks_exact_mut(rows * dim).enumerate().for_each(head);
+        for (h, out) in out.chunks_exact_mut(rows * dim).enumerate() {
+            head(h, out);
+        }
     } else {
         out.par_chunks_exact_mut(rows * dim)
             .enumerate()
-            .for_each(head);
+            .for_each(|(h, out)| head(h, out));
     }
 }
 
 /// One head, dimension `i` paired with `i + half`.
 #[inline]
-fn rotate_halves(x: &[f32], cos: &[f32], sin: &[f32], out: &mut [f32]) {
+fn rotate_halves(x: &[f32], cos: &[f32], sin: &[f32], out: &mut [MaybeUninit<f32>]) {
     let half = cos.len();
     let (x1, x2) = x.split_at(half);
     let (o1, o2) = out.split_at_mut(half);
     for i in 0..half {
-        o1[i] = x1[i] * cos[i] - x2[i] * sin[i];
+        o1[i].write(x1[i] * cos[i] - x2[i] * sin[i]);
     }
     for i in 0..half {
-        o2[i] = x1[i] * sin[i] + x2[i] * cos[i];
+        o2[i].write(x1[i] * sin[i] + x2[i] * cos[i]);
     }
 }
 
 /// One head, dimension `2i` paired with `2i + 1`.
 #[inline]
-fn rotate_adjacent(x: &[f32], cos: &[f32], sin: &[f32], out: &mut [f32]) {
+fn rotate_adjacent(x: &[f32], cos: &[f32], sin: &[f32], out: &mut [MaybeUninit<f32>]) {
     for (((x, out), &c), &s) in x
         .chunks_exact(2)
         .zip(out.chunks_exact_mut(2))
         .zip(cos)
         .zip(sin)
     {
-        out[0] = x[0] * c - x[1] * s;
-        out[1] = x[0] * s + x[1] * c;
+        out[0].write(x[0] * c - x[1] * s);
+        out[1].write(x[0] * s + x[1] * c);
     }
 }
 
@@ -170,7 +174,7 @@ mod tests {
                     dim,
                 };
                 let mut out = vec![f32::NAN; heads * rows * dim];
-                rotate_heads(part, cos, sin, pairs, &mut out);
+                rotate_heads(part, cos, sin, pairs, crate::uninit::as_uninit(&mut out));
                 let want = reference(part, cos, sin, pairs);
                 let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                 assert!(bits(&out) == bits(&want), "{rows}x{heads}x{dim} {pairs:?}");
@@ -189,12 +193,8 @@ mod tests {
             heads: 1,
             dim: 64,
         };
-        rotate_heads(
-            part,
-            &[0.0; 64],
-            &[0.0; 64],
-            RopePairs::Halves,
-            &mut [0.0; 128],
-        );
+        let mut out = [0.0; 128];
+        let out = crate::uninit::as_uninit(&mut out);
+        rotate_heads(part, &[0.0; 64], &[0.0; 64], RopePairs::Halves, out);
     }
 }

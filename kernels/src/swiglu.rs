@@ -9,7 +9,11 @@
 //! same bits: an approximate exponential moved greedy agreement with llama.cpp
 //! (`docs/inference.md`).
 
+use std::mem::MaybeUninit;
+
 use rayon::prelude::*;
+
+use crate::uninit::as_uninit;
 
 /// Rows below this many values in all run on the calling thread, a row to a thread above it.
 const PARALLEL_MIN_VALUES: usize = 16 * 1024;
@@ -24,6 +28,16 @@ const SPLIT_MIN_VALUES: usize = 1024;
 /// # Panics
 /// If `width` is 0 or the lengths are not `rows · 2 · width` and `rows · width`.
 pub fn silu_mul(gate_up: &[f32], width: usize, out: &mut [f32]) {
+    silu_mul_uninit(gate_up, width, as_uninit(out));
+}
+
+/// [`silu_mul`] into memory that holds no values yet, all of which it writes: the engine's
+/// output for a prompt chunk is 5 MB a layer (Qwen2.5-0.5B), which zeroing first would write
+/// twice.
+///
+/// # Panics
+/// As for [`silu_mul`].
+pub fn silu_mul_uninit(gate_up: &[f32], width: usize, out: &mut [MaybeUninit<f32>]) {
     assert!(
         width > 0 && out.len().is_multiple_of(width) && gate_up.len() == 2 * out.len(),
         "gate/up is {} values and out {}, for rows of {width}",
@@ -31,7 +45,7 @@ pub fn silu_mul(gate_up: &[f32], width: usize, out: &mut [f32]) {
         out.len()
     );
     let exp = Exponentials::here();
-    let row = |(gate_up, out): (&[f32], &mut [f32])| {
+    let row = |(gate_up, out): (&[f32], &mut [MaybeUninit<f32>])| {
         let (gate, up) = gate_up.split_at(width);
         silu_mul_run(exp, gate, up, out);
     };
@@ -79,7 +93,7 @@ impl Exponentials {
 }
 
 /// `out[i] = silu(gate[i]) · up[i]` over one run of values.
-fn silu_mul_run(exp: Exponentials, gate: &[f32], up: &[f32], out: &mut [f32]) {
+fn silu_mul_run(exp: Exponentials, gate: &[f32], up: &[f32], out: &mut [MaybeUninit<f32>]) {
     let done = match exp {
         Exponentials::OneAtATime => 0,
         // SAFETY: `matches_libm` found AVX2 and FMA.
@@ -87,7 +101,7 @@ fn silu_mul_run(exp: Exponentials, gate: &[f32], up: &[f32], out: &mut [f32]) {
         Exponentials::FourAtATime => unsafe { silu_mul_fours(gate, up, out) },
     };
     for ((o, &g), &u) in out[done..].iter_mut().zip(&gate[done..]).zip(&up[done..]) {
-        *o = silu(g) * u;
+        o.write(silu(g) * u);
     }
 }
 
@@ -98,7 +112,7 @@ fn silu_mul_run(exp: Exponentials, gate: &[f32], up: &[f32], out: &mut [f32]) {
 /// The CPU has AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn silu_mul_fours(gate: &[f32], up: &[f32], out: &mut [f32]) -> usize {
+unsafe fn silu_mul_fours(gate: &[f32], up: &[f32], out: &mut [MaybeUninit<f32>]) -> usize {
     use std::arch::x86_64::*;
 
     use crate::expf::{exp_lanes, exp4, is_large};
@@ -118,7 +132,7 @@ unsafe fn silu_mul_fours(gate: &[f32], up: &[f32], out: &mut [f32]) -> usize {
             };
             let silu = _mm_div_ps(g, _mm_add_ps(one, e));
             let product = _mm_mul_ps(silu, _mm_loadu_ps(up.as_ptr().add(i)));
-            _mm_storeu_ps(out.as_mut_ptr().add(i), product);
+            _mm_storeu_ps(out.as_mut_ptr().add(i).cast(), product);
         }
     }
     fours * 4

@@ -1,5 +1,7 @@
 //! Reading a CPU tensor's memory in place, for the kernels that take plain slices.
 
+use std::mem::MaybeUninit;
+
 use candle_core::{Storage, Tensor, WithDType};
 
 /// Runs `f` on the tensor's values when they are one contiguous run of CPU memory of `T`;
@@ -37,4 +39,20 @@ pub(crate) fn with_rows<T: WithDType, R>(
         rows => start + (rows - 1) * stride + width,
     };
     Some(f(data.get(start..end)?, stride))
+}
+
+/// `len` values from `write`, which writes every one of them into memory that holds none yet
+/// (a kernel's `_uninit` form): the engine's outputs are megabytes a layer for a prompt chunk,
+/// which zeroing first would write twice. `None` (nothing written) where `write` says it did
+/// not run.
+pub(crate) fn written(
+    len: usize,
+    write: impl FnOnce(&mut [MaybeUninit<f32>]) -> Option<()>,
+) -> Option<Vec<f32>> {
+    let mut values = Vec::with_capacity(len);
+    write(&mut values.spare_capacity_mut()[..len])?;
+    // SAFETY: `write` ran, and a kernel that runs writes all `len` values (it panics rather
+    // than return with an output it does not fill).
+    unsafe { values.set_len(len) };
+    Some(values)
 }

@@ -4,10 +4,10 @@
 //! same values.
 
 use candle_core::{D, DType, Tensor};
-use hearth_kernels::silu_mul;
+use hearth_kernels::silu_mul_uninit;
 
 use crate::error::{EngineBug, EngineError};
-use crate::model::cpu_memory::with_slice;
+use crate::model::cpu_memory::{with_slice, written};
 use crate::model::stacked::SharedInput;
 
 /// `silu(gate) · up` of the MLP's input `h`, through its gate and up projections.
@@ -39,10 +39,14 @@ fn swiglu(gate_up: &Tensor, width: usize) -> Result<Option<Tensor>, EngineError>
     if dims.pop() != Some(2 * width) {
         return Ok(None);
     }
-    let mut out = vec![0f32; gate_up.elem_count() / 2];
-    if with_slice(gate_up, |values: &[f32]| silu_mul(values, width, &mut out)).is_none() {
+    let out = written(gate_up.elem_count() / 2, |out| {
+        with_slice(gate_up, |values: &[f32]| {
+            silu_mul_uninit(values, width, out)
+        })
+    });
+    let Some(out) = out else {
         return Ok(None);
-    }
+    };
     dims.push(width);
     Ok(Some(Tensor::from_vec(out, dims, gate_up.device())?))
 }

@@ -6,18 +6,20 @@
 use candle_core::{DType, Tensor};
 
 use crate::error::EngineError;
-use crate::model::cpu_memory::with_slice;
+use crate::model::cpu_memory::{with_slice, written};
 
 /// candle's `rms_norm(x, alpha, eps)` over the last dimension.
 pub(crate) fn rms_norm(x: &Tensor, alpha: &Tensor, eps: f32) -> Result<Tensor, EngineError> {
     if covered(x, alpha) {
-        let mut out = vec![0f32; x.elem_count()];
-        let ran = with_slice(x, |x: &[f32]| {
-            with_slice(alpha, |alpha: &[f32]| {
-                hearth_kernels::rms_norm(x, alpha, eps, &mut out)
+        let out = written(x.elem_count(), |out| {
+            with_slice(x, |x: &[f32]| {
+                with_slice(alpha, |alpha: &[f32]| {
+                    hearth_kernels::rms_norm_uninit(x, alpha, eps, out)
+                })
             })
+            .flatten()
         });
-        if let Some(Some(())) = ran {
+        if let Some(out) = out {
             return Ok(Tensor::from_vec(out, x.shape(), x.device())?);
         }
     }
@@ -34,16 +36,24 @@ pub(crate) fn add_rms_norm(
     eps: f32,
 ) -> Result<(Tensor, Tensor), EngineError> {
     if covered(x, alpha) && delta.dtype() == DType::F32 && delta.dims() == x.dims() {
-        let mut sum = vec![0f32; x.elem_count()];
-        let mut out = vec![0f32; x.elem_count()];
-        let ran = with_slice(x, |x: &[f32]| {
-            with_slice(delta, |delta: &[f32]| {
-                with_slice(alpha, |alpha: &[f32]| {
-                    hearth_kernels::add_rms_norm(x, delta, alpha, eps, &mut sum, &mut out)
+        let len = x.elem_count();
+        let mut out = Vec::with_capacity(len);
+        let sum = written(len, |sum| {
+            let out = &mut out.spare_capacity_mut()[..len];
+            with_slice(x, |x: &[f32]| {
+                with_slice(delta, |delta: &[f32]| {
+                    with_slice(alpha, |alpha: &[f32]| {
+                        hearth_kernels::add_rms_norm_uninit(x, delta, alpha, eps, sum, out)
+                    })
                 })
             })
+            .flatten()
+            .flatten()
         });
-        if let Some(Some(Some(()))) = ran {
+        if let Some(sum) = sum {
+            // SAFETY: the kernel ran (`sum` was written), and it writes every value of `out`
+            // too.
+            unsafe { out.set_len(len) };
             let tensor = |values| Tensor::from_vec(values, x.shape(), x.device());
             return Ok((tensor(sum)?, tensor(out)?));
         }

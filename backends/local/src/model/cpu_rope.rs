@@ -9,7 +9,7 @@ use hearth_kernels::{HeadRows, rotate_heads};
 
 use crate::error::EngineError;
 use crate::model::Rope;
-use crate::model::cpu_memory::{with_rows, with_slice};
+use crate::model::cpu_memory::{with_rows, with_slice, written};
 
 /// `part`, `(1, L, heads · dim)` (the queries or the keys of a projection's output, which may
 /// be a view into it), rotated for positions `offset..offset + L` and laid out
@@ -33,24 +33,27 @@ pub(crate) fn rotated(
     if cos.dtype() != DType::F32 {
         return Ok(None);
     }
-    let mut out = vec![0f32; heads * rows * dim];
-    let ran = with_rows(part, |values: &[f32], row_stride| {
-        with_slice(&cos, |cos: &[f32]| {
-            with_slice(&sin, |sin: &[f32]| {
-                let part = HeadRows {
-                    values,
-                    row_stride,
-                    rows,
-                    heads,
-                    dim,
-                };
-                rotate_heads(part, cos, sin, rope.pairs(), &mut out)
+    let out = written(heads * rows * dim, |out| {
+        with_rows(part, |values: &[f32], row_stride| {
+            with_slice(&cos, |cos: &[f32]| {
+                with_slice(&sin, |sin: &[f32]| {
+                    let part = HeadRows {
+                        values,
+                        row_stride,
+                        rows,
+                        heads,
+                        dim,
+                    };
+                    rotate_heads(part, cos, sin, rope.pairs(), out)
+                })
             })
         })
+        .flatten()
+        .flatten()
     });
-    if ran.flatten().flatten().is_none() {
+    let Some(out) = out else {
         return Ok(None);
-    }
+    };
     Ok(Some(Tensor::from_vec(
         out,
         (1, heads, rows, dim),
@@ -80,8 +83,8 @@ mod tests {
             let rope = Rope::new(dim, 1_000_000.0, 4096, interleaved, &dev).unwrap();
             for (rows, offset) in [(1, 3000), (37, 0), (256, 1024)] {
                 let width = (heads + 2 * kv_heads) * dim;
-                let joined = (Tensor::randn(0f32, 1.0, (1, rows, width), &dev).unwrap() * 3.0)
-                    .unwrap();
+                let joined =
+                    (Tensor::randn(0f32, 1.0, (1, rows, width), &dev).unwrap() * 3.0).unwrap();
                 let parts = [
                     (joined.narrow(D::Minus1, 0, heads * dim).unwrap(), heads),
                     (
