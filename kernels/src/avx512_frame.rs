@@ -48,9 +48,8 @@ macro_rules! avx512_group {
             // super-blocks before them.
             if rows.len() > MR {
                 unsafe {
-                    in_runs::<_, _, { $run }>(
+                    in_runs::<_, UnpackedTile, { $run }>(
                         tiles,
-                        UnpackedTile::EMPTY,
                         unpack::<$tile>,
                         |words, first, sums| {
                             let tiles = &tiles[first..first + words.len()];

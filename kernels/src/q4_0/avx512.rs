@@ -13,6 +13,8 @@ use crate::avx512_frame::{nibbles512, store_rows512, widen16};
 use crate::prefetch::{WeightRequests, prefetch_light};
 #[cfg(target_arch = "x86_64")]
 use crate::widened::ByteTile;
+#[cfg(target_arch = "x86_64")]
+use std::mem::MaybeUninit;
 
 /// Activation rows per micro-kernel call: 8 unpacked weight registers, the scales, and two
 /// accumulators and a sum per row fit the 32 zmm registers.
@@ -29,12 +31,13 @@ avx512_group!(Tile, widened by widen);
 /// The CPU has AVX-512 F/BW.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw")]
-unsafe fn widen(tile: &Tile, into: &mut ByteTile) {
+unsafe fn widen(tile: &Tile, into: &mut MaybeUninit<ByteTile>) {
     use std::arch::x86_64::*;
     // SAFETY: `qs` is 256 bytes at the start of the tile.
     let (low, high) = unsafe { nibbles512(tile.qs.as_ptr()) };
     let (to, offset) = (
-        into.qs.as_mut_ptr().cast::<__m512i>(),
+        // SAFETY: `qs` is a field of the tile being written.
+        unsafe { (&raw mut (*into.as_mut_ptr()).qs).cast::<__m512i>() },
         _mm512_set1_epi8((128 - 8) as i8),
     );
     for q in 0..4 {
@@ -47,7 +50,8 @@ unsafe fn widen(tile: &Tile, into: &mut ByteTile) {
             _mm512_storeu_si512(to.add(q + 4), _mm512_add_epi8(high[q], offset));
         }
     }
-    into.scales = tile.scales;
+    // SAFETY: `scales` is a field of the tile being written.
+    unsafe { (&raw mut (*into.as_mut_ptr()).scales).write(tile.scales) };
 }
 
 /// # Safety

@@ -13,6 +13,8 @@ use crate::fifth_bits::FifthBits512;
 use crate::prefetch::{WeightRequests, prefetch_light};
 #[cfg(target_arch = "x86_64")]
 use crate::widened::ByteTile;
+#[cfg(target_arch = "x86_64")]
+use std::mem::MaybeUninit;
 
 /// Activation rows per micro-kernel call, as for Q4_0.
 const MR: usize = 6;
@@ -28,11 +30,12 @@ avx512_group!(Tile, widened by widen);
 /// The CPU has AVX-512 F/BW.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw")]
-unsafe fn widen(tile: &Tile, into: &mut ByteTile) {
+unsafe fn widen(tile: &Tile, into: &mut MaybeUninit<ByteTile>) {
     use std::arch::x86_64::*;
     let (qs, to) = (
         tile.qs.as_ptr().cast::<__m512i>(),
-        into.qs.as_mut_ptr().cast::<__m512i>(),
+        // SAFETY: `qs` is a field of the tile being written.
+        unsafe { (&raw mut (*into.as_mut_ptr()).qs).cast::<__m512i>() },
     );
     // SAFETY: `qh` is 64 bytes at offset 256 of the tile, in the byte order of a `qs` word.
     let qh = unsafe { _mm512_loadu_si512(tile.qh.as_ptr().cast()) };
@@ -49,7 +52,8 @@ unsafe fn widen(tile: &Tile, into: &mut ByteTile) {
             _mm512_storeu_si512(to.add(q + 4), _mm512_add_epi8(high, offset));
         }
     }
-    into.scales = tile.scales;
+    // SAFETY: `scales` is a field of the tile being written.
+    unsafe { (&raw mut (*into.as_mut_ptr()).scales).write(tile.scales) };
 }
 
 /// # Safety
