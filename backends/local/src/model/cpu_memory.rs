@@ -56,3 +56,10 @@ pub(crate) fn written(
     unsafe { values.set_len(len) };
     Some(values)
 }
+
+/// A tensor's values as their f32 bits, for tests that hold a kernel to candle's op exactly.
+#[cfg(test)]
+pub(crate) fn f32_bits(t: &Tensor) -> Vec<u32> {
+    let values = t.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+    values.iter().map(|v| v.to_bits()).collect()
+}

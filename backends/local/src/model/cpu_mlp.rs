@@ -56,6 +56,7 @@ mod tests {
     use candle_core::{D, DType, Device, Tensor};
 
     use super::swiglu;
+    use crate::model::cpu_memory::f32_bits;
 
     /// The kernel gives candle's `silu(gate) * up` to the bit, for a decoded token's row and a
     /// prompt chunk's rows.
@@ -72,11 +73,7 @@ mod tests {
                 .unwrap()
                 .expect("the kernel takes it");
             assert_eq!(got.dims(), want.dims());
-            let bits = |t: &Tensor| -> Vec<u32> {
-                let values = t.flatten_all().unwrap().to_vec1::<f32>().unwrap();
-                values.iter().map(|v| v.to_bits()).collect()
-            };
-            assert!(bits(&got) == bits(&want), "{rows} rows of {width}");
+            assert!(f32_bits(&got) == f32_bits(&want), "{rows} rows of {width}");
         }
     }
 

@@ -79,11 +79,7 @@ mod tests {
     use candle_core::{D, DType, Device, Tensor};
 
     use super::{add_rms_norm, rms_norm};
-
-    fn bits(t: &Tensor) -> Vec<u32> {
-        let values = t.flatten_all().unwrap().to_vec1::<f32>().unwrap();
-        values.iter().map(|v| v.to_bits()).collect()
-    }
+    use crate::model::cpu_memory::f32_bits;
 
     /// The kernels give candle's `rms_norm` and `+` to the bit, for a decoded token's row and
     /// a prompt chunk's rows.
@@ -98,12 +94,15 @@ mod tests {
             let want = candle_nn::ops::rms_norm(&x, &alpha, eps).unwrap();
             let got = rms_norm(&x, &alpha, eps).unwrap();
             assert_eq!(got.dims(), want.dims());
-            assert!(bits(&got) == bits(&want), "{rows} rows");
+            assert!(f32_bits(&got) == f32_bits(&want), "{rows} rows");
             let want_sum = (&x + &delta).unwrap();
             let want = candle_nn::ops::rms_norm(&want_sum, &alpha, eps).unwrap();
             let (sum, got) = add_rms_norm(&x, &delta, &alpha, eps).unwrap();
-            assert!(bits(&sum) == bits(&want_sum), "{rows} rows: the sum");
-            assert!(bits(&got) == bits(&want), "{rows} rows: the norm");
+            assert!(
+                f32_bits(&sum) == f32_bits(&want_sum),
+                "{rows} rows: the sum"
+            );
+            assert!(f32_bits(&got) == f32_bits(&want), "{rows} rows: the norm");
         }
     }
 
@@ -117,7 +116,7 @@ mod tests {
         let strided = wide.narrow(D::Minus1, 0, 8).unwrap();
         let want = candle_nn::ops::rms_norm(&strided.contiguous().unwrap(), &alpha, 1e-6);
         let got = rms_norm(&strided, &alpha, 1e-6).unwrap();
-        assert!(bits(&got) == bits(&want.unwrap()));
+        assert!(f32_bits(&got) == f32_bits(&want.unwrap()));
         let half = strided.to_dtype(DType::F16).unwrap();
         let alpha16 = alpha.to_dtype(DType::F16).unwrap();
         assert_eq!(rms_norm(&half, &alpha16, 1e-6).unwrap().dtype(), DType::F16);

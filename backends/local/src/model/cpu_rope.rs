@@ -67,11 +67,7 @@ mod tests {
 
     use super::rotated;
     use crate::model::Rope;
-
-    fn bits(t: &Tensor) -> Vec<u32> {
-        let values = t.flatten_all().unwrap().to_vec1::<f32>().unwrap();
-        values.iter().map(|v| v.to_bits()).collect()
-    }
+    use crate::model::cpu_memory::f32_bits;
 
     /// The queries and keys of a joined q/k/v output (views into it), at a decoded token's
     /// position and over a prompt chunk, either pairing: candle's transposed `rope` to the bit.
@@ -104,7 +100,7 @@ mod tests {
                         .unwrap();
                     assert_eq!(got.dims(), want.dims());
                     assert!(
-                        bits(&got) == bits(&want),
+                        f32_bits(&got) == f32_bits(&want),
                         "{rows} rows at {offset}, {n} heads, interleaved {interleaved}"
                     );
                 }

@@ -192,6 +192,7 @@ mod tests {
     use candle_core::{Device, Tensor};
 
     use super::SharedInput;
+    use crate::model::cpu_memory::f32_bits;
     use crate::model::linear::{Kernels, Packing};
 
     fn weight(dtype: GgmlDType, rows: usize, seed: f64) -> QTensor {
@@ -200,11 +201,6 @@ mod tests {
             .reshape((rows, 64))
             .unwrap();
         QTensor::quantize(&w, dtype).unwrap()
-    }
-
-    fn bits(t: &Tensor) -> Vec<u32> {
-        let values = t.flatten_all().unwrap().to_vec1::<f32>().unwrap();
-        values.iter().map(|v| v.to_bits()).collect()
     }
 
     /// q and k of one format run as one matmul beside a v of another, as in half the layers
@@ -240,10 +236,10 @@ mod tests {
                 want = want.broadcast_add(&k_bias).unwrap();
             }
             assert_eq!(got.dims(), want.dims(), "part {i}");
-            assert!(bits(got) == bits(&want), "part {i}");
+            assert!(f32_bits(got) == f32_bits(&want), "part {i}");
         }
         let joined = shared.forward_joined(&x).unwrap();
         let parts = Tensor::cat(&outputs, 2).unwrap();
-        assert!(bits(&joined) == bits(&parts));
+        assert!(f32_bits(&joined) == f32_bits(&parts));
     }
 }
