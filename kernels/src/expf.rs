@@ -1,5 +1,5 @@
-//! `expf` as the C library computes it, four values at a time: the MLP's SiLU takes one
-//! exponential per value, and called one at a time they were most of its time.
+//! `expf` as the C library computes it, four values at a time (x86_64 only): the MLP's SiLU
+//! takes one exponential per value, and called one at a time they were most of its time.
 //!
 //! glibc's `expf` (since 2.27; the algorithm and its constants are those of Arm's
 //! optimized-routines, MIT or Apache-2.0) works in double precision: `x · 32/ln 2` is split
@@ -14,7 +14,6 @@
 //! overflow, an underflow, a subnormal result, infinities and NaN) always take the library's
 //! own `expf`.
 
-#[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
 
 /// `32 / ln 2`, rounded to double.
@@ -75,7 +74,6 @@ pub(crate) fn matches_libm() -> bool {
     *MATCHES.get_or_init(check_against_libm)
 }
 
-#[cfg(target_arch = "x86_64")]
 fn check_against_libm() -> bool {
     if !(is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")) {
         return false;
@@ -106,16 +104,10 @@ fn check_against_libm() -> bool {
     true
 }
 
-#[cfg(not(target_arch = "x86_64"))]
-fn check_against_libm() -> bool {
-    false
-}
-
 /// `expf` of four values, each as the C library's FMA build computes it (see the module).
 ///
 /// # Safety
 /// The CPU has AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 pub(crate) unsafe fn exp4(x: [f32; 4]) -> [f32; 4] {
     // SAFETY: `x` is four f32.
@@ -138,7 +130,6 @@ pub(crate) unsafe fn exp4(x: [f32; 4]) -> [f32; 4] {
 ///
 /// # Safety
 /// The CPU has AVX2.
-#[cfg(target_arch = "x86_64")]
 #[inline]
 #[target_feature(enable = "avx2,fma")]
 pub(crate) unsafe fn is_large(x: __m128) -> bool {
@@ -151,7 +142,6 @@ pub(crate) unsafe fn is_large(x: __m128) -> bool {
 ///
 /// # Safety
 /// The CPU has AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
 #[inline]
 #[target_feature(enable = "avx2,fma")]
 pub(crate) unsafe fn exp_lanes(x: __m128) -> __m128 {

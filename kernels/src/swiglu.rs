@@ -5,9 +5,9 @@
 //! one contiguous run takes candle's single-threaded path, then a product wrote a third tensor.
 //! For a 1024-token prompt through Qwen2.5-0.5B that was 378 of about 2600 ms (2-core Zen 4 VM,
 //! timed inside the forward pass), with the other core idle. Each value is computed as candle
-//! computes it, `g / (1 + exp(−g)) · u` with the C library's `expf`, so the results are the
-//! same bits: an approximate exponential moved greedy agreement with llama.cpp
-//! (`docs/inference.md`).
+//! computes it, `g / (1 + exp(−g)) · u` with the C library's `expf` (or `expf::exp4`, its bits
+//! four at a time), so the results are the same bits: an approximate exponential moved greedy
+//! agreement with llama.cpp (`docs/inference.md`).
 
 use std::mem::MaybeUninit;
 
