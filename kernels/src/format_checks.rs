@@ -81,13 +81,8 @@ pub(crate) fn the_kernels_match_the_reference<F: Format>(seed: u64, shapes: &[(u
     for isa in kernels_here() {
         for &(rows, cols) in shapes {
             let data = F::random(&mut rng, rows, cols);
-            let packed = match F::pack_for(isa, &data, rows, cols) {
-                Ok(packed) => packed,
-                Err(PackError::Unsupported) => {
-                    eprintln!("{isa:?}: this CPU lacks a feature the kernel needs");
-                    return;
-                }
-                Err(err) => panic!("{rows}x{cols}: {err}"),
+            let Some(packed) = packed_here::<F>(isa, &data, rows, cols) else {
+                return;
             };
             for m in [1, 2, 3, 4, 5, 6, 7, 11, 13, 16, 33] {
                 let lhs = random_rows(&mut rng, m, cols);
@@ -107,6 +102,19 @@ pub(crate) fn the_kernels_match_the_reference<F: Format>(seed: u64, shapes: &[(u
     }
 }
 
+/// `data` packed for `isa`'s kernel, or `None` where this CPU lacks a feature it needs (said
+/// on stderr, and the caller's check ends there); any other refusal fails the test.
+fn packed_here<F: Format>(isa: Isa, data: &[u8], rows: usize, cols: usize) -> Option<F> {
+    match F::pack_for(isa, data, rows, cols) {
+        Ok(packed) => Some(packed),
+        Err(PackError::Unsupported) => {
+            eprintln!("{isa:?}: this CPU lacks a feature the kernel needs");
+            None
+        }
+        Err(err) => panic!("{rows}x{cols}: {err}"),
+    }
+}
+
 /// Every kernel this CPU runs gives a row of a prompt the bits it gives that row alone: a row's
 /// sums do not depend on the rows beside it, however a call takes them (a Q5_0 or Q4_0 prompt
 /// goes through widened tiles on AVX-512, a decoded row through the format's own kernel).
@@ -115,13 +123,8 @@ pub(crate) fn prompt_rows_are_decoded_rows<F: Format>(seed: u64, shapes: &[(usiz
     for isa in kernels_here() {
         for &(rows, cols) in shapes {
             let data = F::random(&mut rng, rows, cols);
-            let packed = match F::pack_for(isa, &data, rows, cols) {
-                Ok(packed) => packed,
-                Err(PackError::Unsupported) => {
-                    eprintln!("{isa:?}: this CPU lacks a feature the kernel needs");
-                    return;
-                }
-                Err(err) => panic!("{rows}x{cols}: {err}"),
+            let Some(packed) = packed_here::<F>(isa, &data, rows, cols) else {
+                return;
             };
             let matmul = |lhs: &[f32], m: usize, out: &mut [f32]| packed.matmul(lhs, m, out, 2);
             prompt_rows_match_rows_alone(&mut rng, (rows, cols), matmul, &format!("{isa:?}"));

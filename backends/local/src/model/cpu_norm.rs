@@ -37,23 +37,23 @@ pub(crate) fn add_rms_norm(
 ) -> Result<(Tensor, Tensor), EngineError> {
     if covered(x, alpha) && delta.dtype() == DType::F32 && delta.dims() == x.dims() {
         let len = x.elem_count();
-        let mut out = Vec::with_capacity(len);
+        // The kernel writes both outputs or neither: `out` is written inside `sum`'s writing.
+        let mut out = None;
         let sum = written(len, |sum| {
-            let out = &mut out.spare_capacity_mut()[..len];
-            with_slice(x, |x: &[f32]| {
-                with_slice(delta, |delta: &[f32]| {
-                    with_slice(alpha, |alpha: &[f32]| {
-                        hearth_kernels::add_rms_norm_uninit(x, delta, alpha, eps, sum, out)
+            out = written(len, |out| {
+                with_slice(x, |x: &[f32]| {
+                    with_slice(delta, |delta: &[f32]| {
+                        with_slice(alpha, |alpha: &[f32]| {
+                            hearth_kernels::add_rms_norm_uninit(x, delta, alpha, eps, sum, out)
+                        })
                     })
                 })
-            })
-            .flatten()
-            .flatten()
+                .flatten()
+                .flatten()
+            });
+            out.as_ref().map(|_| ())
         });
-        if let Some(sum) = sum {
-            // SAFETY: the kernel ran (`sum` was written), and it writes every value of `out`
-            // too.
-            unsafe { out.set_len(len) };
+        if let (Some(sum), Some(out)) = (sum, out) {
             let tensor = |values| Tensor::from_vec(values, x.shape(), x.device());
             return Ok((tensor(sum)?, tensor(out)?));
         }
