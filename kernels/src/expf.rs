@@ -167,9 +167,108 @@ pub(crate) unsafe fn exp_lanes(x: __m128) -> __m128 {
     _mm256_cvtpd_ps(_mm256_mul_pd(y, scale))
 }
 
+/// Whether any of sixteen values leaves the common path (see [`LARGE`]), or is NaN.
+///
+/// # Safety
+/// The CPU has AVX-512F.
+#[inline]
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn is_large16(x: __m512) -> bool {
+    let magnitude = _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7fff_ffff));
+    _mm512_cmpgt_epi32_mask(magnitude, _mm512_set1_epi32(LARGE as i32 - 1)) != 0
+}
+
+/// [`exp_lanes`] for sixteen values, eight doubles to a register: the same operations on each
+/// value, so the same bits. The table's 32 entries come from two permutes across two registers
+/// each, where the four-lane form gathers them: the SiLU's exponentials in half the
+/// instructions.
+///
+/// # Safety
+/// The CPU has AVX-512F.
+#[inline]
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn exp_lanes16(x: __m512) -> __m512 {
+    // SAFETY (all four): `POWERS` is 32 u64, four registers of eight.
+    let table: [__m512i; 4] =
+        std::array::from_fn(|i| unsafe { _mm512_loadu_si512(POWERS.as_ptr().add(8 * i).cast()) });
+    let halves = [
+        _mm512_castps512_ps256(x),
+        _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(x))),
+    ]
+    .map(|half| exp_eight(half, &table));
+    _mm512_castpd_ps(_mm512_insertf64x4::<1>(
+        _mm512_castpd256_pd512(_mm256_castps_pd(halves[0])),
+        _mm256_castps_pd(halves[1]),
+    ))
+}
+
+/// [`exp_lanes`]'s steps on eight values, `table` holding [`POWERS`].
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn exp_eight(x: __m256, table: &[__m512i; 4]) -> __m256 {
+    let xd = _mm512_cvtps_pd(x);
+    let inv_ln2_n = _mm512_set1_pd(INV_LN2_N);
+    let shift = _mm512_set1_pd(SHIFT);
+    let z = _mm512_fmadd_pd(inv_ln2_n, xd, shift);
+    let ki = _mm512_castpd_si512(z);
+    let kd = _mm512_sub_pd(z, shift);
+    let r = _mm512_fmsub_pd(inv_ln2_n, xd, kd);
+    // Entries 0–15 and 16–31 by the index's low four bits, then one or the other by its fifth.
+    let low = _mm512_permutex2var_epi64(table[0], ki, table[1]);
+    let high = _mm512_permutex2var_epi64(table[2], ki, table[3]);
+    let upper = _mm512_test_epi64_mask(ki, _mm512_set1_epi64(16));
+    let entry = _mm512_mask_blend_epi64(upper, low, high);
+    let scale = _mm512_castsi512_pd(_mm512_add_epi64(entry, _mm512_slli_epi64::<47>(ki)));
+    let high = _mm512_fmadd_pd(_mm512_set1_pd(C0), r, _mm512_set1_pd(C1));
+    let r2 = _mm512_mul_pd(r, r);
+    let low = _mm512_fmadd_pd(_mm512_set1_pd(C2), r, _mm512_set1_pd(1.0));
+    let y = _mm512_fmadd_pd(high, r2, low);
+    _mm512_cvtpd_ps(_mm512_mul_pd(y, scale))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{LARGE, exp4, matches_libm};
+    use std::arch::x86_64::*;
+
+    use super::{LARGE, exp_lanes, exp_lanes16, exp4, is_large16, matches_libm};
+
+    /// The sixteen-lane form gives the four-lane form's bits on every value of the common path
+    /// that the test below samples, and finds the values that leave it.
+    #[test]
+    fn sixteen_at_a_time_is_four_at_a_time() {
+        if !(is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("fma")) {
+            eprintln!("skipped: this CPU has no AVX-512F and FMA");
+            return;
+        }
+        let common = (0..u32::MAX)
+            .step_by(251)
+            .map(f32::from_bits)
+            .filter(|x| x.to_bits() & 0x7fff_ffff < LARGE);
+        let values: Vec<f32> = [0.0, -0.0, 87.99, -87.99]
+            .into_iter()
+            .chain(common)
+            .collect();
+        for sixteen in values.chunks_exact(16) {
+            let (mut wide, mut narrow) = ([0f32; 16], [0f32; 16]);
+            // SAFETY: the CPU has AVX-512F, AVX2 and FMA (checked above); the arrays hold 16.
+            unsafe {
+                let x = _mm512_loadu_ps(sixteen.as_ptr());
+                assert!(!is_large16(x));
+                _mm512_storeu_ps(wide.as_mut_ptr(), exp_lanes16(x));
+                for (four, out) in sixteen.chunks_exact(4).zip(narrow.chunks_exact_mut(4)) {
+                    _mm_storeu_ps(out.as_mut_ptr(), exp_lanes(_mm_loadu_ps(four.as_ptr())));
+                }
+            }
+            let bits = |v: [f32; 16]| v.map(f32::to_bits);
+            assert_eq!(bits(wide), bits(narrow), "exp of {sixteen:?}");
+        }
+        for odd in [88.0, -88.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+            let mut x = [1.0f32; 16];
+            x[11] = odd;
+            // SAFETY: as above.
+            assert!(unsafe { is_large16(_mm512_loadu_ps(x.as_ptr())) }, "{odd}");
+        }
+    }
 
     /// Where the library is glibc's FMA build, every sampled value's exponential is its bits,
     /// the large and special values included (they take the library's path).
