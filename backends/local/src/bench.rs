@@ -357,14 +357,15 @@ fn filler_tokens(tokenizer: &TextTokenizer, n: usize) -> Result<Vec<u32>, Engine
 }
 
 fn prefill(model: &Model, cache: &mut KvCache, tokens: &[u32]) -> Result<Vec<f32>, EngineError> {
-    let mut logits = None;
-    for chunk in tokens.chunks(256) {
-        logits = Some(model.forward(chunk, cache)?);
+    // As the engine reads a prompt: only the last chunk's logits (`Model::prefill`).
+    let chunks: Vec<&[u32]> = tokens.chunks(256).collect();
+    let Some((last, rest)) = chunks.split_last() else {
+        return Ok(Vec::new());
+    };
+    for chunk in rest {
+        model.prefill(chunk, cache)?;
     }
-    match logits {
-        Some(l) => Ok(l.to_vec1::<f32>()?),
-        None => Ok(Vec::new()),
-    }
+    Ok(model.forward(last, cache)?.to_vec1::<f32>()?)
 }
 
 /// Timed decodes per depth row.

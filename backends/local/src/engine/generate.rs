@@ -173,7 +173,12 @@ impl GenerateCtx<'_> {
                 return Err(EngineError::Cancelled);
             }
             state.device_work_started = true;
-            logits = Some(self.model.forward(chunk, &mut seq.cache)?);
+            // Only the last chunk's logits are read.
+            if k + 1 < chunks {
+                self.model.prefill(chunk, &mut seq.cache)?;
+            } else {
+                logits = Some(self.model.forward(chunk, &mut seq.cache)?);
+            }
             seq.tokens.extend_from_slice(chunk);
             done += chunk.len();
             self.faults.check(Seam::PrefillChunk(k))?;

@@ -87,6 +87,57 @@ fn chunked_prefill_equals_single_pass_for_every_chunk_size() {
     }
 }
 
+/// A chunk's last layer runs its last token alone (`Rows::Last`): its logits are the same bits
+/// as that token's decoded after the rest of the chunk, on the packed CPU kernels (whose prompt
+/// rows are their decoded rows, bit for bit), and within rounding on candle's F32 matmuls.
+#[test]
+fn a_chunk_s_last_logits_are_its_last_token_decoded() {
+    for spec in specs() {
+        let (model, _dir) = load(&spec);
+        let tokens = prompt(90);
+        let mut whole = model.new_cache();
+        let chunk = logits_vec(&model.forward(&tokens, &mut whole).unwrap());
+        let mut split = model.new_cache();
+        model.forward(&tokens[..89], &mut split).unwrap();
+        let decoded = logits_vec(&model.forward(&tokens[89..], &mut split).unwrap());
+        if spec.weights == GgmlDType::F32 {
+            let diff = max_diff(&chunk, &decoded);
+            assert!(diff < 1e-4, "{:?}, F32: diff {diff}", spec.arch);
+        } else {
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert!(bits(&chunk) == bits(&decoded), "{:?}", spec.arch);
+        }
+        assert_eq!((whole.len(), split.len()), (90, 90));
+    }
+}
+
+/// A chunk run by `prefill` (no logits, the last layer stopping at its keys and values)
+/// leaves the cache as `forward` does: what follows it gets the same logits, to the bit. Bad
+/// input is refused as `forward` refuses it, the cache unchanged.
+#[test]
+fn a_prefilled_chunk_fills_the_cache_as_a_forward_pass_does() {
+    for spec in specs() {
+        let (model, _dir) = load(&spec);
+        let tokens = prompt(90);
+        let mut forwarded = model.new_cache();
+        model.forward(&tokens[..61], &mut forwarded).unwrap();
+        let want = logits_vec(&model.forward(&tokens[61..], &mut forwarded).unwrap());
+        let mut prefilled = model.new_cache();
+        model.prefill(&tokens[..1], &mut prefilled).unwrap();
+        model.prefill(&tokens[1..61], &mut prefilled).unwrap();
+        assert_eq!(prefilled.len(), 61);
+        let got = logits_vec(&model.forward(&tokens[61..], &mut prefilled).unwrap());
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert!(bits(&got) == bits(&want), "{:?}", spec.arch);
+        assert!(model.prefill(&[], &mut prefilled).is_err());
+        assert!(matches!(
+            model.prefill(&[1, VOCAB as u32], &mut prefilled),
+            Err(EngineError::TokenOutOfRange { .. })
+        ));
+        assert_eq!(prefilled.len(), 90);
+    }
+}
+
 #[test]
 fn prefill_after_decode_steps_matches_single_pass() {
     // candle 0.11.1's quantized_qwen3 gets exactly this wrong (docs/inference.md §2.1).

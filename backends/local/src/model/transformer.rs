@@ -126,18 +126,7 @@ impl Model {
     /// logits of the last token as a `(vocab,)` f32 tensor. Empty input, ids outside the
     /// vocabulary and overflowing the context are errors that leave the cache unchanged.
     pub fn forward(&self, tokens: &[u32], cache: &mut KvCache) -> Result<Tensor, EngineError> {
-        if tokens.is_empty() {
-            return Err(EngineError::InvalidRequest("no tokens to run".into()));
-        }
-        if let Some(&id) = tokens
-            .iter()
-            .find(|&&t| t as usize >= self.config.vocab_size)
-        {
-            return Err(EngineError::TokenOutOfRange {
-                id,
-                vocab: self.config.vocab_size,
-            });
-        }
+        self.checked(tokens)?;
         // A decoded token is about a hundred matmuls split over the pool's threads, with a
         // little serial work between them: threads kept spinning pick up each split at once.
         // Prompt chunks are not helped (each split has milliseconds of work), and kept warm
@@ -150,8 +139,55 @@ impl Model {
         }
     }
 
+    /// [`Self::forward`] for a prompt chunk whose logits nothing reads: the tokens' keys and
+    /// values go to the cache as they would there, and the last layer stops once it has
+    /// written them, without the output head.
+    pub fn prefill(&self, tokens: &[u32], cache: &mut KvCache) -> Result<(), EngineError> {
+        self.checked(tokens)?;
+        self.layers(tokens, cache, Rows::KeysOnly)?;
+        cache.commit(tokens.len());
+        Ok(())
+    }
+
+    /// Refuses empty input and ids outside the vocabulary.
+    fn checked(&self, tokens: &[u32]) -> Result<(), EngineError> {
+        if tokens.is_empty() {
+            return Err(EngineError::InvalidRequest("no tokens to run".into()));
+        }
+        match tokens
+            .iter()
+            .find(|&&t| t as usize >= self.config.vocab_size)
+        {
+            Some(&id) => Err(EngineError::TokenOutOfRange {
+                id,
+                vocab: self.config.vocab_size,
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// [`Self::forward`] on tokens already checked.
     fn forward_checked(&self, tokens: &[u32], cache: &mut KvCache) -> Result<Tensor, EngineError> {
+        // Only the last token's logits are returned, so past the keys and values that the
+        // cache keeps for every token, the last layer takes the last token alone (as
+        // llama.cpp does): a prompt chunk's last attention, output projection and MLP were a
+        // layer's worth of work for rows nothing reads.
+        let x = self.layers(tokens, cache, Rows::Last)?;
+        let last = x.narrow(1, x.dim(1)? - 1, 1)?;
+        let last = cpu_norm::rms_norm(&last, &self.norm, self.config.rms_eps as f32)?;
+        let logits = self.lm_head.forward(&last)?.flatten_all()?;
+        cache.commit(tokens.len());
+        Ok(logits)
+    }
+
+    /// Every layer on `tokens`, writing their keys and values to `cache` (uncommitted); the
+    /// last layer hands on the `last` rows. Returns the last layer's output.
+    fn layers(
+        &self,
+        tokens: &[u32],
+        cache: &mut KvCache,
+        last: Rows,
+    ) -> Result<Tensor, EngineError> {
         let l = tokens.len();
         cache.reserve(l)?;
         let offset = cache.len();
@@ -162,14 +198,17 @@ impl Model {
         };
         let mut x = x.ok_or(EngineBug::TiedEmbeddingWithoutHead)?.unsqueeze(0)?;
         let mask = LazyMask::new(l, offset, &self.device);
+        let last_block = self.blocks.len().saturating_sub(1);
         for (i, block) in self.blocks.iter().enumerate() {
-            x = self.block_forward(block, i, &x, offset, &mask, cache)?;
+            let rows = match last {
+                // A single token's last row is all of it: the plain path.
+                Rows::Last if l == 1 => Rows::All,
+                last if i == last_block => last,
+                _ => Rows::All,
+            };
+            x = self.block_forward(block, i, &x, (offset, rows), &mask, cache)?;
         }
-        let last = x.narrow(1, l - 1, 1)?;
-        let last = cpu_norm::rms_norm(&last, &self.norm, self.config.rms_eps as f32)?;
-        let logits = self.lm_head.forward(&last)?.flatten_all()?;
-        cache.commit(l);
-        Ok(logits)
+        Ok(x)
     }
 
     fn block_forward(
@@ -177,14 +216,22 @@ impl Model {
         block: &Block,
         index: usize,
         x: &Tensor,
-        offset: usize,
+        (offset, rows): (usize, Rows),
         mask: &LazyMask,
         cache: &mut KvCache,
     ) -> Result<Tensor, EngineError> {
         let eps = self.config.rms_eps as f32;
         let h = cpu_norm::rms_norm(x, &block.attn_norm, eps)?;
-        let attn = self.attention(&block.attn, index, &h, offset, mask, cache)?;
-        let (x, h) = cpu_norm::add_rms_norm(x, &attn, &block.ffn_norm, eps)?;
+        let x = match rows {
+            Rows::All => x.clone(),
+            Rows::Last => x.narrow(1, x.dim(1)? - 1, 1)?,
+            Rows::KeysOnly => {
+                self.store_keys(&block.attn, index, &h, offset, cache)?;
+                return Ok(x.clone());
+            }
+        };
+        let attn = self.attention(&block.attn, index, &h, (offset, rows), mask, cache)?;
+        let (x, h) = cpu_norm::add_rms_norm(&x, &attn, &block.ffn_norm, eps)?;
         let mlp = block
             .mlp
             .down
@@ -197,8 +244,43 @@ impl Model {
         attn: &Attention,
         index: usize,
         h: &Tensor,
-        offset: usize,
+        (offset, rows): (usize, Rows),
         mask: &LazyMask,
+        cache: &mut KvCache,
+    ) -> Result<Tensor, EngineError> {
+        let cfg = &self.config;
+        let (_, l, _) = h.dims3()?;
+        let (heads, kv_heads, dim) = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim);
+        let q = self.store_keys(attn, index, h, offset, cache)?;
+        let (q, first) = match rows {
+            Rows::Last => (q.narrow(2, l - 1, 1)?.contiguous()?, offset + l - 1),
+            Rows::All | Rows::KeysOnly => (q, offset),
+        };
+        let (k_buf, v_buf) = cache.buffers(index)?;
+        let out = match crate::model::cpu_attention::attend(&q, k_buf, v_buf, first)? {
+            Some(out) => out,
+            None => {
+                let (k_all, v_all) = cache.view(index, offset + l)?;
+                let (k_all, v_all) = (k_all.to_dtype(q.dtype())?, v_all.to_dtype(q.dtype())?);
+                // The last token alone sees every key: it needs no mask.
+                let mask = match rows {
+                    Rows::Last => None,
+                    Rows::All | Rows::KeysOnly => mask.get()?,
+                };
+                generic_attention(&q, &k_all, &v_all, mask, (heads, kv_heads, dim))?
+            }
+        };
+        attn.wo.forward(&out)
+    }
+
+    /// The layer's q/k/v projections on `h`, `(1, L, hidden)`: writes the rotated keys and the
+    /// values to the cache at `offset..` and returns the rotated queries, `(1, heads, L, D)`.
+    fn store_keys(
+        &self,
+        attn: &Attention,
+        index: usize,
+        h: &Tensor,
+        offset: usize,
         cache: &mut KvCache,
     ) -> Result<Tensor, EngineError> {
         let cfg = &self.config;
@@ -224,16 +306,7 @@ impl Model {
             .transpose(1, 2)?
             .contiguous()?;
         cache.write(index, &k, &v)?;
-        let (k_buf, v_buf) = cache.buffers(index)?;
-        let out = match crate::model::cpu_attention::attend(&q, k_buf, v_buf, offset)? {
-            Some(out) => out,
-            None => {
-                let (k_all, v_all) = cache.view(index, offset + l)?;
-                let (k_all, v_all) = (k_all.to_dtype(q.dtype())?, v_all.to_dtype(q.dtype())?);
-                generic_attention(&q, &k_all, &v_all, mask.get()?, (heads, kv_heads, dim))?
-            }
-        };
-        attn.wo.forward(&out)
+        Ok(q)
     }
 
     /// [`cpu_rope::rotated`] on candle's ops, with Qwen3's per-head norms before it: `q` and
@@ -263,6 +336,17 @@ impl Model {
         let k = self.rope.apply(&k.transpose(1, 2)?, offset)?;
         Ok((q, k))
     }
+}
+
+/// What a layer carries on past writing its tokens' keys and values to the cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rows {
+    /// Every token's output: the next layer reads them all.
+    All,
+    /// The last token's alone: the last layer's output goes only to the last logits.
+    Last,
+    /// Nothing: the last layer of a prompt chunk whose logits nothing reads.
+    KeysOnly,
 }
 
 /// Attention on candle ops, for devices and dtypes the fused CPU kernel does not cover.
