@@ -22,7 +22,7 @@ use std::arch::x86_64::*;
 use std::ops::Range;
 
 use super::element::Kind;
-use super::tiled::{Block, DIM_CHUNK, Requests, SCORE_ROWS, Scores};
+use super::tiled::{Block, DIM_CHUNK, Requests, SCORE_ROWS, Scores, each_key};
 use super::{KEY_BLOCK, KvElement, State};
 
 /// Query vectors taken together: seven × two key registers, and their runs' partial sums,
@@ -32,6 +32,8 @@ const _: () = assert!(QUERIES <= SCORE_ROWS);
 const LANES: usize = 16;
 /// Keys per score tile: two registers.
 const KEY_TILE: usize = 2 * LANES;
+// A head size that is a multiple of the lanes is whole runs of dimensions.
+const _: () = assert!(LANES.is_multiple_of(DIM_CHUNK));
 const _: () = assert!(KEY_BLOCK.is_multiple_of(KEY_TILE));
 
 impl<E: KvElement> Block<'_, E> {
@@ -99,7 +101,8 @@ impl<E: KvElement> Block<'_, E> {
             for chunk in (0..dim).step_by(DIM_CHUNK) {
                 requests.ask_next();
                 let mut part = [[_mm512_setzero_ps(); 2]; N];
-                for d in chunk..dim.min(chunk + DIM_CHUNK) {
+                // A run of constant length, which the compiler unrolls (see `each_key`).
+                for d in chunk..chunk + DIM_CHUNK {
                     // SAFETY: `d < dim` and the tile's 32 keys are inside a block of
                     // `KEY_BLOCK` (asserted above).
                     let (k0, k1) = unsafe {
@@ -166,7 +169,7 @@ impl<E: KvElement> Block<'_, E> {
             }
         }
         let values = self.values.as_ptr();
-        for j in 0..self.count {
+        let step = |j: usize| {
             // SAFETY: row `j < count` of the values, dimensions `d..d + 16·V`.
             let x: [__m512; V] =
                 std::array::from_fn(|v| unsafe { load16(values.add(j * dim + d + v * LANES)) });
@@ -177,7 +180,8 @@ impl<E: KvElement> Block<'_, E> {
                     *acc = _mm512_fmadd_ps(p, x, *acc);
                 }
             }
-        }
+        };
+        each_key(self.count, step);
         for (n, acc) in acc.iter().enumerate() {
             for (v, acc) in acc.iter().enumerate() {
                 // SAFETY: as for the loads above.
