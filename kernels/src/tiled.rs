@@ -91,8 +91,17 @@ pub(crate) type GroupKernel<T> = unsafe fn(&[T], &QuantizedRows, Range<usize>, *
 pub(crate) struct Kernels<T> {
     pub avx512: GroupKernel<T>,
     pub avx2: GroupKernel<T>,
+    /// An AVX-512 kernel that writes two row groups at once for prompt rows, from both groups'
+    /// tiles (`out` at the first group's columns), where the format has one: each activation
+    /// broadcast then feeds two `vpdpbusd`s.
+    pub avx512_pairs: Option<GroupKernel<T>>,
     pub activations: Scheme,
 }
+
+/// Activation rows above which a matmul takes its row groups two at a time where the format
+/// has a kernel for pairs: a prompt's rows. Decoding keeps one group at a time, whose
+/// smaller takes even out the threads' shares of a pass over memory.
+const PAIRS_MIN_ROWS: usize = 6;
 
 /// The frame of every packed matmul: `out = lhs · Wᵀ` for the `m` rows of `lhs` (`m × cols`,
 /// row-major) into `out` (`m × rows`), where `W` (`rows × cols`) is packed as `tiles`, an equal
@@ -133,18 +142,32 @@ pub(crate) unsafe fn matmul<T: Sync>(
         Isa::Avx512Vnni => kernels.avx512,
         Isa::Avx2 => kernels.avx2,
     };
+    let pairs = match (isa, kernels.avx512_pairs) {
+        (Isa::Avx512Vnni, Some(pairs)) if m > PAIRS_MIN_ROWS => Some(pairs),
+        _ => None,
+    };
+    // What `run` hands out: single row groups, or pairs of them (the last one alone where
+    // the groups are odd).
+    let per_unit = if pairs.is_some() { 2 } else { 1 };
     let out = OutPtr(out.as_mut_ptr());
     let group_bytes = std::mem::size_of_val(&tiles[..per_group]);
     run(
-        groups,
+        groups.div_ceil(per_unit),
         m,
         cols,
         threads,
-        group_bytes,
-        &|group, activation_rows| {
-            let tiles = &tiles[group * per_group..(group + 1) * per_group];
-            // SAFETY: the group's 16 output columns are its own (`run` hands each group to one
-            // thread) inside `m` rows of `rows`; the caller vouches for `isa` and the kernels.
+        group_bytes * per_unit,
+        &|unit, activation_rows| {
+            let group = unit * per_unit;
+            let taken = per_unit.min(groups - group);
+            let tiles = &tiles[group * per_group..(group + taken) * per_group];
+            let kernel = match pairs {
+                Some(pairs) if taken == 2 => pairs,
+                _ => kernel,
+            };
+            // SAFETY: the unit's 16 or 32 output columns are its own (`run` hands each unit
+            // to one thread) inside `m` rows of `rows`; the caller vouches for `isa` and the
+            // kernels, and a pair kernel is given both groups' tiles.
             unsafe {
                 kernel(
                     tiles,

@@ -122,6 +122,7 @@ impl PackedQ4_1 {
         let kernels = tiled::Kernels {
             avx512: avx512::group,
             avx2: avx2::group,
+            avx512_pairs: None,
             activations: Scheme::Q8_0,
         };
         let shape = (self.rows, self.cols);

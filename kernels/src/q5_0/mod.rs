@@ -137,6 +137,7 @@ impl PackedQ5_0 {
         let kernels = tiled::Kernels {
             avx512: avx512::group,
             avx2: avx2::group,
+            avx512_pairs: None,
             activations: Scheme::Q8_0,
         };
         let shape = (self.rows, self.cols);

@@ -220,6 +220,7 @@ impl PackedQ6_K {
         let kernels = tiled::Kernels {
             avx512: avx512::group,
             avx2: avx2::group,
+            avx512_pairs: None,
             activations: Scheme::Q8_K,
         };
         let shape = (self.rows, self.cols);
