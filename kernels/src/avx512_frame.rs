@@ -36,6 +36,35 @@ macro_rules! avx512_group {
                 }
             }
         });
+
+        /// [`group`] for two row groups at once, for prompt rows: `tiles` holds the first
+        /// group's tiles, then the second's, widened a run of each at a time
+        /// (`widened::group_pair`).
+        ///
+        /// # Safety
+        /// As for [`group`], for both groups' 32 columns from `out`.
+        #[cfg(target_arch = "x86_64")]
+        pub(super) unsafe fn group_pair(
+            tiles: &[$tile],
+            acts: &$crate::activations::QuantizedRows,
+            rows: ::std::ops::Range<usize>,
+            out: *mut f32,
+            stride: usize,
+        ) {
+            // SAFETY: forwarded from the caller; `$widen` needs what the kernel does.
+            unsafe { $crate::widened::group_pair(tiles, acts, rows, out, stride, $widen) }
+        }
+
+        #[cfg(not(target_arch = "x86_64"))]
+        pub(super) unsafe fn group_pair(
+            _: &[$tile],
+            _: &$crate::activations::QuantizedRows,
+            _: ::std::ops::Range<usize>,
+            _: *mut f32,
+            _: usize,
+        ) {
+            unreachable!("the packed kernel is only built on x86_64, and `pack` refuses elsewhere")
+        }
     };
     // A K-quant whose tiles unpack to `widened::UnpackedTile`s, `$run` at a time:
     // `micro_kernel::<R>` takes a `widened::Run` of either. Calls of more than `MR` rows

@@ -53,6 +53,61 @@ pub(crate) unsafe fn group<T>(
     }
 }
 
+/// Tiles of each group widened at a time by [`group_pair`]: two groups' runs take the L1 that
+/// one group's [`RUN_BLOCKS`] take.
+const PAIR_RUN_BLOCKS: usize = RUN_BLOCKS / 2;
+
+/// [`group`] for two row groups at once: `tiles` holds the first group's tiles, then the
+/// second's, and a run of each is widened, then multiplied by Q8_0's pair kernel, whose
+/// activation broadcasts feed both groups (`q8_0::group_blocks_pair`).
+///
+/// # Safety
+/// As for [`group`], with `tiles` holding `2 · acts.blocks` tiles and `out` valid for the two
+/// groups' 32 columns.
+pub(crate) unsafe fn group_pair<T>(
+    tiles: &[T],
+    acts: &QuantizedRows,
+    rows: Range<usize>,
+    out: *mut f32,
+    stride: usize,
+    widen: unsafe fn(&T, &mut MaybeUninit<ByteTile>),
+) {
+    assert_eq!(tiles.len(), 2 * acts.blocks);
+    let (first, second) = tiles.split_at(acts.blocks);
+    let mut wide = [[const { MaybeUninit::<ByteTile>::uninit() }; PAIR_RUN_BLOCKS]; 2];
+    let runs = first
+        .chunks(PAIR_RUN_BLOCKS)
+        .zip(second.chunks(PAIR_RUN_BLOCKS));
+    for (run, run_tiles) in runs.enumerate() {
+        let len = run_tiles.0.len();
+        for (tiles, wide) in [run_tiles.0, run_tiles.1].into_iter().zip(&mut wide) {
+            for (tile, wide) in tiles.iter().zip(wide.iter_mut()) {
+                // SAFETY: the caller vouches for `widen`.
+                unsafe { widen(tile, wide) };
+            }
+        }
+        // SAFETY: `widen` wrote the first `len` tiles of both arrays just above, and
+        // `MaybeUninit<ByteTile>` has `ByteTile`'s layout.
+        let written = wide
+            .each_ref()
+            .map(|wide| unsafe { std::slice::from_raw_parts(wide.as_ptr().cast(), len) });
+        let sums = if run == 0 { Sums::Fresh } else { Sums::Resumed };
+        // SAFETY: forwarded from the caller; the runs before this one wrote both groups' sums
+        // over the blocks before it.
+        unsafe {
+            q8_0::group_blocks_pair(
+                written,
+                acts,
+                run * PAIR_RUN_BLOCKS,
+                rows.clone(),
+                out,
+                stride,
+                sums,
+            )
+        }
+    }
+}
+
 /// Widens `tiles` with `widen` up to `RUN` at a time into an array on the stack, and calls
 /// `multiply(wide, first, sums)` for each run: `wide` holds tiles `first..first + wide.len()`,
 /// and `sums` is [`Sums::Fresh`] for the first run, [`Sums::Resumed`] for the others.

@@ -137,7 +137,7 @@ impl PackedQ5_0 {
         let kernels = tiled::Kernels {
             avx512: avx512::group,
             avx2: avx2::group,
-            avx512_pairs: None,
+            avx512_pairs: Some(avx512::group_pair),
             activations: Scheme::Q8_0,
         };
         let shape = (self.rows, self.cols);

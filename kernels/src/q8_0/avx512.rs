@@ -57,8 +57,36 @@ pub(super) unsafe fn group_pair(
     stride: usize,
 ) {
     assert_eq!(tiles.len(), 2 * acts.blocks);
+    let (first, second) = tiles.split_at(acts.blocks);
+    // SAFETY: forwarded from the caller, for all of the activations' blocks.
+    unsafe { group_blocks_pair([first, second], acts, 0, rows, out, stride, Sums::Fresh) }
+}
+
+/// [`group_pair`] over a run of blocks, as [`group_blocks`] is [`group`]'s: `tiles` are each
+/// group's tiles of activation blocks `first_block..first_block + len`. The AVX-512 kernels
+/// of Q5_0 and Q4_0 send prompt rows here, on their tiles widened (`widened::group_pair`).
+///
+/// # Safety
+/// As for [`group_pair`], with the blocks inside `acts.blocks`; with [`Sums::Resumed`], `out`
+/// holds both groups' rows' sums over the blocks before `first_block`.
+#[cfg(target_arch = "x86_64")]
+pub(crate) unsafe fn group_blocks_pair(
+    tiles: [&[Tile]; 2],
+    acts: &QuantizedRows,
+    first_block: usize,
+    rows: Range<usize>,
+    out: *mut f32,
+    stride: usize,
+    sums: Sums,
+) {
+    assert!(tiles[0].len() == tiles[1].len() && first_block + tiles[0].len() <= acts.blocks);
+    let runs = tiles.map(|tiles| Run {
+        tiles,
+        first_block,
+        sums,
+    });
     // SAFETY: forwarded from the caller; each call covers rows `first..first + R` of `rows`.
-    unsafe { in_row_steps!(pair_kernel::<MR>(tiles, acts, out, stride; rows)) }
+    unsafe { in_row_steps!(pair_kernel::<MR>(&runs, acts, out, stride; rows)) }
 }
 
 #[cfg(not(target_arch = "x86_64"))]
@@ -82,7 +110,7 @@ pub(super) unsafe fn group_pair(
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
 unsafe fn pair_kernel<const R: usize>(
-    tiles: &[Tile],
+    runs: &[Run<'_>; 2],
     acts: &QuantizedRows,
     out: *mut f32,
     stride: usize,
@@ -90,13 +118,18 @@ unsafe fn pair_kernel<const R: usize>(
 ) {
     use std::arch::x86_64::*;
     let blocks = acts.blocks;
-    let (first_tiles, second_tiles) = tiles.split_at(blocks);
     let (words, scales, offsets, _) = acts.rows(first..first + R);
-    let mut acc = [[_mm512_setzero_ps(); 2]; R];
-    for (block, pair) in first_tiles.iter().zip(second_tiles).enumerate() {
+    let resumed: [[__m512; R]; 2] = match runs[0].sums {
+        Sums::Fresh => [[_mm512_setzero_ps(); R]; 2],
+        // SAFETY: rows `first..first + R` are the caller's, and hold both groups' sums so far.
+        Sums::Resumed => [0, TILE_ROWS].map(|c| unsafe { load_rows512(out.add(c), first, stride) }),
+    };
+    let mut acc: [[__m512; 2]; R] = std::array::from_fn(|r| [resumed[0][r], resumed[1][r]]);
+    for (block, pair) in runs[0].tiles.iter().zip(runs[1].tiles).enumerate() {
+        let at = |r: usize| r * blocks + runs[0].first_block + block;
         let qs = [pair.0.qs.as_ptr(), pair.1.qs.as_ptr()].map(|p| p.cast::<__m512i>());
         let mut sums: [[__m512i; 2]; R] = std::array::from_fn(|r| {
-            let offset = _mm512_set1_epi32(offsets[r * blocks + block]);
+            let offset = _mm512_set1_epi32(offsets[at(r)]);
             [offset, offset]
         });
         #[expect(
@@ -107,14 +140,14 @@ unsafe fn pair_kernel<const R: usize>(
             // SAFETY: each tile's `qs` is 512 bytes, eight words (see `micro_kernel`).
             let w = qs.map(|qs| unsafe { _mm512_loadu_si512(qs.add(q)) });
             for (r, sums) in sums.iter_mut().enumerate() {
-                let a = _mm512_set1_epi32(words[r * blocks + block][q]);
+                let a = _mm512_set1_epi32(words[at(r)][q]);
                 sums[0] = _mm512_dpbusd_epi32(sums[0], w[0], a);
                 sums[1] = _mm512_dpbusd_epi32(sums[1], w[1], a);
             }
         }
         let weight_scales = [widen16(&pair.0.scales), widen16(&pair.1.scales)];
         for (r, (acc, sums)) in acc.iter_mut().zip(&sums).enumerate() {
-            let scale = _mm512_set1_ps(scales[r * blocks + block]);
+            let scale = _mm512_set1_ps(scales[at(r)]);
             for ((acc, sum), weight_scales) in acc.iter_mut().zip(sums).zip(weight_scales) {
                 let sum = _mm512_cvtepi32_ps(*sum);
                 *acc = _mm512_fmadd_ps(sum, _mm512_mul_ps(weight_scales, scale), *acc);

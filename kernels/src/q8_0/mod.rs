@@ -18,7 +18,7 @@
 mod avx2;
 mod avx512;
 #[cfg(target_arch = "x86_64")]
-pub(crate) use avx512::{Sums, group_blocks};
+pub(crate) use avx512::{Sums, group_blocks, group_blocks_pair};
 #[cfg(test)]
 mod reference;
 #[cfg(test)]
