@@ -37,34 +37,19 @@ macro_rules! avx512_group {
             }
         });
 
-        /// [`group`] for two row groups at once, for prompt rows: `tiles` holds the first
-        /// group's tiles, then the second's, widened a run of each at a time
-        /// (`widened::group_pair`).
-        ///
-        /// # Safety
-        /// As for [`group`], for both groups' 32 columns from `out`.
-        #[cfg(target_arch = "x86_64")]
-        pub(super) unsafe fn group_pair(
-            tiles: &[$tile],
-            acts: &$crate::activations::QuantizedRows,
-            rows: ::std::ops::Range<usize>,
-            out: *mut f32,
-            stride: usize,
-        ) {
-            // SAFETY: forwarded from the caller; `$widen` needs what the kernel does.
-            unsafe { $crate::widened::group_pair(tiles, acts, rows, out, stride, $widen) }
-        }
-
-        #[cfg(not(target_arch = "x86_64"))]
-        pub(super) unsafe fn group_pair(
-            _: &[$tile],
-            _: &$crate::activations::QuantizedRows,
-            _: ::std::ops::Range<usize>,
-            _: *mut f32,
-            _: usize,
-        ) {
-            unreachable!("the packed kernel is only built on x86_64, and `pack` refuses elsewhere")
-        }
+        $crate::avx512_frame::avx512_group!(
+            @entry
+            /// [`group`] for two row groups at once, for prompt rows: `tiles` holds the first
+            /// group's tiles, then the second's, widened a run of each at a time
+            /// (`widened::group_pair`).
+            ///
+            /// # Safety
+            /// As for [`group`], for both groups' 32 columns from `out`.
+            group_pair, $tile, |tiles, acts, rows, out, stride| {
+                // SAFETY: forwarded from the caller; `$widen` needs what the kernel does.
+                unsafe { $crate::widened::group_pair(tiles, acts, rows, out, stride, $widen) }
+            }
+        );
     };
     // A K-quant whose tiles unpack to `widened::UnpackedTile`s, `$run` at a time:
     // `micro_kernel::<R>` takes a `widened::Run` of either. Calls of more than `MR` rows
@@ -101,13 +86,22 @@ macro_rules! avx512_group {
     // The entry point itself, its body written with the names it is given for its arguments,
     // and a stand-in where the kernels are not built.
     (@group $tile:ty, |$tiles:ident, $acts:ident, $rows:ident, $out:ident, $stride:ident| $body:block) => {
-        /// Writes the 16 columns of one row group for activation rows `rows`.
-        ///
-        /// # Safety
-        /// The CPU has AVX-512 F/BW/VNNI; `out` is valid for writes of `rows.end` rows ×
-        /// `stride` f32 from the start of the output; `tiles` holds the group's tiles.
+        $crate::avx512_frame::avx512_group!(
+            @entry
+            /// Writes the 16 columns of one row group for activation rows `rows`.
+            ///
+            /// # Safety
+            /// The CPU has AVX-512 F/BW/VNNI; `out` is valid for writes of `rows.end` rows ×
+            /// `stride` f32 from the start of the output; `tiles` holds the group's tiles.
+            group, $tile, |$tiles, $acts, $rows, $out, $stride| $body
+        );
+    };
+    // An entry point named `$name`, documented by `$doc`.
+    (@entry $(#[$doc:meta])* $name:ident, $tile:ty,
+        |$tiles:ident, $acts:ident, $rows:ident, $out:ident, $stride:ident| $body:block) => {
+        $(#[$doc])*
         #[cfg(target_arch = "x86_64")]
-        pub(super) unsafe fn group(
+        pub(super) unsafe fn $name(
             $tiles: &[$tile],
             $acts: &$crate::activations::QuantizedRows,
             $rows: ::std::ops::Range<usize>,
@@ -116,7 +110,7 @@ macro_rules! avx512_group {
         ) $body
 
         #[cfg(not(target_arch = "x86_64"))]
-        pub(super) unsafe fn group(
+        pub(super) unsafe fn $name(
             _: &[$tile],
             _: &$crate::activations::QuantizedRows,
             _: ::std::ops::Range<usize>,

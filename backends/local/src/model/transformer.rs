@@ -252,9 +252,11 @@ impl Model {
         let (_, l, _) = h.dims3()?;
         let (heads, kv_heads, dim) = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim);
         let q = self.store_keys(attn, index, h, offset, cache)?;
-        let (q, first) = match rows {
-            Rows::Last => (q.narrow(2, l - 1, 1)?.contiguous()?, offset + l - 1),
-            Rows::All | Rows::KeysOnly => (q, offset),
+        let last_only = rows == Rows::Last;
+        let (q, first) = if last_only {
+            (q.narrow(2, l - 1, 1)?.contiguous()?, offset + l - 1)
+        } else {
+            (q, offset)
         };
         let (k_buf, v_buf) = cache.buffers(index)?;
         let out = match crate::model::cpu_attention::attend(&q, k_buf, v_buf, first)? {
@@ -263,10 +265,7 @@ impl Model {
                 let (k_all, v_all) = cache.view(index, offset + l)?;
                 let (k_all, v_all) = (k_all.to_dtype(q.dtype())?, v_all.to_dtype(q.dtype())?);
                 // The last token alone sees every key: it needs no mask.
-                let mask = match rows {
-                    Rows::Last => None,
-                    Rows::All | Rows::KeysOnly => mask.get()?,
-                };
+                let mask = if last_only { None } else { mask.get()? };
                 generic_attention(&q, &k_all, &v_all, mask, (heads, kv_heads, dim))?
             }
         };
