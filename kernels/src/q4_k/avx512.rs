@@ -9,7 +9,7 @@ use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 use crate::avx512_frame::avx512_group;
 #[cfg(target_arch = "x86_64")]
-use crate::avx512_frame::{MinPairs, SuperSums, store_rows512, widen_bytes16, widen16};
+use crate::avx512_frame::{MinPairs, SuperSums, scale_pairs, store_rows512, widen16};
 use crate::prefetch::{WeightRequests, prefetch_part};
 
 /// Activation rows per micro-kernel call: a row's accumulator and its two i32 sums, times 6,
@@ -51,7 +51,7 @@ unsafe fn micro_kernel<const R: usize>(
             // multiples of 16, taken out once per sub-block.
             let low = raw.map(|raw| _mm512_and_si512(raw, low_nibbles));
             let high = raw.map(|raw| _mm512_and_si512(raw, high_nibbles));
-            let sc = widen_bytes16(&tile.scales[j]);
+            let sc = scale_pairs(&tile.scales[j]);
             for (r, sums) in sums.iter_mut().enumerate() {
                 let at = r * blocks + block;
                 let a = &words[at];
@@ -60,8 +60,7 @@ unsafe fn micro_kernel<const R: usize>(
                     even = _mm512_dpbusd_epi32(even, low[q], _mm512_set1_epi32(a[q]));
                     odd = _mm512_dpbusd_epi32(odd, high[q], _mm512_set1_epi32(a[q + 4]));
                 }
-                let dot = _mm512_add_epi32(even, _mm512_srai_epi32::<4>(odd));
-                sums.add_dot(dot, sc);
+                sums.add_halves(even, odd, sc);
             }
         }
         let mins = MinPairs::new(&tile.mins);
