@@ -62,10 +62,10 @@ macro_rules! avx512_group {
             // super-blocks before them.
             if rows.len() > MR {
                 unsafe {
-                    in_runs::<_, UnpackedTile, { $run }>(
-                        tiles,
+                    in_runs::<_, UnpackedTile, { $run }, 1>(
+                        [tiles],
                         unpack::<$tile>,
-                        |words, first, sums| {
+                        |[words], first, sums| {
                             let tiles = &tiles[first..first + words.len()];
                             let run = Run { words, tiles, first, sums };
                             $crate::tiled::in_row_steps!(micro_kernel::<MR>(

@@ -47,7 +47,7 @@ pub(crate) unsafe fn group<T>(
     // SAFETY: forwarded from the caller; each run's tiles are those of its blocks, and the
     // runs before it wrote the rows' sums over the blocks before them.
     unsafe {
-        in_runs::<_, _, RUN_BLOCKS>(tiles, widen, |wide, first, sums| {
+        in_runs::<_, _, RUN_BLOCKS, 1>([tiles], widen, |[wide], first, sums| {
             q8_0::group_blocks(wide, acts, first, rows.clone(), out, stride, sums)
         })
     }
@@ -74,67 +74,53 @@ pub(crate) unsafe fn group_pair<T>(
 ) {
     assert_eq!(tiles.len(), 2 * acts.blocks);
     let (first, second) = tiles.split_at(acts.blocks);
-    let mut wide = [[const { MaybeUninit::<ByteTile>::uninit() }; PAIR_RUN_BLOCKS]; 2];
-    let runs = first
-        .chunks(PAIR_RUN_BLOCKS)
-        .zip(second.chunks(PAIR_RUN_BLOCKS));
-    for (run, run_tiles) in runs.enumerate() {
-        let len = run_tiles.0.len();
-        for (tiles, wide) in [run_tiles.0, run_tiles.1].into_iter().zip(&mut wide) {
-            for (tile, wide) in tiles.iter().zip(wide.iter_mut()) {
-                // SAFETY: the caller vouches for `widen`.
-                unsafe { widen(tile, wide) };
-            }
-        }
-        // SAFETY: `widen` wrote the first `len` tiles of both arrays just above, and
-        // `MaybeUninit<ByteTile>` has `ByteTile`'s layout.
-        let written = wide
-            .each_ref()
-            .map(|wide| unsafe { std::slice::from_raw_parts(wide.as_ptr().cast(), len) });
-        let sums = if run == 0 { Sums::Fresh } else { Sums::Resumed };
-        // SAFETY: forwarded from the caller; the runs before this one wrote both groups' sums
-        // over the blocks before it.
-        unsafe {
-            q8_0::group_blocks_pair(
-                written,
-                acts,
-                run * PAIR_RUN_BLOCKS,
-                rows.clone(),
-                out,
-                stride,
-                sums,
-            )
-        }
+    // SAFETY: forwarded from the caller; the runs before each wrote both groups' sums over
+    // the blocks before it.
+    unsafe {
+        in_runs::<_, _, PAIR_RUN_BLOCKS, 2>([first, second], widen, |wide, first, sums| {
+            q8_0::group_blocks_pair(wide, acts, first, rows.clone(), out, stride, sums)
+        })
     }
 }
 
-/// Widens `tiles` with `widen` up to `RUN` at a time into an array on the stack, and calls
-/// `multiply(wide, first, sums)` for each run: `wide` holds tiles `first..first + wide.len()`,
-/// and `sums` is [`Sums::Fresh`] for the first run, [`Sums::Resumed`] for the others.
+/// Widens each of `N` groups' `tiles` (as many for each) with `widen`, up to `RUN` tiles of
+/// each at a time, into arrays on the stack, and calls `multiply(wide, first, sums)` for each
+/// run: `wide[g]` holds group `g`'s tiles `first..first + RUN` (fewer in the last run), and
+/// `sums` is [`Sums::Fresh`] for the first run, [`Sums::Resumed`] for the others.
 ///
-/// The array starts uninitialized, each run's tiles written by `widen` before they are read:
-/// filling it first (17 KiB, once per call, and a call per row group and slice of rows) was
+/// The arrays start uninitialized, each run's tiles written by `widen` before they are read:
+/// filling them first (17 KiB, once per call, and a call per row group and slice of rows) was
 /// 1.5% of a prompt's samples through Qwen2.5-0.5B (2-core Intel Xeon VM, `perf`).
 ///
 /// # Safety
 /// `widen` may be called, and writes the whole of its tile.
-pub(crate) unsafe fn in_runs<T, W, const RUN: usize>(
-    tiles: &[T],
+pub(crate) unsafe fn in_runs<T, W, const RUN: usize, const N: usize>(
+    tiles: [&[T]; N],
     widen: unsafe fn(&T, &mut MaybeUninit<W>),
-    mut multiply: impl FnMut(&[W], usize, Sums),
+    mut multiply: impl FnMut([&[W]; N], usize, Sums),
 ) {
-    let mut wide = [const { MaybeUninit::<W>::uninit() }; RUN];
-    for (run, run_tiles) in tiles.chunks(RUN).enumerate() {
-        for (tile, wide) in run_tiles.iter().zip(&mut wide) {
-            // SAFETY: the caller vouches for `widen`.
-            unsafe { widen(tile, wide) };
+    let len = tiles.first().map_or(0, |tiles| tiles.len());
+    assert!(tiles.iter().all(|tiles| tiles.len() == len));
+    let mut wide = [const { [const { MaybeUninit::<W>::uninit() }; RUN] }; N];
+    for first in (0..len).step_by(RUN) {
+        let run = first..len.min(first + RUN);
+        for (tiles, wide) in tiles.iter().zip(&mut wide) {
+            for (tile, wide) in tiles[run.clone()].iter().zip(wide.iter_mut()) {
+                // SAFETY: the caller vouches for `widen`.
+                unsafe { widen(tile, wide) };
+            }
         }
-        let sums = if run == 0 { Sums::Fresh } else { Sums::Resumed };
-        // SAFETY: `widen` wrote the first `run_tiles.len()` tiles just above (the caller's),
-        // and `MaybeUninit<W>` has `W`'s layout.
-        let written =
-            unsafe { std::slice::from_raw_parts(wide.as_ptr().cast::<W>(), run_tiles.len()) };
-        multiply(written, run * RUN, sums);
+        let sums = if first == 0 {
+            Sums::Fresh
+        } else {
+            Sums::Resumed
+        };
+        // SAFETY: `widen` wrote the first `run.len()` tiles of every array just above (the
+        // caller's), and `MaybeUninit<W>` has `W`'s layout.
+        let written = wide.each_ref().map(|wide| unsafe {
+            std::slice::from_raw_parts(wide.as_ptr().cast::<W>(), run.len())
+        });
+        multiply(written, first, sums);
     }
 }
 
