@@ -83,6 +83,47 @@ macro_rules! avx512_group {
             }
         });
     };
+    // As above, and a `group_pair` for prompt rows of two row groups at once, through the
+    // module's `pair_kernel::<R>` over a `widened::Run` of each group's tiles unpacked (half
+    // as many at a time, for the same stack), in steps of its `PAIR_MR` rows.
+    ($tile:ty, unpacked in runs of $run:expr, with pairs) => {
+        $crate::avx512_frame::avx512_group!($tile, unpacked in runs of $run);
+
+        $crate::avx512_frame::avx512_group!(
+            @entry
+            /// [`group`] for two row groups at once, for prompt rows: `tiles` holds the first
+            /// group's tiles, then the second's, unpacked a run of each at a time.
+            ///
+            /// # Safety
+            /// As for [`group`], for both groups' 32 columns from `out`.
+            group_pair, $tile, |tiles, acts, rows, out, stride| {
+                use $crate::widened::{Run, UnpackedTile, in_runs, unpack};
+                assert_eq!(tiles.len() % 2, 0);
+                let groups = tiles.split_at(tiles.len() / 2);
+                let groups = [groups.0, groups.1];
+                // SAFETY: forwarded from the caller; each run's tiles are those of its
+                // super-blocks from `first` in both groups, and the runs before it wrote both
+                // groups' sums over the super-blocks before them.
+                unsafe {
+                    in_runs::<_, UnpackedTile, { $run / 2 }, 2>(
+                        groups,
+                        unpack::<$tile>,
+                        |words, first, sums| {
+                            let runs = [0, 1].map(|g| Run {
+                                words: words[g],
+                                tiles: &groups[g][first..first + words[g].len()],
+                                first,
+                                sums,
+                            });
+                            $crate::tiled::in_row_steps!(pair_kernel::<PAIR_MR>(
+                                &runs, acts, out, stride; rows.clone()
+                            ))
+                        },
+                    )
+                }
+            }
+        );
+    };
     // The entry point itself, its body written with the names it is given for its arguments,
     // and a stand-in where the kernels are not built.
     (@group $tile:ty, |$tiles:ident, $acts:ident, $rows:ident, $out:ident, $stride:ident| $body:block) => {

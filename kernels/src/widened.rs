@@ -145,12 +145,26 @@ pub(crate) trait SubBlockWords {
 #[repr(C, align(64))]
 pub(crate) struct UnpackedTile([[[u8; 64]; 8]; SUBS]);
 
+impl UnpackedTile {
+    /// Word `w` of sub-block `j`: word `w` of [`SubBlockWords::words`]' first array for
+    /// `w < 4`, word `w − 4` of its second for the others.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F; `j` is below 8 and `w` below 8.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    pub(crate) unsafe fn word(&self, j: usize, w: usize) -> __m512i {
+        // SAFETY: `0[j][w]` is 64 bytes, 64-byte aligned.
+        unsafe { _mm512_load_si512(self.0[j][w].as_ptr().cast()) }
+    }
+}
+
 impl SubBlockWords for UnpackedTile {
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw")]
     unsafe fn words(&self, j: usize) -> ([__m512i; 4], [__m512i; 4]) {
-        // SAFETY: `0[j]` is eight 64-byte words, 64-byte aligned.
-        let word = |w: usize| unsafe { _mm512_load_si512(self.0[j][w].as_ptr().cast()) };
+        // SAFETY: `j < SUBS` (the caller's) and `w < 8`; the CPU has AVX-512 F.
+        let word = |w: usize| unsafe { self.word(j, w) };
         (
             std::array::from_fn(word),
             std::array::from_fn(|q| word(q + 4)),

@@ -26,11 +26,15 @@ use crate::prefetch::{WeightRequests, prefetch_part};
 #[cfg(target_arch = "x86_64")]
 use crate::q8_0::Sums;
 #[cfg(target_arch = "x86_64")]
-use crate::widened::{Run, SubBlockWords};
+use crate::widened::{Run, SubBlockWords, UnpackedTile};
 
 /// Activation rows per micro-kernel call: 8 unpacked weight registers, the two halves'
 /// scales, and an accumulator and two sums per row fit the 32 zmm registers.
 const MR: usize = 6;
+
+/// Activation rows per pair-kernel call: both groups' two half sums and super-block sum per
+/// row, beside a word of each group's halves and the two broadcasts.
+const PAIR_MR: usize = 4;
 
 /// Tiles a prompt call unpacks at a time: 16 KiB of `widened::UnpackedTile`s on the stack.
 const RUN_TILES: usize = 4;
@@ -73,7 +77,7 @@ impl SubBlockWords for Tile {
     }
 }
 
-avx512_group!(Tile, unpacked in runs of RUN_TILES);
+avx512_group!(Tile, unpacked in runs of RUN_TILES, with pairs);
 
 /// # Safety
 /// As for [`group`], for rows `first..first + R` and the run's super-blocks; with
@@ -128,4 +132,89 @@ unsafe fn micro_kernel<const R: usize>(
     }
     // SAFETY: rows `first..first + R` are the caller's.
     unsafe { store_rows512(&acc, out, first, stride) }
+}
+
+/// Rows `first..first + R` of both groups of a [`group_pair`], from their tiles unpacked: each
+/// activation broadcast feeds a `vpdpbusd` for each group, where [`micro_kernel`]'s feeds one
+/// (a prompt's rows are bound by those broadcasts as much as by the multiplies; see
+/// `q8_0::group_pair`). A sub-block is taken a word of each group at a time, so that both
+/// groups' sums fit the registers. The integer sums and the float steps are
+/// [`micro_kernel`]'s, and so are the bits.
+///
+/// # Safety
+/// As for [`group_pair`], for rows `first..first + R` and the runs' super-blocks (the same in
+/// both); with [`Sums::Resumed`], `out` holds both groups' rows' sums over the super-blocks
+/// before the runs'.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+unsafe fn pair_kernel<const R: usize>(
+    runs: &[Run<'_, UnpackedTile, Tile>; 2],
+    acts: &QuantizedRows,
+    out: *mut f32,
+    stride: usize,
+    first: usize,
+) {
+    use std::arch::x86_64::*;
+    let blocks = acts.blocks;
+    let (words, scales, _, pair_sums) = acts.rows(first..first + R);
+    let mut acc: [[__m512; R]; 2] = match runs[0].sums {
+        Sums::Fresh => [[_mm512_setzero_ps(); R]; 2],
+        // SAFETY: rows `first..first + R` are the caller's, and hold both groups' sums so far.
+        Sums::Resumed => [0, TILE_ROWS].map(|c| unsafe { load_rows512(out.add(c), first, stride) }),
+    };
+    for i in 0..runs[0].words.len() {
+        let s = runs[0].first + i;
+        let (unpacked, tiles) = (
+            runs.each_ref().map(|run| &run.words[i]),
+            runs.each_ref().map(|run| &run.tiles[i]),
+        );
+        // `dots[r][g]`: row `r`'s super-block sum for group `g`.
+        let mut dots = [[_mm512_setzero_si512(); 2]; R];
+        // −32 · Σa for each half of the super-block's blocks: the values' offset of 32.
+        let offsets = half_offsets::<R, 5>(pair_sums, blocks, s * SUBS);
+        for j in 0..SUBS {
+            let block = s * SUBS + j;
+            // `sums[r][g]`: row `r`'s two half sums for group `g`.
+            let mut sums: [[[__m512i; 2]; 2]; R] = std::array::from_fn(|r| {
+                let halves = [
+                    _mm512_set1_epi32(offsets[r][2 * j]),
+                    _mm512_set1_epi32(offsets[r][2 * j + 1]),
+                ];
+                [halves, halves]
+            });
+            for q in 0..4 {
+                // SAFETY: `j < SUBS` and `q + 4 < 8`; the CPU has AVX-512 F.
+                let (low, upper) = unsafe {
+                    (
+                        unpacked.map(|tile| tile.word(j, q)),
+                        unpacked.map(|tile| tile.word(j, q + 4)),
+                    )
+                };
+                for (r, sums) in sums.iter_mut().enumerate() {
+                    let a = &words[r * blocks + block];
+                    let (a_low, a_upper) = (_mm512_set1_epi32(a[q]), _mm512_set1_epi32(a[q + 4]));
+                    for (g, sums) in sums.iter_mut().enumerate() {
+                        sums[0] = _mm512_dpbusd_epi32(sums[0], low[g], a_low);
+                        sums[1] = _mm512_dpbusd_epi32(sums[1], upper[g], a_upper);
+                    }
+                }
+            }
+            let sc = tiles.map(|tile| widen_half_scales(&tile.scales[j]));
+            for (dots, sums) in dots.iter_mut().zip(&sums) {
+                for g in 0..2 {
+                    dots[g] = add_scaled_halves(dots[g], sums[g], sc[g]);
+                }
+            }
+        }
+        let d = tiles.map(|tile| widen16(&tile.d));
+        for (r, dots) in dots.iter().enumerate() {
+            for g in 0..2 {
+                acc[g][r] = add_super(acc[g][r], dots[g], d[g], scales[r * blocks + s * SUBS]);
+            }
+        }
+    }
+    for (g, acc) in acc.iter().enumerate() {
+        // SAFETY: rows `first..first + R` are the caller's, 32 columns from `out`.
+        unsafe { store_rows512(acc, out.add(g * TILE_ROWS), first, stride) }
+    }
 }
