@@ -67,6 +67,8 @@ mod q6_k;
 mod q8_0;
 mod rms_norm;
 mod rope;
+#[cfg(target_arch = "x86_64")]
+mod scale_min512;
 mod shares;
 mod swiglu;
 #[cfg(test)]

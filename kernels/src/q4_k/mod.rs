@@ -173,7 +173,7 @@ impl PackedQ4_K {
         let kernels = tiled::Kernels {
             avx512: avx512::group,
             avx2: avx2::group,
-            avx512_pairs: None,
+            avx512_pairs: Some(avx512::group_pair),
             activations: Scheme::Q8_K,
         };
         let shape = (self.rows, self.cols);
