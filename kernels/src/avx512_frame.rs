@@ -220,6 +220,54 @@ pub(crate) unsafe fn store_rows512<const R: usize>(
     }
 }
 
+/// Where a pair kernel starts both row groups' `R` rows of 16 accumulated columns: at zero, or
+/// with [`Sums::Resumed`](crate::q8_0::Sums) at what `out` holds, group `g`'s 16 columns from
+/// `out + 16g`.
+///
+/// # Safety
+/// With `Sums::Resumed`, rows `first..first + R` are the caller's, 32 initialized columns each
+/// from `out`.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn pair_rows_start<const R: usize>(
+    sums: crate::q8_0::Sums,
+    out: *const f32,
+    first: usize,
+    stride: usize,
+) -> [[__m512; R]; 2] {
+    match sums {
+        crate::q8_0::Sums::Fresh => [[_mm512_setzero_ps(); R]; 2],
+        // SAFETY: forwarded from the caller, 16 columns of each group.
+        crate::q8_0::Sums::Resumed => unsafe {
+            [
+                load_rows512(out, first, stride),
+                load_rows512(out.add(16), first, stride),
+            ]
+        },
+    }
+}
+
+/// Stores a pair kernel's rows of both groups, group `g`'s 16 columns from `out + 16g`.
+///
+/// # Safety
+/// Rows `first..first + R` are the caller's to write, 32 columns each from `out`.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn store_pair_rows<const R: usize>(
+    acc: &[[__m512; R]; 2],
+    out: *mut f32,
+    first: usize,
+    stride: usize,
+) {
+    // SAFETY: forwarded from the caller, 16 columns of each group.
+    unsafe {
+        store_rows512(&acc[0], out, first, stride);
+        store_rows512(&acc[1], out.add(16), first, stride);
+    }
+}
+
 /// One row's sums over a K-quant super-block whose sub-blocks have 6-bit scales and mins
 /// (Q4_K, Q5_K), added in i32: exact, since the activations of the super-block share one
 /// scale (ggml's Q8_K). Sub-block dots of up to 32 · 31 · 127 times scales of up to 63, and

@@ -14,7 +14,8 @@ use half::f16;
 
 use crate::activations::QuantizedRows;
 use crate::avx512_frame::{
-    MinPairs, SuperSums, load_rows512, scale_pairs, store_rows512, widen_bytes16, widen16,
+    MinPairs, SuperSums, load_rows512, pair_rows_start, scale_pairs, store_pair_rows,
+    store_rows512, widen_bytes16, widen16,
 };
 use crate::prefetch::{WeightRequests, prefetch_part};
 use crate::q8_0::Sums;
@@ -41,6 +42,29 @@ pub(crate) trait ScaleMinTile {
     fn d(&self) -> &[f16; TILE_ROWS];
     fn dmin(&self) -> &[f16; TILE_ROWS];
 }
+
+/// Implements [`ScaleMinTile`] for a format's tile type, whose fields `scales`, `mins`, `d`
+/// and `dmin` are laid out as the trait gives them.
+macro_rules! scale_min_tile {
+    ($tile:ty, high_in_place: $high:expr) => {
+        impl $crate::scale_min512::ScaleMinTile for $tile {
+            const HIGH_IN_PLACE: bool = $high;
+            fn scales(&self, j: usize) -> &[u8; 16] {
+                &self.scales[j]
+            }
+            fn mins(&self) -> &[[u8; 16]; 8] {
+                &self.mins
+            }
+            fn d(&self) -> &[half::f16; 16] {
+                &self.d
+            }
+            fn dmin(&self) -> &[half::f16; 16] {
+                &self.dmin
+            }
+        }
+    };
+}
+pub(crate) use scale_min_tile;
 
 /// Sub-block `j`'s scales as [`add_sub_block`] takes them for `tile`'s type.
 #[inline]
@@ -144,11 +168,9 @@ pub(crate) unsafe fn pair_kernel<const R: usize>(
 ) {
     let blocks = acts.blocks;
     let (words, scales, offsets, _) = acts.rows(first..first + R);
-    let mut acc: [[__m512; R]; 2] = match runs[0].sums {
-        Sums::Fresh => [[_mm512_setzero_ps(); R]; 2],
-        // SAFETY: rows `first..first + R` are the caller's, and hold both groups' sums so far.
-        Sums::Resumed => [0, TILE_ROWS].map(|c| unsafe { load_rows512(out.add(c), first, stride) }),
-    };
+    // SAFETY: rows `first..first + R` are the caller's, and hold both groups' sums so far
+    // where the run resumes them.
+    let mut acc = unsafe { pair_rows_start::<R>(runs[0].sums, out, first, stride) };
     for i in 0..runs[0].words.len() {
         let s = runs[0].first + i;
         let unpacked = runs.each_ref().map(|run| &run.words[i]);
@@ -193,8 +215,6 @@ pub(crate) unsafe fn pair_kernel<const R: usize>(
             }
         }
     }
-    for (g, acc) in acc.iter().enumerate() {
-        // SAFETY: rows `first..first + R` are the caller's, 32 columns from `out`.
-        unsafe { store_rows512(acc, out.add(g * TILE_ROWS), first, stride) }
-    }
+    // SAFETY: rows `first..first + R` are the caller's, 32 columns from `out`.
+    unsafe { store_pair_rows(&acc, out, first, stride) }
 }

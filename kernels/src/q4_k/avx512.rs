@@ -10,10 +10,10 @@
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::__m512i;
 
-use super::{SUBS, TILE_ROWS, Tile};
+use super::{TILE_ROWS, Tile};
 use crate::avx512_frame::avx512_group;
 #[cfg(target_arch = "x86_64")]
-use crate::scale_min512::{ScaleMinTile, micro_kernel, pair_kernel};
+use crate::scale_min512::{micro_kernel, pair_kernel, scale_min_tile};
 #[cfg(target_arch = "x86_64")]
 use crate::widened::SubBlockWords;
 
@@ -54,18 +54,4 @@ impl SubBlockWords for Tile {
 }
 
 #[cfg(target_arch = "x86_64")]
-impl ScaleMinTile for Tile {
-    const HIGH_IN_PLACE: bool = true;
-    fn scales(&self, j: usize) -> &[u8; TILE_ROWS] {
-        &self.scales[j]
-    }
-    fn mins(&self) -> &[[u8; TILE_ROWS]; SUBS] {
-        &self.mins
-    }
-    fn d(&self) -> &[half::f16; TILE_ROWS] {
-        &self.d
-    }
-    fn dmin(&self) -> &[half::f16; TILE_ROWS] {
-        &self.dmin
-    }
-}
+scale_min_tile!(Tile, high_in_place: true);

@@ -19,8 +19,8 @@ use crate::activations::QuantizedRows;
 use crate::avx512_frame::avx512_group;
 #[cfg(target_arch = "x86_64")]
 use crate::avx512_frame::{
-    add_scaled_halves, add_super, half_offsets, load_rows512, store_rows512, widen_half_scales,
-    widen16,
+    add_scaled_halves, add_super, half_offsets, load_rows512, pair_rows_start, store_pair_rows,
+    store_rows512, widen_half_scales, widen16,
 };
 use crate::prefetch::{WeightRequests, prefetch_part};
 #[cfg(target_arch = "x86_64")]
@@ -157,11 +157,9 @@ unsafe fn pair_kernel<const R: usize>(
     use std::arch::x86_64::*;
     let blocks = acts.blocks;
     let (words, scales, _, pair_sums) = acts.rows(first..first + R);
-    let mut acc: [[__m512; R]; 2] = match runs[0].sums {
-        Sums::Fresh => [[_mm512_setzero_ps(); R]; 2],
-        // SAFETY: rows `first..first + R` are the caller's, and hold both groups' sums so far.
-        Sums::Resumed => [0, TILE_ROWS].map(|c| unsafe { load_rows512(out.add(c), first, stride) }),
-    };
+    // SAFETY: rows `first..first + R` are the caller's, and hold both groups' sums so far
+    // where the run resumes them.
+    let mut acc = unsafe { pair_rows_start::<R>(runs[0].sums, out, first, stride) };
     for i in 0..runs[0].words.len() {
         let s = runs[0].first + i;
         let (unpacked, tiles) = (
@@ -213,8 +211,6 @@ unsafe fn pair_kernel<const R: usize>(
             }
         }
     }
-    for (g, acc) in acc.iter().enumerate() {
-        // SAFETY: rows `first..first + R` are the caller's, 32 columns from `out`.
-        unsafe { store_rows512(acc, out.add(g * TILE_ROWS), first, stride) }
-    }
+    // SAFETY: rows `first..first + R` are the caller's, 32 columns from `out`.
+    unsafe { store_pair_rows(&acc, out, first, stride) }
 }

@@ -7,7 +7,7 @@ use std::ops::Range;
 use super::{TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 #[cfg(target_arch = "x86_64")]
-use crate::avx512_frame::{load_rows512, store_rows512, widen16};
+use crate::avx512_frame::{load_rows512, pair_rows_start, store_pair_rows, store_rows512, widen16};
 use crate::prefetch::{WeightRequests, prefetch_light};
 #[cfg(target_arch = "x86_64")]
 use crate::tiled::in_row_steps;
@@ -119,11 +119,9 @@ unsafe fn pair_kernel<const R: usize>(
     use std::arch::x86_64::*;
     let blocks = acts.blocks;
     let (words, scales, offsets, _) = acts.rows(first..first + R);
-    let resumed: [[__m512; R]; 2] = match runs[0].sums {
-        Sums::Fresh => [[_mm512_setzero_ps(); R]; 2],
-        // SAFETY: rows `first..first + R` are the caller's, and hold both groups' sums so far.
-        Sums::Resumed => [0, TILE_ROWS].map(|c| unsafe { load_rows512(out.add(c), first, stride) }),
-    };
+    // SAFETY: rows `first..first + R` are the caller's, and hold both groups' sums so far
+    // where the run resumes them.
+    let resumed = unsafe { pair_rows_start::<R>(runs[0].sums, out, first, stride) };
     let mut acc: [[__m512; 2]; R] = std::array::from_fn(|r| [resumed[0][r], resumed[1][r]]);
     for (block, pair) in runs[0].tiles.iter().zip(runs[1].tiles).enumerate() {
         let at = |r: usize| r * blocks + runs[0].first_block + block;
@@ -154,11 +152,9 @@ unsafe fn pair_kernel<const R: usize>(
             }
         }
     }
-    for (group, columns) in [0, TILE_ROWS].into_iter().enumerate() {
-        let acc: [__m512; R] = std::array::from_fn(|r| acc[r][group]);
-        // SAFETY: rows `first..first + R` are the caller's, 32 columns from `out`.
-        unsafe { store_rows512(&acc, out.add(columns), first, stride) }
-    }
+    let acc: [[__m512; R]; 2] = [0, 1].map(|g| std::array::from_fn(|r| acc[r][g]));
+    // SAFETY: rows `first..first + R` are the caller's, 32 columns from `out`.
+    unsafe { store_pair_rows(&acc, out, first, stride) }
 }
 
 #[cfg(not(target_arch = "x86_64"))]
