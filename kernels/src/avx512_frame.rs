@@ -220,13 +220,33 @@ pub(crate) unsafe fn store_rows512<const R: usize>(
     }
 }
 
-/// Where a pair kernel starts both row groups' `R` rows of 16 accumulated columns: at zero, or
-/// with [`Sums::Resumed`](crate::q8_0::Sums) at what `out` holds, group `g`'s 16 columns from
-/// `out + 16g`.
+/// Where a micro-kernel starts its `R` rows of 16 accumulated columns: at zero, or with
+/// [`Sums::Resumed`](crate::q8_0::Sums) at what `out` holds (the sums of an earlier run of
+/// blocks).
 ///
 /// # Safety
-/// With `Sums::Resumed`, rows `first..first + R` are the caller's, 32 initialized columns each
+/// With `Sums::Resumed`, rows `first..first + R` are the caller's, 16 initialized columns each
 /// from `out`.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn rows_start<const R: usize>(
+    sums: crate::q8_0::Sums,
+    out: *const f32,
+    first: usize,
+    stride: usize,
+) -> [__m512; R] {
+    match sums {
+        crate::q8_0::Sums::Fresh => [_mm512_setzero_ps(); R],
+        // SAFETY: forwarded from the caller.
+        crate::q8_0::Sums::Resumed => unsafe { load_rows512(out, first, stride) },
+    }
+}
+
+/// [`rows_start`] for a pair kernel's two row groups, group `g`'s 16 columns from `out + 16g`.
+///
+/// # Safety
+/// As for [`rows_start`], for 32 columns from `out`.
 #[cfg(target_arch = "x86_64")]
 #[inline]
 #[target_feature(enable = "avx512f")]
@@ -236,15 +256,12 @@ pub(crate) unsafe fn pair_rows_start<const R: usize>(
     first: usize,
     stride: usize,
 ) -> [[__m512; R]; 2] {
-    match sums {
-        crate::q8_0::Sums::Fresh => [[_mm512_setzero_ps(); R]; 2],
-        // SAFETY: forwarded from the caller, 16 columns of each group.
-        crate::q8_0::Sums::Resumed => unsafe {
-            [
-                load_rows512(out, first, stride),
-                load_rows512(out.add(16), first, stride),
-            ]
-        },
+    // SAFETY: forwarded from the caller, 16 columns of each group.
+    unsafe {
+        [
+            rows_start(sums, out, first, stride),
+            rows_start(sums, out.add(16), first, stride),
+        ]
     }
 }
 

@@ -12,20 +12,17 @@ use std::arch::x86_64::*;
 
 use half::f16;
 
-use crate::activations::QuantizedRows;
+use crate::activations::{BLOCK, QuantizedRows, SUPER};
 use crate::avx512_frame::{
-    MinPairs, SuperSums, load_rows512, pair_rows_start, scale_pairs, store_pair_rows,
-    store_rows512, widen_bytes16, widen16,
+    MinPairs, SuperSums, pair_rows_start, rows_start, scale_pairs, store_pair_rows, store_rows512,
+    widen_bytes16, widen16,
 };
 use crate::prefetch::{WeightRequests, prefetch_part};
-use crate::q8_0::Sums;
+use crate::tiled::TILE_ROWS;
 use crate::widened::{Run, SubBlockWords, UnpackedTile};
 
-/// Sub-blocks per super-block.
-const SUBS: usize = 8;
-
-/// Rows per tile: one i32 lane each.
-const TILE_ROWS: usize = 16;
+/// Sub-blocks (of one activation block each) per super-block.
+const SUBS: usize = SUPER / BLOCK;
 
 /// A 16-row tile of one super-block of Q4_K or Q5_K, as the kernels read it.
 pub(crate) trait ScaleMinTile {
@@ -49,16 +46,16 @@ macro_rules! scale_min_tile {
     ($tile:ty, high_in_place: $high:expr) => {
         impl $crate::scale_min512::ScaleMinTile for $tile {
             const HIGH_IN_PLACE: bool = $high;
-            fn scales(&self, j: usize) -> &[u8; 16] {
+            fn scales(&self, j: usize) -> &[u8; $crate::tiled::TILE_ROWS] {
                 &self.scales[j]
             }
-            fn mins(&self) -> &[[u8; 16]; 8] {
+            fn mins(&self) -> &[[u8; $crate::tiled::TILE_ROWS]; 8] {
                 &self.mins
             }
-            fn d(&self) -> &[half::f16; 16] {
+            fn d(&self) -> &[half::f16; $crate::tiled::TILE_ROWS] {
                 &self.d
             }
-            fn dmin(&self) -> &[half::f16; 16] {
+            fn dmin(&self) -> &[half::f16; $crate::tiled::TILE_ROWS] {
                 &self.dmin
             }
         }
@@ -100,7 +97,7 @@ fn add_sub_block<T: ScaleMinTile>(
 /// # Safety
 /// The CPU has AVX-512 F/BW/VNNI; rows `first..first + R` are the caller's to write, 16
 /// columns each from `out`, `stride` apart; the run's super-blocks are inside `acts.blocks`;
-/// with [`Sums::Resumed`], `out` holds the rows' sums over the super-blocks before the run's.
+/// with [`Sums::Resumed`](crate::q8_0::Sums::Resumed), `out` holds the rows' sums over the super-blocks before the run's.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
 pub(crate) unsafe fn micro_kernel<const R: usize>(
     run: &Run<'_, impl SubBlockWords, impl ScaleMinTile>,
@@ -111,11 +108,9 @@ pub(crate) unsafe fn micro_kernel<const R: usize>(
 ) {
     let blocks = acts.blocks;
     let (words, scales, offsets, _) = acts.rows(first..first + R);
-    let mut acc = match run.sums {
-        Sums::Fresh => [_mm512_setzero_ps(); R],
-        // SAFETY: rows `first..first + R` are the caller's, and hold their sums so far.
-        Sums::Resumed => unsafe { load_rows512(out, first, stride) },
-    };
+    // SAFETY: rows `first..first + R` are the caller's, and hold their sums so far where the
+    // run resumes them.
+    let mut acc = unsafe { rows_start::<R>(run.sums, out, first, stride) };
     let requests = WeightRequests::here();
     for (s, (words_of, tile)) in run.words.iter().zip(run.tiles).enumerate() {
         let s = run.first + s;

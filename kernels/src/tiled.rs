@@ -102,7 +102,9 @@ pub(crate) struct Kernels<T> {
 /// format has a kernel for pairs: a prompt's rows, in slices of more than six. Decoding keeps
 /// one group at a time, whose smaller takes even out the threads' shares of a pass over
 /// memory; so do rows so long that a slice is four rows (a 7B's MLP down projection), where
-/// the widened Q5_0 and Q4_0 pairs ran 12–13% slower (their runs widened for four rows).
+/// the widened Q5_0 and Q4_0 pairs ran 12–13% slower (their runs widened for four rows), and
+/// the unpacked Q4_K and Q5_K ones 5–17% slower (Q6_K's 3–9% faster, not worth a threshold of
+/// its own).
 const PAIRS_MIN_ROWS: usize = 6;
 
 /// The frame of every packed matmul: `out = lhs · Wᵀ` for the `m` rows of `lhs` (`m × cols`,

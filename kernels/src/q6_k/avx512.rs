@@ -19,12 +19,10 @@ use crate::activations::QuantizedRows;
 use crate::avx512_frame::avx512_group;
 #[cfg(target_arch = "x86_64")]
 use crate::avx512_frame::{
-    add_scaled_halves, add_super, half_offsets, load_rows512, pair_rows_start, store_pair_rows,
+    add_scaled_halves, add_super, half_offsets, pair_rows_start, rows_start, store_pair_rows,
     store_rows512, widen_half_scales, widen16,
 };
 use crate::prefetch::{WeightRequests, prefetch_part};
-#[cfg(target_arch = "x86_64")]
-use crate::q8_0::Sums;
 #[cfg(target_arch = "x86_64")]
 use crate::widened::{Run, SubBlockWords, UnpackedTile};
 
@@ -81,7 +79,7 @@ avx512_group!(Tile, unpacked in runs of RUN_TILES, with pairs);
 
 /// # Safety
 /// As for [`group`], for rows `first..first + R` and the run's super-blocks; with
-/// [`Sums::Resumed`], `out` holds the rows' sums over the super-blocks before the run's.
+/// [`Sums::Resumed`](crate::q8_0::Sums::Resumed), `out` holds the rows' sums over the super-blocks before the run's.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
 unsafe fn micro_kernel<const R: usize>(
@@ -94,11 +92,9 @@ unsafe fn micro_kernel<const R: usize>(
     use std::arch::x86_64::*;
     let blocks = acts.blocks;
     let (words, scales, _, pair_sums) = acts.rows(first..first + R);
-    let mut acc = match run.sums {
-        Sums::Fresh => [_mm512_setzero_ps(); R],
-        // SAFETY: rows `first..first + R` are the caller's, and hold their sums so far.
-        Sums::Resumed => unsafe { load_rows512(out, first, stride) },
-    };
+    // SAFETY: rows `first..first + R` are the caller's, and hold their sums so far where the
+    // run resumes them.
+    let mut acc = unsafe { rows_start::<R>(run.sums, out, first, stride) };
     let requests = WeightRequests::here();
     for (s, (words_of, tile)) in run.words.iter().zip(run.tiles).enumerate() {
         let s = run.first + s;
@@ -143,7 +139,7 @@ unsafe fn micro_kernel<const R: usize>(
 ///
 /// # Safety
 /// As for [`group_pair`], for rows `first..first + R` and the runs' super-blocks (the same in
-/// both); with [`Sums::Resumed`], `out` holds both groups' rows' sums over the super-blocks
+/// both); with [`Sums::Resumed`](crate::q8_0::Sums::Resumed), `out` holds both groups' rows' sums over the super-blocks
 /// before the runs'.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]

@@ -7,7 +7,7 @@ use std::ops::Range;
 use super::{TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 #[cfg(target_arch = "x86_64")]
-use crate::avx512_frame::{load_rows512, pair_rows_start, store_pair_rows, store_rows512, widen16};
+use crate::avx512_frame::{pair_rows_start, rows_start, store_pair_rows, store_rows512, widen16};
 use crate::prefetch::{WeightRequests, prefetch_light};
 #[cfg(target_arch = "x86_64")]
 use crate::tiled::in_row_steps;
@@ -225,11 +225,9 @@ unsafe fn micro_kernel<const R: usize>(
     use std::arch::x86_64::*;
     let blocks = acts.blocks;
     let (words, scales, offsets, _) = acts.rows(first..first + R);
-    let mut acc = match run.sums {
-        Sums::Fresh => [_mm512_setzero_ps(); R],
-        // SAFETY: rows `first..first + R` are the caller's, and hold their sums so far.
-        Sums::Resumed => unsafe { load_rows512(out, first, stride) },
-    };
+    // SAFETY: rows `first..first + R` are the caller's, and hold their sums so far where the
+    // run resumes them.
+    let mut acc = unsafe { rows_start::<R>(run.sums, out, first, stride) };
     let requests = WeightRequests::here();
     for (block, tile) in run.tiles.iter().enumerate() {
         // See `prefetch::WeightRequests`.
