@@ -3,7 +3,9 @@
 # side-by-side table. Not run by CI.
 #   scripts/llama-bench.sh MODEL.gguf [threads]
 # HEARTH_LLAMA_ISA=avx2: both sides on AVX2 kernels alone (llama.cpp built without AVX-512 and
-# VNNI, hearth with `--kernels avx2`), for what an AVX2-only CPU gets, measured here.
+# VNNI, hearth with `--kernels avx2`), for what an AVX2-only CPU gets, measured here;
+# HEARTH_LLAMA_ISA=avx-vnni: both on AVX2 with the 256-bit VNNI (`--kernels avx-vnni`), for
+# Intel's desktop and laptop CPUs since Alder Lake.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -18,5 +20,8 @@ echo "== hearth ==" >&2
 cd "$ROOT"
 cargo build --release -q --bin hearth
 KERNELS=fastest
-[[ "${HEARTH_LLAMA_ISA:-native}" == avx2 ]] && KERNELS=avx2
+case "${HEARTH_LLAMA_ISA:-native}" in
+  avx2) KERNELS=avx2 ;;
+  avx-vnni) KERNELS=avx-vnni ;;
+esac
 RAYON_NUM_THREADS="$THREADS" "$ROOT/target/release/hearth" bench --model "$MODEL" --kernels "$KERNELS"

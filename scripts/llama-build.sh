@@ -5,7 +5,9 @@
 #   scripts/llama-build.sh TARGET...   (llama-bench, llama-simple, llama-quantize, llama-server, ...)
 # HEARTH_LLAMA_ISA=avx2 builds them for AVX2 + FMA alone (no AVX-512, no VNNI) in a build
 # directory of their own: what an AVX2-only CPU (Zen 2/3, Haswell to Skylake) runs, to set
-# beside `hearth bench --kernels avx2` on an AVX-512 machine.
+# beside `hearth bench --kernels avx2` on an AVX-512 machine. HEARTH_LLAMA_ISA=avx-vnni adds
+# the 256-bit VNNI (AVX-VNNI) to those: what Intel's desktop and laptop CPUs since Alder Lake
+# run, to set beside `hearth bench --kernels avx-vnni`.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -15,7 +17,8 @@ LLAMA_ISA="${HEARTH_LLAMA_ISA:-native}"
 case "$LLAMA_ISA" in
   native) BUILD="$WORK/build" ;;
   avx2) BUILD="$WORK/build-avx2" ;;
-  *) echo "HEARTH_LLAMA_ISA is native or avx2, not $LLAMA_ISA" >&2; exit 1 ;;
+  avx-vnni) BUILD="$WORK/build-avx-vnni" ;;
+  *) echo "HEARTH_LLAMA_ISA is native, avx2 or avx-vnni, not $LLAMA_ISA" >&2; exit 1 ;;
 esac
 [[ $# -gt 0 ]] || { echo "usage: llama-build.sh TARGET..." >&2; exit 1; }
 
@@ -57,9 +60,10 @@ for pair in avx2:AVX2 fma:FMA f16c:F16C bmi2:BMI2 avx_vnni:AVX_VNNI avx512f:AVX5
     avx512vbmi:AVX512_VBMI avx512_vnni:AVX512_VNNI avx512_bf16:AVX512_BF16; do
   if [[ "$FLAGS" == *" ${pair%%:*} "* ]]; then ISA+=("-DGGML_${pair#*:}=ON"); fi
 done
-if [[ "$LLAMA_ISA" == avx2 ]]; then
+if [[ "$LLAMA_ISA" != native ]]; then
   ISA=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON)
 fi
+if [[ "$LLAMA_ISA" == avx-vnni ]]; then ISA+=(-DGGML_AVX_VNNI=ON); fi
 cmake -S "$SRC" -B "$BUILD" "${ISA[@]}" -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=ON -DLLAMA_BUILD_SERVER=ON >&2
 cmake --build "$BUILD" -j"$(nproc)" --target "${missing[@]}" >&2

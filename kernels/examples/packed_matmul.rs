@@ -435,9 +435,11 @@ fn int8_peak(isa: Isa, threads: usize) -> f64 {
         }
     });
     let seconds = start.elapsed().as_secs_f64();
-    // Per iteration, twelve 512-bit `vpdpbusd` or six 256-bit `vpmaddubsw` pairs.
+    // Per iteration, twelve 512-bit `vpdpbusd`, twelve 256-bit ones or six 256-bit
+    // `vpmaddubsw` pairs.
     let macs_per_iteration = match isa {
         Isa::Avx512Vnni => 12 * 64,
+        Isa::AvxVnni => 12 * 32,
         Isa::Avx2 => 6 * 32,
     };
     (threads as u64 * ITERATIONS * macs_per_iteration) as f64 / seconds
@@ -449,6 +451,7 @@ fn peak_loop(isa: Isa, iterations: u64) -> i32 {
     unsafe {
         match isa {
             Isa::Avx512Vnni => peak_vnni(iterations),
+            Isa::AvxVnni => peak_avx_vnni(iterations),
             Isa::Avx2 => peak_avx2(iterations),
         }
     }
@@ -476,6 +479,29 @@ unsafe fn peak_vnni(iterations: u64) -> i32 {
     acc.iter()
         .map(|&v| _mm512_reduce_add_epi32(v))
         .fold(0, i32::wrapping_add)
+}
+
+/// # Safety
+/// The CPU has AVX2 and AVX-VNNI.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,avxvnni")]
+unsafe fn peak_avx_vnni(iterations: u64) -> i32 {
+    use std::arch::x86_64::*;
+    let (a, b) = (_mm256_set1_epi8(3), _mm256_set1_epi8(-5));
+    let mut acc = [_mm256_setzero_si256(); 12];
+    for _ in 0..iterations {
+        for acc in &mut acc {
+            *acc = _mm256_dpbusd_avx_epi32(*acc, a, b);
+        }
+    }
+    // Every chain's sum is used, or the compiler drops the chains.
+    let sum = acc.into_iter().fold(_mm256_setzero_si256(), |sum, acc| {
+        _mm256_add_epi32(sum, acc)
+    });
+    let mut lanes = [0i32; 8];
+    // SAFETY: 32 bytes into `lanes`' 32.
+    unsafe { _mm256_storeu_si256(lanes.as_mut_ptr().cast(), sum) };
+    lanes.iter().fold(0, |sum, &lane| sum.wrapping_add(lane))
 }
 
 /// # Safety

@@ -5,12 +5,50 @@
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
 
+#[cfg(target_arch = "x86_64")]
+use crate::byte_products::ByteProducts;
+
 /// Writes a format's AVX2 `group` for its tile type `$tile`, one tile per `$blocks` activation
 /// blocks: it calls the module's micro-kernel `rows::<MR>` for as many whole steps of its
 /// `MR` rows as fit, then, where `MR` is 8 or more, `rows::<{ MR / 2 }>` once if that many
-/// are left, then `rows::<1>` for each row left.
+/// are left, then `rows::<1>` for each row left. With `rest in one call`, the rows left after
+/// the whole steps take one call of a micro-kernel made for their number
+/// ([`crate::tiled::in_row_steps`]): the kernels that unpack nothing gain from every row that
+/// shares a word's load and lose nothing to a kernel per count.
 macro_rules! avx2_group {
     ($tile:ty, $blocks:expr) => {
+        $crate::avx2_frame::avx2_group!(@frame $tile, $blocks, halving);
+    };
+    ($tile:ty, $blocks:expr, rest in one call) => {
+        $crate::avx2_frame::avx2_group!(@frame $tile, $blocks, rest_in_one_call);
+    };
+    (@steps halving, $tiles:ident, $acts:ident, $rows:ident, $out:ident, $stride:ident) => {{
+        let mut first = $rows.start;
+        // SAFETY (all three calls): forwarded from the caller; each call covers rows
+        // `first..first + R`.
+        while first + MR <= $rows.end {
+            unsafe { self::rows::<MR>($tiles, $acts, first, $out, $stride) };
+            first += MR;
+        }
+        // The kernels that take eight rows at once unpack a tile once for them; a prompt's
+        // last few rows are spared doing it for each.
+        if MR >= 8 && first + MR / 2 <= $rows.end {
+            unsafe { self::rows::<{ MR / 2 }>($tiles, $acts, first, $out, $stride) };
+            first += MR / 2;
+        }
+        while first < $rows.end {
+            unsafe { self::rows::<1>($tiles, $acts, first, $out, $stride) };
+            first += 1;
+        }
+    }};
+    (@steps rest_in_one_call, $tiles:ident, $acts:ident, $rows:ident, $out:ident, $stride:ident) => {{
+        // SAFETY: forwarded from the caller; each call covers rows `first..first + R` of
+        // `rows`.
+        unsafe {
+            $crate::tiled::in_row_steps!(rows::<MR>($tiles, $acts, $out, $stride; $rows))
+        }
+    }};
+    (@frame $tile:ty, $blocks:expr, $steps:ident) => {
         /// Writes the 16 columns of one row group for activation rows `rows`.
         ///
         /// # Safety
@@ -18,7 +56,7 @@ macro_rules! avx2_group {
         /// writes of `rows.end` rows × `stride` f32 from the start of the output; `tiles` holds
         /// the group's tiles.
         #[cfg(target_arch = "x86_64")]
-        pub(super) unsafe fn group(
+        pub(crate) unsafe fn group(
             tiles: &[$tile],
             acts: &$crate::activations::QuantizedRows,
             rows: ::std::ops::Range<usize>,
@@ -26,27 +64,11 @@ macro_rules! avx2_group {
             stride: usize,
         ) {
             debug_assert_eq!(tiles.len() * $blocks, acts.blocks);
-            let mut first = rows.start;
-            // SAFETY (all three calls): forwarded from the caller; each call covers rows
-            // `first..first + R`.
-            while first + MR <= rows.end {
-                unsafe { self::rows::<MR>(tiles, acts, first, out, stride) };
-                first += MR;
-            }
-            // The kernels that take eight rows at once unpack a tile once for them; a prompt's
-            // last few rows are spared doing it for each.
-            if MR >= 8 && first + MR / 2 <= rows.end {
-                unsafe { self::rows::<{ MR / 2 }>(tiles, acts, first, out, stride) };
-                first += MR / 2;
-            }
-            while first < rows.end {
-                unsafe { self::rows::<1>(tiles, acts, first, out, stride) };
-                first += 1;
-            }
+            $crate::avx2_frame::avx2_group!(@steps $steps, tiles, acts, rows, out, stride)
         }
 
         #[cfg(not(target_arch = "x86_64"))]
-        pub(super) unsafe fn group(
+        pub(crate) unsafe fn group(
             _: &[$tile],
             _: &$crate::activations::QuantizedRows,
             _: ::std::ops::Range<usize>,
@@ -58,6 +80,51 @@ macro_rules! avx2_group {
     };
 }
 pub(crate) use avx2_group;
+
+/// Writes a nibble format's AVX2 `group` and, in a module `avx_vnni` beside it, its AVX-VNNI
+/// one, both from the module's micro-kernel `rows_with::<R, P>` (see [`ByteProducts`]), each
+/// behind an entry point `rows::<R>` that enables its instruction set's features (the only
+/// place they can be enabled: a `target_feature` cannot depend on a type parameter).
+macro_rules! avx2_and_vnni_groups {
+    ($tile:ty, $blocks:expr) => {
+        $crate::avx2_frame::avx2_group!($tile, $blocks);
+        $crate::avx2_frame::avx2_and_vnni_groups!(
+            @rows $tile, "avx2,fma,f16c", $crate::byte_products::Maddubs
+        );
+
+        /// The same kernel with AVX-VNNI's `vpdpbusd` for its byte products.
+        pub(super) mod avx_vnni {
+            use super::*;
+
+            /// Activation rows per micro-kernel call: the kernel goes word by word
+            /// (`ByteProducts::UNPACK_FIRST`), and four rows' sums, a word's four value
+            /// registers and two broadcasts take fourteen of the sixteen registers.
+            const MR: usize = 4;
+
+            $crate::avx2_frame::avx2_group!($tile, $blocks);
+            $crate::avx2_frame::avx2_and_vnni_groups!(
+                @rows $tile, "avx2,fma,f16c,avxvnni", $crate::byte_products::Vnni
+            );
+        }
+    };
+    (@rows $tile:ty, $features:literal, $products:ty) => {
+        /// # Safety
+        /// As for [`group`], for rows `first..first + R`.
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $features)]
+        unsafe fn rows<const R: usize>(
+            tiles: &[$tile],
+            acts: &$crate::activations::QuantizedRows,
+            first: usize,
+            out: *mut f32,
+            stride: usize,
+        ) {
+            // SAFETY: forwarded from the caller, on a CPU with the features enabled here.
+            unsafe { rows_with::<R, $products>(tiles, acts, first, out, stride) }
+        }
+    };
+}
+pub(crate) use avx2_and_vnni_groups;
 
 /// Stores a micro-kernel's `R` rows of 16 accumulated columns (two registers each), row `r` at
 /// `out + (first + r) · stride`.
@@ -86,62 +153,88 @@ pub(crate) unsafe fn store_rows<const R: usize>(
 /// The sums of `q · a` over one 32-value block of a tile's 16 weight rows held as nibbles in
 /// [`crate::PackedQ4_0`]'s order (`qs`: 256 bytes, word `q` holding bytes `4q..4q + 4` of every
 /// row, rows 0–7 then 8–15; a byte's low nibble meets activation word `q`, its high one word
-/// `q + 4`), for activation block `block` of `R` rows (`words`, a row every `blocks` entries).
-/// `[row][half]`, half 0 holding the tile's rows 0–7; each i16 lane sums 16 products of a
-/// nibble and a byte, at most 16 · 15 · 127, so none saturates. `each_word(q)` runs before
-/// word `q` is loaded: the Q4_0 and Q4_1 kernels ask for a word's share of the lines ahead
-/// there (`prefetch::prefetch_part_twice`).
+/// `q + 4`), for activation block `block` of `R` rows (`words`, a row every `blocks` entries),
+/// summed as `P` sums byte products (see [`ByteProducts::widen`]). `[row][half]`, half 0
+/// holding the tile's rows 0–7; in i16 (AVX2) each lane sums 16 products of a nibble and a
+/// byte, at most 16 · 15 · 127, so none saturates. `each_word(q)` runs before word `q` is
+/// loaded: the Q4_0 and Q4_1 kernels ask for a word's share of the lines ahead there
+/// (`prefetch::prefetch_part_twice`).
 ///
-/// For four rows or more (Q4_0's and Q4_1's prompt steps of eight and four) the four words are
-/// unpacked first and each row then runs over them, keeping only its two sums in registers:
-/// eight rows a call ran 20–35% faster than three word by word (Zen 2, `packed_matmul`, in
-/// turn). Fewer rows go word by word with every row's sums live, which Q4_K's half-by-half
-/// prompt order (`tile_sums`, three rows) needs: unpacking first made it 10–20% slower.
+/// On AVX2, for four rows or more (Q4_0's and Q4_1's prompt steps of eight and four) the four
+/// words are unpacked first and each row then runs over them, keeping only its two sums in
+/// registers: eight rows a call ran 20–35% faster than three word by word (Zen 2,
+/// `packed_matmul`, in turn). Fewer rows go word by word with every row's sums live, which
+/// Q4_K's half-by-half prompt order (`tile_sums`, three rows) needs: unpacking first made it
+/// 10–20% slower. AVX-VNNI always goes word by word ([`ByteProducts::UNPACK_FIRST`]).
 ///
 /// # Safety
-/// `qs` points to those 256 bytes, 32-byte aligned.
+/// `qs` points to those 256 bytes, 32-byte aligned; runs inlined into a kernel with AVX2 and
+/// what `P` needs.
 #[cfg(target_arch = "x86_64")]
-#[inline]
-#[target_feature(enable = "avx2")]
-pub(crate) unsafe fn nibble_sums<const R: usize>(
+#[inline(always)]
+pub(crate) unsafe fn nibble_sums<const R: usize, P: ByteProducts>(
     qs: *const u8,
     words: &[[i32; 8]],
     blocks: usize,
     block: usize,
     each_word: impl Fn(usize),
 ) -> [[__m256i; 2]; R] {
-    let qs = qs.cast::<__m256i>();
-    let nibble = _mm256_set1_epi8(0x0f);
-    let word = |q: usize| {
-        each_word(q);
-        // SAFETY: word `q` is the 64 bytes from `q * 64`, inside the caller's 256.
-        let raw = unsafe {
-            [
-                _mm256_load_si256(qs.add(2 * q)),
-                _mm256_load_si256(qs.add(2 * q + 1)),
-            ]
-        };
-        let low = raw.map(|raw| _mm256_and_si256(raw, nibble));
-        let high = raw.map(|raw| _mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble));
-        (low, high)
-    };
-    let mut sums = [[_mm256_setzero_si256(); 2]; R];
-    if R >= 4 {
-        let values: [Nibbles; 4] = std::array::from_fn(word);
-        for (r, sums) in sums.iter_mut().enumerate() {
-            for (q, values) in values.iter().enumerate() {
-                add_word(sums, &words[r * blocks + block], q, values);
-            }
-        }
-    } else {
-        for q in 0..4 {
-            let values = word(q);
+    // SAFETY: the caller's kernel has the features; every word is inside the caller's 256
+    // bytes. (No closure here: one has none of the kernel's features, and may stay a call.)
+    unsafe {
+        let mut sums = [[_mm256_setzero_si256(); 2]; R];
+        if P::UNPACK_FIRST && R >= 4 {
+            let values = [
+                unpack_nibbles(qs, 0, &each_word),
+                unpack_nibbles(qs, 1, &each_word),
+                unpack_nibbles(qs, 2, &each_word),
+                unpack_nibbles(qs, 3, &each_word),
+            ];
             for (r, sums) in sums.iter_mut().enumerate() {
-                add_word(sums, &words[r * blocks + block], q, &values);
+                for (q, values) in values.iter().enumerate() {
+                    add_word::<P>(sums, &words[r * blocks + block], q, values);
+                }
+            }
+        } else {
+            for q in 0..4 {
+                let values = unpack_nibbles(qs, q, &each_word);
+                add_word_rows::<R, P>(&mut sums, (words, blocks, block), q, &values);
             }
         }
+        sums
     }
-    sums
+}
+
+/// Word `q` of the 256 nibble bytes at `qs` (see [`nibble_sums`]) as unsigned bytes, after
+/// `each_word(q)`.
+///
+/// # Safety
+/// `qs` points to those 256 bytes, 32-byte aligned; runs inlined into a kernel with AVX2.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn unpack_nibbles(qs: *const u8, q: usize, each_word: &impl Fn(usize)) -> Nibbles {
+    each_word(q);
+    // SAFETY: word `q` is the 64 bytes from `q * 64`, inside the caller's 256; the kernel
+    // has AVX2.
+    unsafe {
+        let qs = qs.cast::<__m256i>();
+        let nibble = _mm256_set1_epi8(0x0f);
+        let raw = [
+            _mm256_load_si256(qs.add(2 * q)),
+            _mm256_load_si256(qs.add(2 * q + 1)),
+        ];
+        // Written out: a closure here, itself without the kernel's features, may stay a call.
+        (
+            [
+                _mm256_and_si256(raw[0], nibble),
+                _mm256_and_si256(raw[1], nibble),
+            ],
+            [
+                _mm256_and_si256(_mm256_srli_epi16(raw[0], 4), nibble),
+                _mm256_and_si256(_mm256_srli_epi16(raw[1], 4), nibble),
+            ],
+        )
+    }
 }
 
 /// A word's values as bytes: those that meet activation word `q`, then those that meet word
@@ -149,19 +242,65 @@ pub(crate) unsafe fn nibble_sums<const R: usize>(
 #[cfg(target_arch = "x86_64")]
 pub(crate) type Nibbles = ([__m256i; 2], [__m256i; 2]);
 
-/// Adds one activation row's products with word `q`'s unsigned byte values to the row's
-/// wrapping i16 sums (rows 0–7, then 8–15); `row` is the row's activation words of the block.
+/// Adds one activation row's products with word `q`'s unsigned byte values to the row's sums
+/// (rows 0–7, then 8–15; see [`ByteProducts`]); `row` is the row's activation words of the
+/// block.
+///
+/// # Safety
+/// Runs inlined into a kernel with AVX2 and what `P` needs.
 #[cfg(target_arch = "x86_64")]
-#[inline]
-#[target_feature(enable = "avx2")]
-pub(crate) fn add_word(sums: &mut [__m256i; 2], row: &[i32; 8], q: usize, (low, high): &Nibbles) {
-    let (a_low, a_high) = (_mm256_set1_epi32(row[q]), _mm256_set1_epi32(row[q + 4]));
-    for h in 0..2 {
-        let products = _mm256_add_epi16(
-            _mm256_maddubs_epi16(low[h], a_low),
-            _mm256_maddubs_epi16(high[h], a_high),
+#[inline(always)]
+pub(crate) unsafe fn add_word<P: ByteProducts>(
+    sums: &mut [__m256i; 2],
+    row: &[i32; 8],
+    q: usize,
+    (low, high): &Nibbles,
+) {
+    // SAFETY: the caller's kernel has the features.
+    unsafe {
+        let (a_low, a_high) = (_mm256_set1_epi32(row[q]), _mm256_set1_epi32(row[q + 4]));
+        for h in 0..2 {
+            sums[h] = P::add(P::add(sums[h], low[h], a_low), high[h], a_high);
+        }
+    }
+}
+
+/// [`add_word`] for each of `R` rows: `acts` are their words, a row every `blocks` entries,
+/// and the block.
+///
+/// # Safety
+/// As for [`add_word`].
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(crate) unsafe fn add_word_rows<const R: usize, P: ByteProducts>(
+    sums: &mut [[__m256i; 2]; R],
+    (words, blocks, block): (&[[i32; 8]], usize, usize),
+    q: usize,
+    values: &Nibbles,
+) {
+    for (r, sums) in sums.iter_mut().enumerate() {
+        // SAFETY: forwarded from the caller.
+        unsafe { add_word::<P>(sums, &words[r * blocks + block], q, values) };
+    }
+}
+
+/// Sixteen times an activation block's pair sums of both halves (see
+/// [`crate::activations::QuantizedRows::pair_sums`]), as i16 pairs in every lane: what the
+/// 5-bit formats' stored values, 16 more than they mean, add to a block's sums
+/// ([`ByteProducts::widen_less`]). At most 16 · 16 · 127, inside i16.
+///
+/// # Safety
+/// Runs inlined into a kernel with AVX2.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(crate) unsafe fn sixteen_pair_sums(pair_sums: [i32; 2]) -> __m256i {
+    // SAFETY: the caller's kernel has AVX2.
+    unsafe {
+        let both = _mm256_add_epi16(
+            _mm256_set1_epi32(pair_sums[0]),
+            _mm256_set1_epi32(pair_sums[1]),
         );
-        sums[h] = _mm256_add_epi16(sums[h], products);
+        _mm256_slli_epi16(both, 4)
     }
 }
 
@@ -237,13 +376,14 @@ pub(crate) fn tile_sums<const R: usize, const NEAR: bool, T, S: Copy>(
     sums
 }
 
-/// `acc` plus a K-quant super-block's exact i32 sums `dots` (rows 0–7, then 8–15) times
-/// `d · a_scale`: the kernels add a super-block's sub-blocks in integers, since its
-/// activations share one scale (ggml's Q8_K), and turn them to f32 once.
+/// `acc` plus a block's exact i32 sums `dots` (rows 0–7, then 8–15) times `d · a_scale`, the
+/// weight rows' scales and the activation block's. The K-quant kernels add a super-block's
+/// sub-blocks in integers, since its activations share one scale (ggml's Q8_K), and turn them
+/// to f32 once.
 #[cfg(target_arch = "x86_64")]
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-pub(crate) fn add_super(acc: &mut [__m256; 2], dots: [__m256i; 2], d: [__m256; 2], a_scale: f32) {
+pub(crate) fn add_scaled(acc: &mut [__m256; 2], dots: [__m256i; 2], d: [__m256; 2], a_scale: f32) {
     let a_scale = _mm256_set1_ps(a_scale);
     for h in 0..2 {
         let scale = _mm256_mul_ps(d[h], a_scale);

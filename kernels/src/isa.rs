@@ -11,13 +11,18 @@
 pub enum Isa {
     /// `vpdpbusd` on 512-bit registers: 16 rows × 4 columns per instruction, summed in i32.
     Avx512Vnni,
+    /// `vpdpbusd` on 256-bit registers (AVX-VNNI, VEX-encoded), with AVX2 around it: Intel's
+    /// desktop and laptop CPUs since Alder Lake, which have no AVX-512. Each of its rows ×
+    /// words is the one instruction where AVX2 takes two or three; the formats without a
+    /// kernel of their own here run their AVX2 one, on its layout.
+    AvxVnni,
     /// `vpmaddubsw` + `vpmaddwd` on 256-bit registers, for CPUs without AVX-512 VNNI.
     Avx2,
 }
 
 impl Isa {
     /// Every kernel, fastest first.
-    pub const ALL: [Self; 2] = [Self::Avx512Vnni, Self::Avx2];
+    pub const ALL: [Self; 3] = [Self::Avx512Vnni, Self::AvxVnni, Self::Avx2];
 
     /// The fastest kernel this CPU runs, if any.
     pub fn detect() -> Option<Self> {
@@ -28,6 +33,7 @@ impl Isa {
     pub fn available(self) -> bool {
         match self {
             Self::Avx512Vnni => avx512_vnni_available(),
+            Self::AvxVnni => avx2_available() && avx_vnni_available(),
             Self::Avx2 => avx2_available(),
         }
     }
@@ -44,6 +50,17 @@ fn avx512_vnni_available() -> bool {
 
 #[cfg(not(target_arch = "x86_64"))]
 fn avx512_vnni_available() -> bool {
+    false
+}
+
+/// The 256-bit `vpdpbusd`, which the AVX-VNNI kernels add to AVX2's.
+#[cfg(target_arch = "x86_64")]
+fn avx_vnni_available() -> bool {
+    is_x86_feature_detected!("avxvnni")
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn avx_vnni_available() -> bool {
     false
 }
 

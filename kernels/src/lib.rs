@@ -46,6 +46,7 @@ mod attention;
 mod avx2_frame;
 mod avx512_frame;
 mod bandwidth;
+mod byte_products;
 #[cfg(target_arch = "x86_64")]
 mod expf;
 mod fifth_bits;

@@ -90,6 +90,9 @@ pub(crate) type GroupKernel<T> = unsafe fn(&[T], &QuantizedRows, Range<usize>, *
 /// A format's kernels, one per instruction set, and how they take their activations.
 pub(crate) struct Kernels<T> {
     pub avx512: GroupKernel<T>,
+    /// The AVX-VNNI kernel: the AVX2 one where the format has none of its own, on the layout
+    /// the format packs for `Isa::AvxVnni`.
+    pub avx_vnni: GroupKernel<T>,
     pub avx2: GroupKernel<T>,
     /// An AVX-512 kernel that writes two row groups at once for prompt rows, from both groups'
     /// tiles (`out` at the first group's columns), where the format has one: each activation
@@ -144,6 +147,7 @@ pub(crate) unsafe fn matmul<T: Sync>(
     let acts = QuantizedRows::quantize(lhs, m, cols, threads, kernels.activations);
     let kernel = match isa {
         Isa::Avx512Vnni => kernels.avx512,
+        Isa::AvxVnni => kernels.avx_vnni,
         Isa::Avx2 => kernels.avx2,
     };
     let pairs = match (isa, kernels.avx512_pairs) {

@@ -61,7 +61,8 @@ pub enum CliCommand {
         #[arg(long)]
         no_ttft: bool,
         /// The matmul kernels to measure: the fastest this CPU runs, one instruction set's
-        /// (`avx2` on an AVX-512 machine shows what an AVX2-only CPU gets), or candle's own.
+        /// (`avx2` on an AVX-512 machine shows what an AVX2-only CPU gets, `avx-vnni` what
+        /// Intel's desktop and laptop CPUs since Alder Lake get), or candle's own.
         #[arg(long, value_enum, default_value = "fastest")]
         kernels: KernelsArg,
     },
@@ -78,6 +79,8 @@ pub enum KernelsArg {
     Fastest,
     #[value(name = "avx512-vnni")]
     Avx512Vnni,
+    #[value(name = "avx-vnni")]
+    AvxVnni,
     Avx2,
     Candle,
 }
@@ -88,6 +91,7 @@ impl From<KernelsArg> for hearth_local::Kernels {
         match arg {
             KernelsArg::Fastest => Self::Fastest,
             KernelsArg::Avx512Vnni => Self::Only(Isa::Avx512Vnni),
+            KernelsArg::AvxVnni => Self::Only(Isa::AvxVnni),
             KernelsArg::Avx2 => Self::Only(Isa::Avx2),
             KernelsArg::Candle => Self::Candle,
         }

@@ -151,6 +151,7 @@ impl PackedQ2_K {
     pub fn matmul<'o>(&self, lhs: &[f32], m: usize, out: impl Into<MatmulOut<'o>>, threads: usize) {
         let kernels = tiled::Kernels {
             avx512: avx512::group,
+            avx_vnni: avx2::group,
             avx2: avx2::group,
             avx512_pairs: None,
             activations: Scheme::Q8_K,

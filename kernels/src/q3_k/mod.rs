@@ -94,7 +94,7 @@ impl Layout {
     fn for_isa(isa: Isa) -> Self {
         match isa {
             Isa::Avx512Vnni => Self::Planes,
-            Isa::Avx2 => Self::Packed,
+            Isa::AvxVnni | Isa::Avx2 => Self::Packed,
         }
     }
 
@@ -264,6 +264,7 @@ impl PackedQ3_K {
     pub fn matmul<'o>(&self, lhs: &[f32], m: usize, out: impl Into<MatmulOut<'o>>, threads: usize) {
         let kernels = tiled::Kernels {
             avx512: avx512::group,
+            avx_vnni: avx2::group,
             avx2: avx2::group,
             avx512_pairs: None,
             activations: Scheme::Q8_K,

@@ -1,10 +1,13 @@
-//! The Q4_1 kernel on AVX2 with F16C (see the module above for the arithmetic).
+//! The Q4_1 kernel on AVX2 with F16C, and on AVX-VNNI (see the module above for the
+//! arithmetic).
 
 use super::{TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
-use crate::avx2_frame::avx2_group;
+use crate::avx2_frame::avx2_and_vnni_groups;
 #[cfg(target_arch = "x86_64")]
-use crate::avx2_frame::{nibble_sums, store_rows, widen_halves};
+use crate::avx2_frame::{add_scaled, nibble_sums, store_rows, widen_halves};
+#[cfg(target_arch = "x86_64")]
+use crate::byte_products::ByteProducts;
 use crate::prefetch::{WeightRequests, prefetch_part_twice};
 
 /// Activation rows per micro-kernel call, as for Q4_0.
@@ -12,13 +15,16 @@ const MR: usize = 8;
 
 const _: () = assert!(TILE_ROWS == 16);
 
-avx2_group!(Tile, 1);
+avx2_and_vnni_groups!(Tile, 1);
 
+/// Rows `first..first + R`, their byte products summed as `P` sums them.
+///
 /// # Safety
-/// As for [`group`], for rows `first..first + R`.
+/// As for [`group`], for those rows; runs inlined into an entry point with AVX2, FMA, F16C
+/// and what `P` needs.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn rows<const R: usize>(
+#[inline(always)]
+unsafe fn rows_with<const R: usize, P: ByteProducts>(
     tiles: &[Tile],
     acts: &QuantizedRows,
     first: usize,
@@ -28,29 +34,31 @@ unsafe fn rows<const R: usize>(
     use std::arch::x86_64::*;
     let blocks = acts.blocks;
     let (words, scales, offsets, _) = acts.rows(first..first + R);
-    let ones = _mm256_set1_epi16(1);
-    let mut acc = [[_mm256_setzero_ps(); 2]; R];
-    let requests = WeightRequests::here();
-    for (block, tile) in tiles.iter().enumerate() {
-        // SAFETY: the tile's first 256 bytes, 64-byte aligned, are its nibbles.
-        let sums = unsafe {
-            nibble_sums::<R>(tile.qs.as_ptr(), words, blocks, block, |q| {
+    // SAFETY: the entry point has the features; a tile's first 256 bytes, 32-byte aligned,
+    // are its nibbles; rows `first..first + R` are the caller's.
+    unsafe {
+        let mut acc = [[_mm256_setzero_ps(); 2]; R];
+        let requests = WeightRequests::here();
+        for (block, tile) in tiles.iter().enumerate() {
+            let sums = nibble_sums::<R, P>(tile.qs.as_ptr(), words, blocks, block, |q| {
                 prefetch_part_twice::<R, 4, _>(requests, tile, q)
-            })
-        };
-        let (d, m) = (widen_halves(&tile.d), widen_halves(&tile.m));
-        for (r, acc) in acc.iter_mut().enumerate() {
-            let at = r * blocks + block;
-            let scale = _mm256_set1_ps(scales[at]);
-            // `offsets` holds −128 · Σa.
-            let a_sum = _mm256_set1_ps((-(offsets[at] / 128)) as f32 * scales[at]);
-            for h in 0..2 {
-                let dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(sums[r][h], ones));
-                acc[h] = _mm256_fmadd_ps(dot, _mm256_mul_ps(d[h], scale), acc[h]);
-                acc[h] = _mm256_fmadd_ps(m[h], a_sum, acc[h]);
+            });
+            let (d, m) = (widen_halves(&tile.d), widen_halves(&tile.m));
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let at = r * blocks + block;
+                add_scaled(
+                    acc,
+                    [P::widen(sums[r][0]), P::widen(sums[r][1])],
+                    d,
+                    scales[at],
+                );
+                // `offsets` holds −128 · Σa.
+                let a_sum = _mm256_set1_ps((-(offsets[at] / 128)) as f32 * scales[at]);
+                for h in 0..2 {
+                    acc[h] = _mm256_fmadd_ps(m[h], a_sum, acc[h]);
+                }
             }
         }
+        store_rows(&acc, out, first, stride)
     }
-    // SAFETY: rows `first..first + R` are the caller's.
-    unsafe { store_rows(&acc, out, first, stride) }
 }

@@ -121,6 +121,7 @@ impl PackedQ4_1 {
     pub fn matmul<'o>(&self, lhs: &[f32], m: usize, out: impl Into<MatmulOut<'o>>, threads: usize) {
         let kernels = tiled::Kernels {
             avx512: avx512::group,
+            avx_vnni: avx2::avx_vnni::group,
             avx2: avx2::group,
             avx512_pairs: None,
             activations: Scheme::Q8_0,

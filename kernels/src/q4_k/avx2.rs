@@ -4,7 +4,9 @@ use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
-use crate::avx2_frame::{add_super, nibble_sums, store_rows, widen_bytes8x2, widen_halves};
+use crate::avx2_frame::{add_scaled, nibble_sums, store_rows, widen_bytes8x2, widen_halves};
+#[cfg(target_arch = "x86_64")]
+use crate::byte_products::Maddubs;
 use crate::prefetch::{WeightRequests, prefetch_part_twice};
 
 /// Activation rows per micro-kernel call, as for Q4_0: their i16 sums and f32 accumulators
@@ -40,8 +42,9 @@ unsafe fn rows<const R: usize>(
             prefetch_part_twice::<R, SUBS, _>(requests, tile, j);
             let block = s * SUBS + j;
             // SAFETY: `qs[j]` is sub-block `j`'s 256 bytes of nibbles, 64-byte aligned.
-            let sums =
-                unsafe { nibble_sums::<R>(tile.qs[j].as_ptr(), words, blocks, block, |_| {}) };
+            let sums = unsafe {
+                nibble_sums::<R, Maddubs>(tile.qs[j].as_ptr(), words, blocks, block, |_| {})
+            };
             let (sc, mins) = (
                 widen_bytes8x2(&tile.scales[j]),
                 widen_bytes8x2(&tile.mins[j]),
@@ -67,8 +70,8 @@ unsafe fn rows<const R: usize>(
         let (d, dmin) = (widen_halves(&tile.d), widen_halves(&tile.dmin));
         for (r, acc) in acc.iter_mut().enumerate() {
             let a_scale = scales[r * blocks + s * SUBS];
-            add_super(acc, dots[r], d, a_scale);
-            add_super(acc, min_dots[r], dmin, a_scale);
+            add_scaled(acc, dots[r], d, a_scale);
+            add_scaled(acc, min_dots[r], dmin, a_scale);
         }
     }
     // SAFETY: rows `first..first + R` are the caller's.

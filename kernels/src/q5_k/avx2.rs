@@ -6,7 +6,9 @@ use super::{SUBS, TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
-use crate::avx2_frame::{add_super, add_word, store_rows, widen_bytes8x2, widen_halves};
+use crate::avx2_frame::{add_scaled, add_word, store_rows, widen_bytes8x2, widen_halves};
+#[cfg(target_arch = "x86_64")]
+use crate::byte_products::Maddubs;
 #[cfg(target_arch = "x86_64")]
 use crate::five_bit_layout::top_pairs_words;
 use crate::prefetch::{WeightRequests, prefetch_part_twice};
@@ -55,7 +57,8 @@ unsafe fn rows<const R: usize>(
             for (r, sums) in sums.iter_mut().enumerate() {
                 let row = &words[r * blocks + block];
                 for (q, values) in values.iter().enumerate() {
-                    add_word(sums, row, q, values);
+                    // SAFETY: this kernel has AVX2.
+                    unsafe { add_word::<Maddubs>(sums, row, q, values) };
                 }
             }
             let (sc, mins) = (
@@ -97,7 +100,7 @@ unsafe fn rows<const R: usize>(
             }
         }
         for (r, (acc, dots)) in acc.iter_mut().zip(dots).enumerate() {
-            add_super(acc, dots, d, scales[r * blocks + s * SUBS]);
+            add_scaled(acc, dots, d, scales[r * blocks + s * SUBS]);
         }
     }
     // SAFETY: rows `first..first + R` are the caller's.

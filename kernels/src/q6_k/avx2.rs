@@ -5,7 +5,7 @@ use crate::activations::QuantizedRows;
 use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
 use crate::avx2_frame::{
-    SubBlockActs, add_super, offset_dot, signed_half_scales, store_rows, tile_sums, widen_halves,
+    SubBlockActs, add_scaled, offset_dot, signed_half_scales, store_rows, tile_sums, widen_halves,
 };
 use crate::prefetch::WeightRequests;
 
@@ -58,7 +58,7 @@ unsafe fn rows<const R: usize>(
         );
         let d = widen_halves(&tile.d);
         for (r, acc) in acc.iter_mut().enumerate() {
-            add_super(
+            add_scaled(
                 acc,
                 [dots[0][r], dots[1][r]],
                 d,

@@ -91,7 +91,7 @@ impl Layout {
     fn for_isa(isa: Isa) -> Self {
         match isa {
             Isa::Avx512Vnni => Self::Nibbles,
-            Isa::Avx2 => Self::WholeLow,
+            Isa::AvxVnni | Isa::Avx2 => Self::WholeLow,
         }
     }
 
@@ -219,6 +219,7 @@ impl PackedQ6_K {
     pub fn matmul<'o>(&self, lhs: &[f32], m: usize, out: impl Into<MatmulOut<'o>>, threads: usize) {
         let kernels = tiled::Kernels {
             avx512: avx512::group,
+            avx_vnni: avx2::group,
             avx2: avx2::group,
             avx512_pairs: Some(avx512::group_pair),
             activations: Scheme::Q8_K,

@@ -14,7 +14,7 @@ use super::{TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
-use crate::avx2_frame::{store_rows, widen_halves};
+use crate::avx2_frame::{add_scaled, store_rows, widen_halves};
 use crate::prefetch::{WeightRequests, prefetch_part_twice};
 
 /// Activation rows per micro-kernel call. Four rows' i32 sums for both halves plus the
@@ -72,11 +72,7 @@ unsafe fn rows<const R: usize>(
         }
         let weight_scales = widen_halves(&tile.scales);
         for (r, acc) in acc.iter_mut().enumerate() {
-            let scale = _mm256_set1_ps(scales[r * blocks + block]);
-            for h in 0..2 {
-                let scale = _mm256_mul_ps(weight_scales[h], scale);
-                acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[r][h]), scale, acc[h]);
-            }
+            add_scaled(acc, sums[r], weight_scales, scales[r * blocks + block]);
         }
     }
     // SAFETY: rows `first..first + R` are the caller's.

@@ -12,11 +12,12 @@
 //!
 //! `vpdpbusd` multiplies unsigned by signed bytes, so for it the weights are stored offset by
 //! 128 (`w ^ 0x80`) and every activation block carries `-128 · Σa`, which starts its
-//! accumulator: `Σ a·(w + 128) − 128·Σa = Σ a·w`, exactly, in i32. The AVX2 kernel takes the
-//! weights as they are (see [`weight_bias`]).
+//! accumulator: `Σ a·(w + 128) − 128·Σa = Σ a·w`, exactly, in i32. The AVX-VNNI kernel does the same on
+//! 256-bit registers; the AVX2 kernel takes the weights as they are (see [`weight_bias`]).
 
 mod avx2;
 mod avx512;
+mod avx_vnni;
 #[cfg(target_arch = "x86_64")]
 pub(crate) use avx512::{Sums, group_blocks, group_blocks_pair};
 #[cfg(test)]
@@ -38,10 +39,10 @@ use crate::weight_arena::{ArenaSlice, WeightArena};
 const BLOCK_BYTES: usize = 2 + BLOCK;
 
 /// What the packed weight bytes are xored with: `vpdpbusd` wants them unsigned (offset by
-/// 128); AVX2's kernel wants them signed, as GGUF has them.
+/// 128), on either width; AVX2's kernel wants them signed, as GGUF has them.
 fn weight_bias(isa: Isa) -> u8 {
     match isa {
-        Isa::Avx512Vnni => 0x80,
+        Isa::Avx512Vnni | Isa::AvxVnni => 0x80,
         Isa::Avx2 => 0,
     }
 }
@@ -143,6 +144,7 @@ impl PackedQ8_0 {
     pub fn matmul<'o>(&self, lhs: &[f32], m: usize, out: impl Into<MatmulOut<'o>>, threads: usize) {
         let kernels = tiled::Kernels {
             avx512: avx512::group,
+            avx_vnni: avx_vnni::group,
             avx2: avx2::group,
             avx512_pairs: Some(avx512::group_pair),
             activations: Scheme::Q8_0,

@@ -1,0 +1,73 @@
+//! The AVX-VNNI kernel, for CPUs with the 256-bit `vpdpbusd` and no AVX-512 (Intel's desktop
+//! and laptop parts since Alder Lake). The weights are stored as for the AVX-512 kernel,
+//! offset by 128, and each row's block sum starts from the activations' `-128 · Σa`, so a row
+//! takes one `vpdpbusd` per word and half of the tile where AVX2 takes four instructions (the
+//! sign, two multiplies and an add). The integers are AVX2's, so are the float steps and the
+//! bits.
+
+use super::{TILE_ROWS, Tile};
+use crate::activations::QuantizedRows;
+use crate::avx2_frame::avx2_group;
+#[cfg(target_arch = "x86_64")]
+use crate::avx2_frame::{add_scaled, store_rows, widen_halves};
+use crate::prefetch::{WeightRequests, prefetch_part_twice};
+
+/// Activation rows per micro-kernel call: six rows' sums for both halves, the two weight
+/// registers and a broadcast take fifteen of the sixteen registers.
+const MR: usize = 6;
+
+const _: () = assert!(TILE_ROWS == 16);
+
+avx2_group!(Tile, 1, rest in one call);
+
+/// # Safety
+/// As for [`group`], for rows `first..first + R`, on a CPU with AVX-VNNI.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,f16c,avxvnni")]
+unsafe fn rows<const R: usize>(
+    tiles: &[Tile],
+    acts: &QuantizedRows,
+    out: *mut f32,
+    stride: usize,
+    first: usize,
+) {
+    use std::arch::x86_64::*;
+    let blocks = acts.blocks;
+    let (words, scales, offsets, _) = acts.rows(first..first + R);
+    let mut acc = [[_mm256_setzero_ps(); 2]; R];
+    let requests = WeightRequests::here();
+    for (block, tile) in tiles.iter().enumerate() {
+        let qs = tile.qs.as_ptr().cast::<__m256i>();
+        let mut sums = [[_mm256_setzero_si256(); 2]; R];
+        for (r, sums) in sums.iter_mut().enumerate() {
+            *sums = [_mm256_set1_epi32(offsets[r * blocks + block]); 2];
+        }
+        #[expect(
+            clippy::needless_range_loop,
+            reason = "`q` picks the same word from the tile and from every row's block"
+        )]
+        for q in 0..8 {
+            prefetch_part_twice::<R, 8, _>(requests, tile, q);
+            // SAFETY: `qs` is 512 bytes at the 32-byte aligned start of the tile; word `q` is
+            // its 64 bytes from `q * 64`, rows 0–7 then rows 8–15.
+            let w = unsafe {
+                [
+                    _mm256_load_si256(qs.add(2 * q)),
+                    _mm256_load_si256(qs.add(2 * q + 1)),
+                ]
+            };
+            for (r, sums) in sums.iter_mut().enumerate() {
+                let a = _mm256_set1_epi32(words[r * blocks + block][q]);
+                for h in 0..2 {
+                    sums[h] = _mm256_dpbusd_avx_epi32(sums[h], w[h], a);
+                }
+            }
+        }
+        let weight_scales = widen_halves(&tile.scales);
+        for (r, acc) in acc.iter_mut().enumerate() {
+            add_scaled(acc, sums[r], weight_scales, scales[r * blocks + block]);
+        }
+    }
+    // SAFETY: rows `first..first + R` are the caller's.
+    unsafe { store_rows(&acc, out, first, stride) }
+}
