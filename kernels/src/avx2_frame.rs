@@ -17,38 +17,62 @@ use crate::byte_products::ByteProducts;
 /// shares a word's load and lose nothing to a kernel per count.
 macro_rules! avx2_group {
     ($tile:ty, $blocks:expr) => {
-        $crate::avx2_frame::avx2_group!(@frame $tile, $blocks, halving);
+        $crate::avx2_frame::avx2_group!(@frame $tile, $blocks, [halving]);
     };
     ($tile:ty, $blocks:expr, rest in one call) => {
-        $crate::avx2_frame::avx2_group!(@frame $tile, $blocks, rest_in_one_call);
+        $crate::avx2_frame::avx2_group!(@frame $tile, $blocks, [rest_in_one_call]);
     };
-    (@steps halving, $tiles:ident, $acts:ident, $rows:ident, $out:ident, $stride:ident) => {{
+    // Prompt rows (more than `MR`) through the tiles widened to Q8_0's by `$widen`
+    // (`widened::group`), the others as `rest in one call`.
+    ($tile:ty, $blocks:expr, prompts widened by $widen:path) => {
+        $crate::avx2_frame::avx2_group!(@frame $tile, $blocks, [widened_by $widen]);
+    };
+    (@steps [halving], $tiles:ident, $acts:ident, $rows:ident, $out:ident, $stride:ident) => {{
         let mut first = $rows.start;
         // SAFETY (all three calls): forwarded from the caller; each call covers rows
         // `first..first + R`.
         while first + MR <= $rows.end {
-            unsafe { self::rows::<MR>($tiles, $acts, first, $out, $stride) };
+            unsafe { self::rows::<MR>($tiles, $acts, $out, $stride, first) };
             first += MR;
         }
         // The kernels that take eight rows at once unpack a tile once for them; a prompt's
         // last few rows are spared doing it for each.
         if MR >= 8 && first + MR / 2 <= $rows.end {
-            unsafe { self::rows::<{ MR / 2 }>($tiles, $acts, first, $out, $stride) };
+            unsafe { self::rows::<{ MR / 2 }>($tiles, $acts, $out, $stride, first) };
             first += MR / 2;
         }
         while first < $rows.end {
-            unsafe { self::rows::<1>($tiles, $acts, first, $out, $stride) };
+            unsafe { self::rows::<1>($tiles, $acts, $out, $stride, first) };
             first += 1;
         }
     }};
-    (@steps rest_in_one_call, $tiles:ident, $acts:ident, $rows:ident, $out:ident, $stride:ident) => {{
+    (@steps [rest_in_one_call], $tiles:ident, $acts:ident, $rows:ident, $out:ident, $stride:ident) => {{
         // SAFETY: forwarded from the caller; each call covers rows `first..first + R` of
         // `rows`.
         unsafe {
             $crate::tiled::in_row_steps!(rows::<MR>($tiles, $acts, $out, $stride; $rows))
         }
     }};
-    (@frame $tile:ty, $blocks:expr, $steps:ident) => {
+    (@steps [widened_by $widen:path], $tiles:ident, $acts:ident, $rows:ident, $out:ident, $stride:ident) => {{
+        if $rows.len() > MR {
+            // SAFETY: forwarded from the caller, whose CPU runs both (AVX2 and AVX-VNNI).
+            unsafe {
+                $crate::widened::group(
+                    $tiles,
+                    $acts,
+                    $rows,
+                    ($out, $stride),
+                    $widen,
+                    $crate::q8_0::vnni_group_blocks,
+                )
+            }
+        } else {
+            $crate::avx2_frame::avx2_group!(
+                @steps [rest_in_one_call], $tiles, $acts, $rows, $out, $stride
+            )
+        }
+    }};
+    (@frame $tile:ty, $blocks:expr, [$($steps:tt)*]) => {
         /// Writes the 16 columns of one row group for activation rows `rows`.
         ///
         /// # Safety
@@ -64,7 +88,7 @@ macro_rules! avx2_group {
             stride: usize,
         ) {
             debug_assert_eq!(tiles.len() * $blocks, acts.blocks);
-            $crate::avx2_frame::avx2_group!(@steps $steps, tiles, acts, rows, out, stride)
+            $crate::avx2_frame::avx2_group!(@steps [$($steps)*], tiles, acts, rows, out, stride)
         }
 
         #[cfg(not(target_arch = "x86_64"))]
@@ -87,6 +111,15 @@ pub(crate) use avx2_group;
 /// place they can be enabled: a `target_feature` cannot depend on a type parameter).
 macro_rules! avx2_and_vnni_groups {
     ($tile:ty, $blocks:expr) => {
+        $crate::avx2_frame::avx2_and_vnni_groups!(@both $tile, $blocks, [rest in one call]);
+    };
+    // The AVX-VNNI kernel's prompt rows through the tiles widened by `$widen`.
+    ($tile:ty, $blocks:expr, prompts widened by $widen:ident) => {
+        $crate::avx2_frame::avx2_and_vnni_groups!(
+            @both $tile, $blocks, [prompts widened by $widen]
+        );
+    };
+    (@both $tile:ty, $blocks:expr, [$($vnni_steps:tt)*]) => {
         $crate::avx2_frame::avx2_group!($tile, $blocks);
         $crate::avx2_frame::avx2_and_vnni_groups!(
             @rows $tile, "avx2,fma,f16c", $crate::byte_products::Maddubs
@@ -101,7 +134,7 @@ macro_rules! avx2_and_vnni_groups {
             /// registers and two broadcasts take fourteen of the sixteen registers.
             const MR: usize = 4;
 
-            $crate::avx2_frame::avx2_group!($tile, $blocks);
+            $crate::avx2_frame::avx2_group!($tile, $blocks, $($vnni_steps)*);
             $crate::avx2_frame::avx2_and_vnni_groups!(
                 @rows $tile, "avx2,fma,f16c,avxvnni", $crate::byte_products::Vnni
             );
@@ -115,12 +148,12 @@ macro_rules! avx2_and_vnni_groups {
         unsafe fn rows<const R: usize>(
             tiles: &[$tile],
             acts: &$crate::activations::QuantizedRows,
-            first: usize,
             out: *mut f32,
             stride: usize,
+            first: usize,
         ) {
             // SAFETY: forwarded from the caller, on a CPU with the features enabled here.
-            unsafe { rows_with::<R, $products>(tiles, acts, first, out, stride) }
+            unsafe { rows_with::<R, $products>(tiles, acts, out, stride, first) }
         }
     };
 }
@@ -212,7 +245,11 @@ pub(crate) unsafe fn nibble_sums<const R: usize, P: ByteProducts>(
 /// `qs` points to those 256 bytes, 32-byte aligned; runs inlined into a kernel with AVX2.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn unpack_nibbles(qs: *const u8, q: usize, each_word: &impl Fn(usize)) -> Nibbles {
+pub(crate) unsafe fn unpack_nibbles(
+    qs: *const u8,
+    q: usize,
+    each_word: &impl Fn(usize),
+) -> Nibbles {
     each_word(q);
     // SAFETY: word `q` is the 64 bytes from `q * 64`, inside the caller's 256; the kernel
     // has AVX2.
@@ -389,6 +426,35 @@ pub(crate) fn add_scaled(acc: &mut [__m256; 2], dots: [__m256i; 2], d: [__m256; 
         let scale = _mm256_mul_ps(d[h], a_scale);
         acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[h]), scale, acc[h]);
     }
+}
+
+/// Where a micro-kernel's `R` rows of 16 columns start: at zero for a row's first blocks, or
+/// with [`Sums::Resumed`](crate::q8_0::Sums) at what `out` holds (the sums of an earlier run
+/// of the row's blocks), row `r` at `out + (first + r) · stride`.
+///
+/// # Safety
+/// With `Sums::Resumed`, rows `first..first + R` are the caller's, 16 initialized columns each
+/// from `out`.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx")]
+pub(crate) unsafe fn rows_start<const R: usize>(
+    sums: crate::q8_0::Sums,
+    out: *const f32,
+    first: usize,
+    stride: usize,
+) -> [[__m256; 2]; R] {
+    let mut rows = [[_mm256_setzero_ps(); 2]; R];
+    if sums == crate::q8_0::Sums::Resumed {
+        for (r, row) in rows.iter_mut().enumerate() {
+            // SAFETY: row `first + r` is one of the caller's rows; 16 columns from `out`.
+            unsafe {
+                let at = out.add((first + r) * stride);
+                *row = [_mm256_loadu_ps(at), _mm256_loadu_ps(at.add(8))];
+            }
+        }
+    }
+    rows
 }
 
 /// A sub-block's 16 unsigned byte scales or mins (a byte per row) as i32 lanes, rows 0–7 then

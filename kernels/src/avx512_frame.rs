@@ -29,7 +29,16 @@ macro_rules! avx512_group {
             debug_assert_eq!(tiles.len(), acts.blocks);
             // SAFETY (both): forwarded from the caller; `$widen` needs what the kernel does.
             if rows.len() > MR {
-                unsafe { $crate::widened::group(tiles, acts, rows, out, stride, $widen) }
+                unsafe {
+                    $crate::widened::group(
+                        tiles,
+                        acts,
+                        rows,
+                        (out, stride),
+                        $widen,
+                        $crate::q8_0::group_blocks,
+                    )
+                }
             } else {
                 unsafe {
                     $crate::tiled::in_row_steps!(micro_kernel::<MR>(tiles, acts, out, stride; rows))

@@ -1,5 +1,6 @@
-//! Prompt rows on the AVX-512 kernels whose tiles need unpacking: Q5_0 and Q4_0 tiles are
-//! widened to bytes once per run of blocks and the Q8_0 kernel multiplies them; Q5_K's and
+//! Prompt rows on the AVX-512 and AVX-VNNI kernels whose tiles need unpacking: Q5_0 and Q4_0
+//! tiles are widened to bytes once per run of blocks and the Q8_0 kernel for the same
+//! instruction set multiplies them ([`BlocksKernel`]); on AVX-512, Q5_K's and
 //! Q6_K's values are unpacked alone ([`UnpackedTile`]) for their own micro-kernels, which take
 //! the scales from the packed tiles ([`Run`]). [`in_runs`] is the loop both ways share.
 //!
@@ -29,26 +30,32 @@ const RUN_BLOCKS: usize = 32;
 /// A widened Q8_0 tile for the AVX-512 kernel.
 pub(crate) type ByteTile = q8_0::Tile;
 
+/// A Q8_0 kernel over a run of blocks: `q8_0::group_blocks` (AVX-512) or
+/// `q8_0::vnni_group_blocks` (AVX-VNNI), both on [`ByteTile`]s.
+pub(crate) type BlocksKernel =
+    unsafe fn(&[ByteTile], &QuantizedRows, usize, Range<usize>, *mut f32, usize, Sums);
+
 /// Writes the 16 columns of one row group for activation rows `rows`, as the format's `group`
-/// does, widening its `tiles` (one per activation block) with `widen` a run at a time.
+/// does, widening its `tiles` (one per activation block) with `widen` a run at a time, each
+/// run multiplied by `multiply`.
 ///
 /// # Safety
-/// The CPU has AVX-512 F/BW/VNNI; `out` is valid for writes of `rows.end` rows × `stride` f32
-/// from the start of the output; `tiles` holds `acts.blocks` tiles; `widen` may be called.
+/// The CPU runs `widen` and `multiply`; `out` is valid for writes of `rows.end` rows ×
+/// `stride` f32 from the start of the output; `tiles` holds `acts.blocks` tiles.
 pub(crate) unsafe fn group<T>(
     tiles: &[T],
     acts: &QuantizedRows,
     rows: Range<usize>,
-    out: *mut f32,
-    stride: usize,
+    (out, stride): (*mut f32, usize),
     widen: unsafe fn(&T, &mut MaybeUninit<ByteTile>),
+    multiply: BlocksKernel,
 ) {
     debug_assert_eq!(tiles.len(), acts.blocks);
     // SAFETY: forwarded from the caller; each run's tiles are those of its blocks, and the
     // runs before it wrote the rows' sums over the blocks before them.
     unsafe {
         in_runs::<_, _, RUN_BLOCKS, 1>([tiles], widen, |[wide], first, sums| {
-            q8_0::group_blocks(wide, acts, first, rows.clone(), out, stride, sums)
+            multiply(wide, acts, first, rows.clone(), out, stride, sums)
         })
     }
 }

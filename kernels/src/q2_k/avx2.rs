@@ -35,9 +35,9 @@ struct HalfSums<const R: usize> {
 unsafe fn rows<const R: usize>(
     tiles: &[Tile],
     acts: &QuantizedRows,
-    first: usize,
     out: *mut f32,
     stride: usize,
+    first: usize,
 ) {
     use std::arch::x86_64::*;
     let blocks = acts.blocks;

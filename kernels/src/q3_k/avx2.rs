@@ -26,9 +26,9 @@ avx2_group!(Tile, SUBS);
 unsafe fn rows<const R: usize>(
     tiles: &[Tile],
     acts: &QuantizedRows,
-    first: usize,
     out: *mut f32,
     stride: usize,
+    first: usize,
 ) {
     use std::arch::x86_64::*;
     let blocks = acts.blocks;

@@ -4,10 +4,14 @@ use super::{TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 use crate::avx2_frame::avx2_and_vnni_groups;
 #[cfg(target_arch = "x86_64")]
-use crate::avx2_frame::{add_scaled, nibble_sums, store_rows, widen_halves};
+use crate::avx2_frame::{add_scaled, nibble_sums, store_rows, unpack_nibbles, widen_halves};
 #[cfg(target_arch = "x86_64")]
 use crate::byte_products::ByteProducts;
 use crate::prefetch::{WeightRequests, prefetch_part_twice};
+#[cfg(target_arch = "x86_64")]
+use crate::widened::ByteTile;
+#[cfg(target_arch = "x86_64")]
+use std::mem::MaybeUninit;
 
 /// Activation rows per micro-kernel call. `nibble_sums` unpacks a tile's words once for four
 /// rows or more and each row then keeps only its two sums in registers, so eight rows share
@@ -18,7 +22,37 @@ const MR: usize = 8;
 
 const _: () = assert!(TILE_ROWS == 16);
 
-avx2_and_vnni_groups!(Tile, 1);
+avx2_and_vnni_groups!(Tile, 1, prompts widened by widen);
+
+/// `tile` as a Q8_0 tile of the AVX-VNNI kernel, for prompt rows (`widened`): each nibble `q`
+/// (meaning `q − 8`) becomes `q − 8 + 128`, in Q8_0's column order, and the scales are the
+/// same.
+///
+/// # Safety
+/// The CPU has AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn widen(tile: &Tile, into: &mut MaybeUninit<ByteTile>) {
+    use std::arch::x86_64::*;
+    // SAFETY: `qs` is a field of the tile being written.
+    let to = unsafe { (&raw mut (*into.as_mut_ptr()).qs).cast::<__m256i>() };
+    let offset = _mm256_set1_epi8((128 - 8) as i8);
+    for q in 0..4 {
+        // SAFETY: the tile's first 256 bytes, 32-byte aligned, are its nibbles; this function
+        // has AVX2. Q8_0's words `q` and `q + 4` are 64 bytes each from `q * 64` and
+        // `(q + 4) * 64` of its 512, rows 0–7 then 8–15 (unaligned stores); word `q`'s low
+        // nibbles are columns `4q + t` and its high ones `4q + 16 + t`.
+        unsafe {
+            let (low, high) = unpack_nibbles(tile.qs.as_ptr(), q, &|_| {});
+            for h in 0..2 {
+                _mm256_storeu_si256(to.add(2 * q + h), _mm256_add_epi8(low[h], offset));
+                _mm256_storeu_si256(to.add(2 * (q + 4) + h), _mm256_add_epi8(high[h], offset));
+            }
+        }
+    }
+    // SAFETY: `scales` is a field of the tile being written.
+    unsafe { (&raw mut (*into.as_mut_ptr()).scales).write(tile.scales) };
+}
 
 /// Rows `first..first + R`, their byte products summed as `P` sums them.
 ///
@@ -30,9 +64,9 @@ avx2_and_vnni_groups!(Tile, 1);
 unsafe fn rows_with<const R: usize, P: ByteProducts>(
     tiles: &[Tile],
     acts: &QuantizedRows,
-    first: usize,
     out: *mut f32,
     stride: usize,
+    first: usize,
 ) {
     use std::arch::x86_64::*;
     let blocks = acts.blocks;

@@ -8,8 +8,12 @@ use crate::avx2_frame::{add_scaled, sixteen_pair_sums, store_rows, widen_halves}
 #[cfg(target_arch = "x86_64")]
 use crate::byte_products::ByteProducts;
 #[cfg(target_arch = "x86_64")]
-use crate::five_bit_layout::top_pairs_sums;
+use crate::five_bit_layout::{top_pairs_sums, top_pairs_words};
 use crate::prefetch::{WeightRequests, prefetch_part_twice};
+#[cfg(target_arch = "x86_64")]
+use crate::widened::ByteTile;
+#[cfg(target_arch = "x86_64")]
+use std::mem::MaybeUninit;
 
 /// Activation rows per micro-kernel call. A tile is unpacked once per call and each row then
 /// keeps only its two sums in registers, so more rows share the unpacking: on a 2-core Zen 2
@@ -21,7 +25,43 @@ const MR: usize = 8;
 
 const _: () = assert!(TILE_ROWS == 16);
 
-avx2_and_vnni_groups!(Tile, 1);
+avx2_and_vnni_groups!(Tile, 1, prompts widened by widen);
+
+/// `tile` as a Q8_0 tile of the AVX-VNNI kernel, for prompt rows (`widened`): each value `q`
+/// (0..=31, meaning `q − 16`) becomes `q − 16 + 128`, in Q8_0's column order, and the scales
+/// are the same. (AVX2's prompts stay on this kernel: its Q8_0 kernel is no faster.)
+///
+/// # Safety
+/// The CPU has AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn widen(tile: &Tile, into: &mut MaybeUninit<ByteTile>) {
+    use std::arch::x86_64::*;
+    // SAFETY: `qs` is a field of the tile being written.
+    let to = unsafe { (&raw mut (*into.as_mut_ptr()).qs).cast::<__m256i>() };
+    // SAFETY: `qh` is 64 bytes at offset 256 of the 32-byte aligned tile: rows 0–7, then
+    // rows 8–15.
+    let tops = unsafe {
+        let qh = tile.qh.as_ptr().cast::<__m256i>();
+        [_mm256_load_si256(qh), _mm256_load_si256(qh.add(1))]
+    };
+    let offset = _mm256_set1_epi8((128 - 16) as i8);
+    let words = top_pairs_words(&tile.qs, tops, |_| {});
+    for (q, (low, high)) in words.iter().enumerate() {
+        for h in 0..2 {
+            // SAFETY: Q8_0's words `q` and `q + 4` are 64 bytes each from `q * 64` and
+            // `(q + 4) * 64` of its 512, rows 0–7 then 8–15 (unaligned stores). Word `q`'s
+            // values are columns `4q + t` and `4q + 16 + t`, which a Q8_0 tile holds in words
+            // `q` and `q + 4`.
+            unsafe {
+                _mm256_storeu_si256(to.add(2 * q + h), _mm256_add_epi8(low[h], offset));
+                _mm256_storeu_si256(to.add(2 * (q + 4) + h), _mm256_add_epi8(high[h], offset));
+            }
+        }
+    }
+    // SAFETY: `scales` is a field of the tile being written.
+    unsafe { (&raw mut (*into.as_mut_ptr()).scales).write(tile.scales) };
+}
 
 /// Rows `first..first + R`, their byte products summed as `P` sums them.
 ///
@@ -33,9 +73,9 @@ avx2_and_vnni_groups!(Tile, 1);
 unsafe fn rows_with<const R: usize, P: ByteProducts>(
     tiles: &[Tile],
     acts: &QuantizedRows,
-    first: usize,
     out: *mut f32,
     stride: usize,
+    first: usize,
 ) {
     use std::arch::x86_64::*;
     let blocks = acts.blocks;

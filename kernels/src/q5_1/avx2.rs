@@ -30,9 +30,9 @@ avx2_and_vnni_groups!(Tile, 1);
 unsafe fn rows_with<const R: usize, P: ByteProducts>(
     tiles: &[Tile],
     acts: &QuantizedRows,
-    first: usize,
     out: *mut f32,
     stride: usize,
+    first: usize,
 ) {
     use std::arch::x86_64::*;
     let blocks = acts.blocks;

@@ -4,6 +4,8 @@
 
 use std::ops::Range;
 
+#[cfg(target_arch = "x86_64")]
+use super::{Run, Sums};
 use super::{TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
 #[cfg(target_arch = "x86_64")]
@@ -162,18 +164,6 @@ pub(super) unsafe fn group(_: &[Tile], _: &QuantizedRows, _: Range<usize>, _: *m
     unreachable!("the packed kernel is only built on x86_64, and `pack` refuses elsewhere")
 }
 
-/// Where a run of blocks starts each row's sums.
-#[cfg(target_arch = "x86_64")]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Sums {
-    /// From zero: the run is a row's first blocks.
-    Fresh,
-    /// From what `out` holds, which an earlier run over the row's blocks before these wrote:
-    /// a row's blocks are then added in the same order, and to the same bits, however they
-    /// are split into runs.
-    Resumed,
-}
-
 /// [`group`] over a run of blocks: `tiles` are those of activation blocks `first_block..`
 /// `first_block + tiles.len()`, and `sums` says whether the run starts each row afresh or
 /// goes on from `out`. The AVX-512 kernels of formats narrower than a byte send prompt rows
@@ -200,15 +190,6 @@ pub(crate) unsafe fn group_blocks(
     };
     // SAFETY: forwarded from the caller; each call covers rows `first..first + R` of `rows`.
     unsafe { in_row_steps!(micro_kernel::<MR>(&run, acts, out, stride; rows)) }
-}
-
-/// The tiles of a run of blocks, where they start among the activations' blocks, and how the
-/// run starts its sums (see [`group_blocks`]).
-#[cfg(target_arch = "x86_64")]
-struct Run<'t> {
-    tiles: &'t [Tile],
-    first_block: usize,
-    sums: Sums,
 }
 
 /// # Safety

@@ -5,27 +5,84 @@
 //! sign, two multiplies and an add). The integers are AVX2's, so are the float steps and the
 //! bits.
 
+use std::ops::Range;
+
+#[cfg(target_arch = "x86_64")]
+use super::{Run, Sums};
 use super::{TILE_ROWS, Tile};
 use crate::activations::QuantizedRows;
-use crate::avx2_frame::avx2_group;
 #[cfg(target_arch = "x86_64")]
-use crate::avx2_frame::{add_scaled, store_rows, widen_halves};
+use crate::avx2_frame::{add_scaled, rows_start, store_rows, widen_halves};
 use crate::prefetch::{WeightRequests, prefetch_part_twice};
+#[cfg(target_arch = "x86_64")]
+use crate::tiled::in_row_steps;
 
-/// Activation rows per micro-kernel call: six rows' sums for both halves, the two weight
-/// registers and a broadcast take fifteen of the sixteen registers.
-const MR: usize = 6;
+/// Activation rows per micro-kernel call: four rows' sums for both halves, the two weight
+/// registers and a broadcast leave the compiler room in the sixteen registers. Six (fifteen
+/// registers) and five ran 3–20% slower on the 0.5B's shapes and a 7B's down projection
+/// (`packed_matmul`, two rounds each), the compiler copying and spilling sums. The rows of a
+/// slice left after whole steps take one call (`in_row_steps`).
+const MR: usize = 4;
 
 const _: () = assert!(TILE_ROWS == 16);
 
-avx2_group!(Tile, 1, rest in one call);
+/// Writes the 16 columns of one row group for activation rows `rows`: `out` points at the
+/// group's first column of row 0, rows are `stride` apart.
+///
+/// # Safety
+/// The CPU has AVX2, FMA, F16C and AVX-VNNI; `out` is valid for writes of `rows.end` rows ×
+/// `stride` f32 from the start of the output; `tiles` holds `acts.blocks` tiles.
+#[cfg(target_arch = "x86_64")]
+pub(super) unsafe fn group(
+    tiles: &[Tile],
+    acts: &QuantizedRows,
+    rows: Range<usize>,
+    out: *mut f32,
+    stride: usize,
+) {
+    debug_assert_eq!(tiles.len(), acts.blocks);
+    // SAFETY: forwarded from the caller, for all of the activations' blocks.
+    unsafe { group_blocks(tiles, acts, 0, rows, out, stride, Sums::Fresh) }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+pub(super) unsafe fn group(_: &[Tile], _: &QuantizedRows, _: Range<usize>, _: *mut f32, _: usize) {
+    unreachable!("the packed kernel is only built on x86_64, and `pack` refuses elsewhere")
+}
+
+/// [`group`] over a run of blocks, as the AVX-512 kernel's `group_blocks`: `tiles` are those
+/// of activation blocks `first_block..first_block + tiles.len()`. The AVX-VNNI kernels of
+/// Q5_0 and Q4_0 send prompt rows here, on their tiles widened (`widened::group`).
+///
+/// # Safety
+/// As for [`group`], with the blocks inside `acts.blocks`; with [`Sums::Resumed`], `out` holds
+/// the rows' sums over the blocks before `first_block`.
+#[cfg(target_arch = "x86_64")]
+pub(crate) unsafe fn group_blocks(
+    tiles: &[Tile],
+    acts: &QuantizedRows,
+    first_block: usize,
+    rows: Range<usize>,
+    out: *mut f32,
+    stride: usize,
+    sums: Sums,
+) {
+    assert!(first_block + tiles.len() <= acts.blocks);
+    let run = Run {
+        tiles,
+        first_block,
+        sums,
+    };
+    // SAFETY: forwarded from the caller; each call covers rows `first..first + R` of `rows`.
+    unsafe { in_row_steps!(micro_kernel::<MR>(&run, acts, out, stride; rows)) }
+}
 
 /// # Safety
-/// As for [`group`], for rows `first..first + R`, on a CPU with AVX-VNNI.
+/// As for [`group_blocks`], for rows `first..first + R`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma,f16c,avxvnni")]
-unsafe fn rows<const R: usize>(
-    tiles: &[Tile],
+unsafe fn micro_kernel<const R: usize>(
+    run: &Run<'_>,
     acts: &QuantizedRows,
     out: *mut f32,
     stride: usize,
@@ -34,9 +91,11 @@ unsafe fn rows<const R: usize>(
     use std::arch::x86_64::*;
     let blocks = acts.blocks;
     let (words, scales, offsets, _) = acts.rows(first..first + R);
-    let mut acc = [[_mm256_setzero_ps(); 2]; R];
+    // SAFETY: rows `first..first + R` are the caller's, and hold their sums so far where the
+    // run resumes them.
+    let mut acc = unsafe { rows_start::<R>(run.sums, out, first, stride) };
     let requests = WeightRequests::here();
-    for (block, tile) in tiles.iter().enumerate() {
+    for (tile, block) in run.tiles.iter().zip(run.first_block..) {
         let qs = tile.qs.as_ptr().cast::<__m256i>();
         let mut sums = [[_mm256_setzero_si256(); 2]; R];
         for (r, sums) in sums.iter_mut().enumerate() {

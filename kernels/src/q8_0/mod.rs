@@ -19,7 +19,9 @@ mod avx2;
 mod avx512;
 mod avx_vnni;
 #[cfg(target_arch = "x86_64")]
-pub(crate) use avx512::{Sums, group_blocks, group_blocks_pair};
+pub(crate) use avx_vnni::group_blocks as vnni_group_blocks;
+#[cfg(target_arch = "x86_64")]
+pub(crate) use avx512::{group_blocks, group_blocks_pair};
 #[cfg(test)]
 mod reference;
 #[cfg(test)]
@@ -68,6 +70,27 @@ impl Tile {
 
 // A tile reads as many bytes as the file holds for its 16 rows: decode is bound by them.
 const _: () = assert!(size_of::<Tile>() == TILE_ROWS * BLOCK_BYTES);
+
+/// Where a run of blocks starts each row's sums.
+#[cfg(target_arch = "x86_64")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sums {
+    /// From zero: the run is a row's first blocks.
+    Fresh,
+    /// From what `out` holds, which an earlier run over the row's blocks before these wrote:
+    /// a row's blocks are then added in the same order, and to the same bits, however they
+    /// are split into runs.
+    Resumed,
+}
+
+/// The tiles of a run of blocks, where they start among the activations' blocks, and how the
+/// run starts its sums (see `avx512::group_blocks`).
+#[cfg(target_arch = "x86_64")]
+struct Run<'t> {
+    tiles: &'t [Tile],
+    first_block: usize,
+    sums: Sums,
+}
 
 /// A Q8_0 matrix of `rows` × `cols` (the weight of a linear layer, one output per row), packed
 /// for [`PackedQ8_0::matmul`].
