@@ -110,16 +110,17 @@ pub(crate) use avx2_group;
 /// behind an entry point `rows::<R>` that enables its instruction set's features (the only
 /// place they can be enabled: a `target_feature` cannot depend on a type parameter).
 macro_rules! avx2_and_vnni_groups {
-    ($tile:ty, $blocks:expr) => {
-        $crate::avx2_frame::avx2_and_vnni_groups!(@both $tile, $blocks, [rest in one call]);
+    // `$mr` is the AVX-VNNI kernel's rows per micro-kernel call.
+    ($tile:ty, $blocks:expr, avx-vnni rows $mr:expr) => {
+        $crate::avx2_frame::avx2_and_vnni_groups!(@both $tile, $blocks, $mr, [rest in one call]);
     };
     // The AVX-VNNI kernel's prompt rows through the tiles widened by `$widen`.
-    ($tile:ty, $blocks:expr, prompts widened by $widen:ident) => {
+    ($tile:ty, $blocks:expr, avx-vnni rows $mr:expr, prompts widened by $widen:ident) => {
         $crate::avx2_frame::avx2_and_vnni_groups!(
-            @both $tile, $blocks, [prompts widened by $widen]
+            @both $tile, $blocks, $mr, [prompts widened by $widen]
         );
     };
-    (@both $tile:ty, $blocks:expr, [$($vnni_steps:tt)*]) => {
+    (@both $tile:ty, $blocks:expr, $mr:expr, [$($vnni_steps:tt)*]) => {
         $crate::avx2_frame::avx2_group!($tile, $blocks);
         $crate::avx2_frame::avx2_and_vnni_groups!(
             @rows $tile, "avx2,fma,f16c", $crate::byte_products::Maddubs
@@ -129,10 +130,8 @@ macro_rules! avx2_and_vnni_groups {
         pub(super) mod avx_vnni {
             use super::*;
 
-            /// Activation rows per micro-kernel call: the kernel goes word by word
-            /// (`ByteProducts::UNPACK_FIRST`), and four rows' sums, a word's four value
-            /// registers and two broadcasts take fourteen of the sixteen registers.
-            const MR: usize = 4;
+            /// Activation rows per micro-kernel call (see the format's kernel).
+            const MR: usize = $mr;
 
             $crate::avx2_frame::avx2_group!($tile, $blocks, $($vnni_steps)*);
             $crate::avx2_frame::avx2_and_vnni_groups!(

@@ -39,6 +39,27 @@ pub(crate) trait ByteProducts {
     /// # Safety
     /// As for [`Self::add`].
     unsafe fn widen_less(sums: __m256i, offset: __m256i) -> __m256i;
+
+    /// A K-quant sub-block's scales (a small unsigned integer per lane) as
+    /// [`Self::add_times_scales`] takes them.
+    ///
+    /// # Safety
+    /// As for [`Self::add`].
+    unsafe fn sub_block_scales(scales: __m256i) -> __m256i;
+
+    /// `acc` plus a sub-block's `sums` (from zero, through [`Self::add`], each lane at most
+    /// 32 products of a nibble and a byte) times its `scales` ([`Self::sub_block_scales`]),
+    /// exactly, in i32.
+    ///
+    /// # Safety
+    /// As for [`Self::add`].
+    unsafe fn add_times_scales(acc: __m256i, sums: __m256i, scales: __m256i) -> __m256i;
+
+    /// `acc` plus `vpmaddwd(a, b)`: one `vpdpwssd` where the set has it.
+    ///
+    /// # Safety
+    /// As for [`Self::add`].
+    unsafe fn add_madd(acc: __m256i, a: __m256i, b: __m256i) -> __m256i;
 }
 
 /// AVX2: `vpmaddubsw` sums adjacent products in i16 and `vpaddw` adds them, wrapping; one
@@ -68,6 +89,25 @@ impl ByteProducts for Maddubs {
         // SAFETY: as above.
         unsafe { _mm256_madd_epi16(_mm256_sub_epi16(sums, offset), _mm256_set1_epi16(1)) }
     }
+
+    /// The scale in both i16 halves of its lane, where `vpmaddwd` meets the two i16 sums.
+    #[inline(always)]
+    unsafe fn sub_block_scales(scales: __m256i) -> __m256i {
+        // SAFETY: as above.
+        unsafe { _mm256_or_si256(scales, _mm256_slli_epi32(scales, 16)) }
+    }
+
+    #[inline(always)]
+    unsafe fn add_times_scales(acc: __m256i, sums: __m256i, scales: __m256i) -> __m256i {
+        // SAFETY: as above.
+        unsafe { _mm256_add_epi32(acc, _mm256_madd_epi16(sums, scales)) }
+    }
+
+    #[inline(always)]
+    unsafe fn add_madd(acc: __m256i, a: __m256i, b: __m256i) -> __m256i {
+        // SAFETY: as above.
+        unsafe { _mm256_add_epi32(acc, _mm256_madd_epi16(a, b)) }
+    }
 }
 
 /// AVX-VNNI: one `vpdpbusd` adds four products to each i32 lane, which holds any sum exactly.
@@ -93,5 +133,24 @@ impl ByteProducts for Vnni {
     unsafe fn widen_less(sums: __m256i, offset: __m256i) -> __m256i {
         // SAFETY: the caller's kernel has AVX2.
         unsafe { _mm256_sub_epi32(sums, _mm256_madd_epi16(offset, _mm256_set1_epi16(1))) }
+    }
+
+    #[inline(always)]
+    unsafe fn sub_block_scales(scales: __m256i) -> __m256i {
+        scales
+    }
+
+    /// `vpmulld`: a lane's 32 products may pass i16 (32 · 15 · 127), so `vpdpwssd` cannot
+    /// take the sum.
+    #[inline(always)]
+    unsafe fn add_times_scales(acc: __m256i, sums: __m256i, scales: __m256i) -> __m256i {
+        // SAFETY: the caller's kernel has AVX2.
+        unsafe { _mm256_add_epi32(acc, _mm256_mullo_epi32(sums, scales)) }
+    }
+
+    #[inline(always)]
+    unsafe fn add_madd(acc: __m256i, a: __m256i, b: __m256i) -> __m256i {
+        // SAFETY: the caller's kernel has AVX-VNNI.
+        unsafe { _mm256_dpwssd_avx_epi32(acc, a, b) }
     }
 }

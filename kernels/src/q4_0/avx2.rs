@@ -22,7 +22,9 @@ const MR: usize = 8;
 
 const _: () = assert!(TILE_ROWS == 16);
 
-avx2_and_vnni_groups!(Tile, 1, prompts widened by widen);
+// AVX-VNNI goes word by word (`ByteProducts::UNPACK_FIRST`), four rows a call: their sums,
+// a word's four value registers and two broadcasts take fourteen of the sixteen registers.
+avx2_and_vnni_groups!(Tile, 1, avx-vnni rows 4, prompts widened by widen);
 
 /// `tile` as a Q8_0 tile of the AVX-VNNI kernel, for prompt rows (`widened`): each nibble `q`
 /// (meaning `q − 8`) becomes `q − 8 + 128`, in Q8_0's column order, and the scales are the

@@ -15,7 +15,8 @@ const MR: usize = 8;
 
 const _: () = assert!(TILE_ROWS == 16);
 
-avx2_and_vnni_groups!(Tile, 1);
+// AVX-VNNI four rows a call, as for Q4_0.
+avx2_and_vnni_groups!(Tile, 1, avx-vnni rows 4);
 
 /// Rows `first..first + R`, their byte products summed as `P` sums them.
 ///
