@@ -133,6 +133,46 @@ pub(crate) fn prompt_rows_are_decoded_rows<F: Format>(seed: u64, shapes: &[(usiz
     }
 }
 
+/// Where this CPU has AVX-VNNI, its kernels give AVX2's bits, for decoded rows and a prompt's:
+/// their integer sums are exact either way and their float steps the same, so a file answers
+/// the same on a CPU of either kind.
+pub(crate) fn avx_vnni_gives_avx2_bits<F: Format>(seed: u64, shapes: &[(usize, usize)]) {
+    let product = |isa, data: &[u8], (rows, cols), lhs: &[f32], m| {
+        let packed = F::pack_for(isa, data, rows, cols).unwrap();
+        let mut out = vec![f32::NAN; m * rows];
+        packed.matmul(lhs, m, &mut out, 2);
+        out
+    };
+    avx_vnni_products_are_avx2s(&mut Lcg(seed), shapes, F::random, product);
+}
+
+/// [`avx_vnni_gives_avx2_bits`] for a format's own `random` GGUF bytes and `product` (packed
+/// for an instruction set, times `m` activation rows).
+pub(crate) fn avx_vnni_products_are_avx2s(
+    rng: &mut Lcg,
+    shapes: &[(usize, usize)],
+    random: impl Fn(&mut Lcg, usize, usize) -> Vec<u8>,
+    product: impl Fn(Isa, &[u8], (usize, usize), &[f32], usize) -> Vec<f32>,
+) {
+    if !Isa::AvxVnni.available() {
+        eprintln!("this CPU has no AVX-VNNI: its kernels are not compared with AVX2's");
+        return;
+    }
+    for &(rows, cols) in shapes {
+        let data = random(rng, rows, cols);
+        for m in [1, 3, 4, 5, 33] {
+            let lhs = random_rows(rng, m, cols);
+            let got = product(Isa::AvxVnni, &data, (rows, cols), &lhs, m);
+            let want = product(Isa::Avx2, &data, (rows, cols), &lhs, m);
+            let same = got
+                .iter()
+                .zip(&want)
+                .all(|(g, w)| g.to_bits() == w.to_bits());
+            assert!(same, "{m}x{rows}x{cols}: AVX-VNNI and AVX2 differ");
+        }
+    }
+}
+
 /// A prompt of 33 random rows through `matmul` (`(lhs, m, out)` for a `rows` × `cols` matrix)
 /// gives each row the bits it gets alone.
 pub(crate) fn prompt_rows_match_rows_alone(
@@ -262,6 +302,11 @@ macro_rules! packed_format_tests {
         #[test]
         fn the_kernels_match_the_reference_for_every_row_remainder_and_thread_count() {
             $crate::format_checks::the_kernels_match_the_reference::<$ty>(47, &$kernels);
+        }
+
+        #[test]
+        fn the_avx_vnni_kernel_gives_the_avx2_kernels_bits() {
+            $crate::format_checks::avx_vnni_gives_avx2_bits::<$ty>(53, &$kernels);
         }
 
         #[test]

@@ -3,7 +3,7 @@ use half::f16;
 
 use super::{BLOCK, BLOCK_BYTES, PackedQ4_0, TILE_ROWS};
 use crate::activations::{QuantizedRows, Scheme};
-use crate::format_checks::prompt_rows_match_rows_alone;
+use crate::format_checks::{avx_vnni_products_are_avx2s, prompt_rows_match_rows_alone};
 use crate::isa::{Isa, kernels_here};
 use crate::test_support::{Lcg, dense_matmul, max_relative_error, random_rows};
 use crate::tiled::PackError;
@@ -191,4 +191,19 @@ fn a_prompt_row_comes_out_as_the_same_row_decoded() {
             prompt_rows_match_rows_alone(&mut rng, shape, matmul, &format!("{isa:?}"));
         }
     }
+}
+
+/// The AVX-VNNI kernel, its prompts through tiles widened to Q8_0's, gives the AVX2 kernel's
+/// bits.
+#[test]
+fn the_avx_vnni_kernel_gives_the_avx2_kernels_bits() {
+    let random = |rng: &mut Lcg, rows, cols| random_q4_0(rng, rows, cols).0;
+    let product = |isa, data: &[u8], (rows, cols), lhs: &[f32], m| {
+        let packed = PackedQ4_0::pack_for(isa, data, rows, cols).unwrap();
+        let mut out = vec![f32::NAN; m * rows];
+        packed.matmul(lhs, m, &mut out, 2);
+        out
+    };
+    let shapes = [(16, 32), (64, 896), (32, 4864)];
+    avx_vnni_products_are_avx2s(&mut Lcg(71), &shapes, random, product);
 }

@@ -2,7 +2,7 @@ use crate::weight_arena::WeightArena;
 use half::f16;
 
 use super::{BLOCK, BLOCK_BYTES, Isa, PackError, PackedQ8_0};
-use crate::format_checks::prompt_rows_match_rows_alone;
+use crate::format_checks::{avx_vnni_products_are_avx2s, prompt_rows_match_rows_alone};
 use crate::isa::kernels_here;
 use crate::test_support::{Lcg, dense_matmul, max_relative_error, random_rows};
 
@@ -155,4 +155,18 @@ fn a_prompt_row_comes_out_as_the_same_row_decoded() {
             prompt_rows_match_rows_alone(&mut rng, shape, matmul, &format!("{isa:?}"));
         }
     }
+}
+
+/// The AVX-VNNI kernel, its weights offset by 128 as for AVX-512, gives the AVX2 kernel's bits.
+#[test]
+fn the_avx_vnni_kernel_gives_the_avx2_kernels_bits() {
+    let random = |rng: &mut Lcg, rows, cols| random_q8_0(rng, rows, cols).0;
+    let product = |isa, data: &[u8], (rows, cols), lhs: &[f32], m| {
+        let packed = PackedQ8_0::pack_for(isa, data, rows, cols).unwrap();
+        let mut out = vec![f32::NAN; m * rows];
+        packed.matmul(lhs, m, &mut out, 2);
+        out
+    };
+    let shapes = [(16, 32), (64, 896), (32, 4864)];
+    avx_vnni_products_are_avx2s(&mut Lcg(67), &shapes, random, product);
 }
