@@ -296,7 +296,7 @@ pub(crate) unsafe fn add_word<P: ByteProducts>(
     unsafe {
         let (a_low, a_high) = (_mm256_set1_epi32(row[q]), _mm256_set1_epi32(row[q + 4]));
         for h in 0..2 {
-            sums[h] = P::add(P::add(sums[h], low[h], a_low), high[h], a_high);
+            sums[h] = P::add(sums[h], (low[h], a_low), (high[h], a_high));
         }
     }
 }

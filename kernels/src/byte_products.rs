@@ -19,11 +19,12 @@ pub(crate) trait ByteProducts {
     /// the loads of the unpacked values instead, and it goes word by word (four rows a call).
     const UNPACK_FIRST: bool;
 
-    /// `sums` plus the products of the unsigned bytes `u` and the signed bytes `a`.
+    /// `sums` plus the products of the unsigned bytes `u` and the signed bytes `a`, and of
+    /// `v` and `b`.
     ///
     /// # Safety
     /// Runs inlined into a kernel with the set's features (AVX2; AVX-VNNI for [`Vnni`]).
-    unsafe fn add(sums: __m256i, u: __m256i, a: __m256i) -> __m256i;
+    unsafe fn add(sums: __m256i, ua: (__m256i, __m256i), vb: (__m256i, __m256i)) -> __m256i;
 
     /// `sums` (from zero, through [`Self::add`]) as exact i32 lanes.
     ///
@@ -72,10 +73,19 @@ pub(crate) enum Maddubs {}
 impl ByteProducts for Maddubs {
     const UNPACK_FIRST: bool = true;
 
+    /// The two products summed first, then added to `sums`: one add in the chain through
+    /// `sums` where adding each in turn takes two.
     #[inline(always)]
-    unsafe fn add(sums: __m256i, u: __m256i, a: __m256i) -> __m256i {
+    unsafe fn add(
+        sums: __m256i,
+        (u, a): (__m256i, __m256i),
+        (v, b): (__m256i, __m256i),
+    ) -> __m256i {
         // SAFETY: the caller's kernel has AVX2.
-        unsafe { _mm256_add_epi16(sums, _mm256_maddubs_epi16(u, a)) }
+        unsafe {
+            let products = _mm256_add_epi16(_mm256_maddubs_epi16(u, a), _mm256_maddubs_epi16(v, b));
+            _mm256_add_epi16(sums, products)
+        }
     }
 
     #[inline(always)]
@@ -119,9 +129,13 @@ impl ByteProducts for Vnni {
     const UNPACK_FIRST: bool = false;
 
     #[inline(always)]
-    unsafe fn add(sums: __m256i, u: __m256i, a: __m256i) -> __m256i {
+    unsafe fn add(
+        sums: __m256i,
+        (u, a): (__m256i, __m256i),
+        (v, b): (__m256i, __m256i),
+    ) -> __m256i {
         // SAFETY: the caller's kernel has AVX-VNNI.
-        unsafe { _mm256_dpbusd_avx_epi32(sums, u, a) }
+        unsafe { _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(sums, u, a), v, b) }
     }
 
     #[inline(always)]

@@ -88,9 +88,10 @@ unsafe fn rows_with<const R: usize, P: ByteProducts>(
         let mut acc = [[_mm256_setzero_ps(); 2]; R];
         let requests = WeightRequests::here();
         for (block, tile) in tiles.iter().enumerate() {
-            let sums = top_pairs_sums::<R, P>((&tile.qs, &tile.qh), words, blocks, block, |q| {
-                prefetch_part_twice::<R, 4, _>(requests, tile, q)
-            });
+            let mut sums = [[_mm256_setzero_si256(); 2]; R];
+            let each_word = |q| prefetch_part_twice::<R, 4, _>(requests, tile, q);
+            let acts = (words, blocks, block);
+            top_pairs_sums::<R, P>((&tile.qs, &tile.qh), acts, each_word, &mut sums);
             let weight_scales = widen_halves(&tile.scales);
             for (r, acc) in acc.iter_mut().enumerate() {
                 let at = r * blocks + block;
