@@ -30,6 +30,32 @@ const RUN_BLOCKS: usize = 32;
 /// A widened Q8_0 tile for the AVX-512 kernel.
 pub(crate) type ByteTile = q8_0::Tile;
 
+/// Stores word `q`'s values of a tile narrower than a byte, unpacked by an AVX2 kernel
+/// (`low`: columns `4q + t`, `high`: `4q + 16 + t`, each rows 0–7 then 8–15), plus `offset`
+/// (128 less the format's own offset), in Q8_0's words `q` and `q + 4` of `into`.
+///
+/// # Safety
+/// The CPU has AVX2; `q` is below 4.
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn store_word256(
+    into: &mut MaybeUninit<ByteTile>,
+    q: usize,
+    (low, high): &([__m256i; 2], [__m256i; 2]),
+    offset: __m256i,
+) {
+    // SAFETY: `qs` is a field of the tile being written.
+    let to = unsafe { (&raw mut (*into.as_mut_ptr()).qs).cast::<__m256i>() };
+    for h in 0..2 {
+        // SAFETY: Q8_0's words `q` and `q + 4` are 64 bytes each from `q * 64` and
+        // `(q + 4) * 64` of its 512 (`q < 4`), rows 0–7 then 8–15 (unaligned stores).
+        unsafe {
+            _mm256_storeu_si256(to.add(2 * q + h), _mm256_add_epi8(low[h], offset));
+            _mm256_storeu_si256(to.add(2 * (q + 4) + h), _mm256_add_epi8(high[h], offset));
+        }
+    }
+}
+
 /// A Q8_0 kernel over a run of blocks: `q8_0::group_blocks` (AVX-512) or
 /// `q8_0::vnni_group_blocks` (AVX-VNNI), both on [`ByteTile`]s.
 pub(crate) type BlocksKernel =

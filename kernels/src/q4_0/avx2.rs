@@ -9,7 +9,7 @@ use crate::avx2_frame::{add_scaled, nibble_sums, store_rows, unpack_nibbles, wid
 use crate::byte_products::ByteProducts;
 use crate::prefetch::{WeightRequests, prefetch_part_twice};
 #[cfg(target_arch = "x86_64")]
-use crate::widened::ByteTile;
+use crate::widened::{ByteTile, store_word256};
 #[cfg(target_arch = "x86_64")]
 use std::mem::MaybeUninit;
 
@@ -36,20 +36,13 @@ avx2_and_vnni_groups!(Tile, 1, avx-vnni rows 4, prompts widened by widen);
 #[target_feature(enable = "avx2")]
 unsafe fn widen(tile: &Tile, into: &mut MaybeUninit<ByteTile>) {
     use std::arch::x86_64::*;
-    // SAFETY: `qs` is a field of the tile being written.
-    let to = unsafe { (&raw mut (*into.as_mut_ptr()).qs).cast::<__m256i>() };
     let offset = _mm256_set1_epi8((128 - 8) as i8);
     for q in 0..4 {
-        // SAFETY: the tile's first 256 bytes, 32-byte aligned, are its nibbles; this function
-        // has AVX2. Q8_0's words `q` and `q + 4` are 64 bytes each from `q * 64` and
-        // `(q + 4) * 64` of its 512, rows 0–7 then 8–15 (unaligned stores); word `q`'s low
-        // nibbles are columns `4q + t` and its high ones `4q + 16 + t`.
+        // SAFETY: the tile's first 256 bytes, 32-byte aligned, are its nibbles; `q < 4`; this
+        // function has AVX2.
         unsafe {
-            let (low, high) = unpack_nibbles(tile.qs.as_ptr(), q, &|_| {});
-            for h in 0..2 {
-                _mm256_storeu_si256(to.add(2 * q + h), _mm256_add_epi8(low[h], offset));
-                _mm256_storeu_si256(to.add(2 * (q + 4) + h), _mm256_add_epi8(high[h], offset));
-            }
+            let values = unpack_nibbles(tile.qs.as_ptr(), q, &|_| {});
+            store_word256(into, q, &values, offset);
         }
     }
     // SAFETY: `scales` is a field of the tile being written.

@@ -11,7 +11,7 @@ use crate::byte_products::ByteProducts;
 use crate::five_bit_layout::{top_pairs_sums, top_pairs_words};
 use crate::prefetch::{WeightRequests, prefetch_part_twice};
 #[cfg(target_arch = "x86_64")]
-use crate::widened::ByteTile;
+use crate::widened::{ByteTile, store_word256};
 #[cfg(target_arch = "x86_64")]
 use std::mem::MaybeUninit;
 
@@ -39,8 +39,6 @@ avx2_and_vnni_groups!(Tile, 1, avx-vnni rows 4, prompts widened by widen);
 #[target_feature(enable = "avx2")]
 unsafe fn widen(tile: &Tile, into: &mut MaybeUninit<ByteTile>) {
     use std::arch::x86_64::*;
-    // SAFETY: `qs` is a field of the tile being written.
-    let to = unsafe { (&raw mut (*into.as_mut_ptr()).qs).cast::<__m256i>() };
     // SAFETY: `qh` is 64 bytes at offset 256 of the 32-byte aligned tile: rows 0–7, then
     // rows 8–15.
     let tops = unsafe {
@@ -48,18 +46,9 @@ unsafe fn widen(tile: &Tile, into: &mut MaybeUninit<ByteTile>) {
         [_mm256_load_si256(qh), _mm256_load_si256(qh.add(1))]
     };
     let offset = _mm256_set1_epi8((128 - 16) as i8);
-    let words = top_pairs_words(&tile.qs, tops, |_| {});
-    for (q, (low, high)) in words.iter().enumerate() {
-        for h in 0..2 {
-            // SAFETY: Q8_0's words `q` and `q + 4` are 64 bytes each from `q * 64` and
-            // `(q + 4) * 64` of its 512, rows 0–7 then 8–15 (unaligned stores). Word `q`'s
-            // values are columns `4q + t` and `4q + 16 + t`, which a Q8_0 tile holds in words
-            // `q` and `q + 4`.
-            unsafe {
-                _mm256_storeu_si256(to.add(2 * q + h), _mm256_add_epi8(low[h], offset));
-                _mm256_storeu_si256(to.add(2 * (q + 4) + h), _mm256_add_epi8(high[h], offset));
-            }
-        }
+    for (q, values) in top_pairs_words(&tile.qs, tops, |_| {}).iter().enumerate() {
+        // SAFETY: `q < 4`; this function has AVX2.
+        unsafe { store_word256(into, q, values, offset) };
     }
     // SAFETY: `scales` is a field of the tile being written.
     unsafe { (&raw mut (*into.as_mut_ptr()).scales).write(tile.scales) };

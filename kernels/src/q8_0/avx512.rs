@@ -21,24 +21,9 @@ const MR: usize = 6;
 // One tile's 16 rows are the 16 i32 lanes of a zmm register.
 const _: () = assert!(TILE_ROWS == 16);
 
-/// Writes the 16 columns of one row group for activation rows `rows`: `out` points at the
-/// group's first column of row 0, rows are `stride` apart.
-///
-/// # Safety
-/// The CPU has AVX-512 F/BW/VNNI; `out` is valid for writes of `rows.end` rows × `stride` f32
-/// from the start of the output; `tiles` holds `acts.blocks` tiles.
-#[cfg(target_arch = "x86_64")]
-pub(super) unsafe fn group(
-    tiles: &[Tile],
-    acts: &QuantizedRows,
-    rows: Range<usize>,
-    out: *mut f32,
-    stride: usize,
-) {
-    debug_assert_eq!(tiles.len(), acts.blocks);
-    // SAFETY: forwarded from the caller, for all of the activations' blocks.
-    unsafe { group_blocks(tiles, acts, 0, rows, out, stride, Sums::Fresh) }
-}
+// The AVX-512 kernels of the formats narrower than a byte send prompt rows to
+// `group_blocks`, on their tiles widened to this layout (`widened`).
+super::blocks_frame!("AVX-512 F/BW/VNNI");
 
 /// [`group`] for two row groups at once, their 32 output columns from `out`: `tiles` holds
 /// the first group's tiles, then the second's. Each activation broadcast feeds a `vpdpbusd`
@@ -157,39 +142,6 @@ unsafe fn pair_kernel<const R: usize>(
     let acc: [[__m512; R]; 2] = [0, 1].map(|g| std::array::from_fn(|r| acc[r][g]));
     // SAFETY: rows `first..first + R` are the caller's, 32 columns from `out`.
     unsafe { store_pair_rows(&acc, out, first, stride) }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-pub(super) unsafe fn group(_: &[Tile], _: &QuantizedRows, _: Range<usize>, _: *mut f32, _: usize) {
-    unreachable!("the packed kernel is only built on x86_64, and `pack` refuses elsewhere")
-}
-
-/// [`group`] over a run of blocks: `tiles` are those of activation blocks `first_block..`
-/// `first_block + tiles.len()`, and `sums` says whether the run starts each row afresh or
-/// goes on from `out`. The AVX-512 kernels of formats narrower than a byte send prompt rows
-/// here, on their tiles widened to this layout (`widened`).
-///
-/// # Safety
-/// As for [`group`], with the blocks inside `acts.blocks`; with [`Sums::Resumed`], `out` holds
-/// the rows' sums over the blocks before `first_block`.
-#[cfg(target_arch = "x86_64")]
-pub(crate) unsafe fn group_blocks(
-    tiles: &[Tile],
-    acts: &QuantizedRows,
-    first_block: usize,
-    rows: Range<usize>,
-    out: *mut f32,
-    stride: usize,
-    sums: Sums,
-) {
-    debug_assert!(first_block + tiles.len() <= acts.blocks);
-    let run = Run {
-        tiles,
-        first_block,
-        sums,
-    };
-    // SAFETY: forwarded from the caller; each call covers rows `first..first + R` of `rows`.
-    unsafe { in_row_steps!(micro_kernel::<MR>(&run, acts, out, stride; rows)) }
 }
 
 /// # Safety

@@ -14,8 +14,6 @@ use crate::activations::QuantizedRows;
 #[cfg(target_arch = "x86_64")]
 use crate::avx2_frame::{add_scaled, rows_start, store_rows, widen_halves};
 use crate::prefetch::{WeightRequests, prefetch_part_twice};
-#[cfg(target_arch = "x86_64")]
-use crate::tiled::in_row_steps;
 
 /// Activation rows per micro-kernel call: four rows' sums for both halves, the two weight
 /// registers and a broadcast leave the compiler room in the sixteen registers. Six (fifteen
@@ -26,56 +24,9 @@ const MR: usize = 4;
 
 const _: () = assert!(TILE_ROWS == 16);
 
-/// Writes the 16 columns of one row group for activation rows `rows`: `out` points at the
-/// group's first column of row 0, rows are `stride` apart.
-///
-/// # Safety
-/// The CPU has AVX2, FMA, F16C and AVX-VNNI; `out` is valid for writes of `rows.end` rows ×
-/// `stride` f32 from the start of the output; `tiles` holds `acts.blocks` tiles.
-#[cfg(target_arch = "x86_64")]
-pub(super) unsafe fn group(
-    tiles: &[Tile],
-    acts: &QuantizedRows,
-    rows: Range<usize>,
-    out: *mut f32,
-    stride: usize,
-) {
-    debug_assert_eq!(tiles.len(), acts.blocks);
-    // SAFETY: forwarded from the caller, for all of the activations' blocks.
-    unsafe { group_blocks(tiles, acts, 0, rows, out, stride, Sums::Fresh) }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-pub(super) unsafe fn group(_: &[Tile], _: &QuantizedRows, _: Range<usize>, _: *mut f32, _: usize) {
-    unreachable!("the packed kernel is only built on x86_64, and `pack` refuses elsewhere")
-}
-
-/// [`group`] over a run of blocks, as the AVX-512 kernel's `group_blocks`: `tiles` are those
-/// of activation blocks `first_block..first_block + tiles.len()`. The AVX-VNNI kernels of
-/// Q5_0 and Q4_0 send prompt rows here, on their tiles widened (`widened::group`).
-///
-/// # Safety
-/// As for [`group`], with the blocks inside `acts.blocks`; with [`Sums::Resumed`], `out` holds
-/// the rows' sums over the blocks before `first_block`.
-#[cfg(target_arch = "x86_64")]
-pub(crate) unsafe fn group_blocks(
-    tiles: &[Tile],
-    acts: &QuantizedRows,
-    first_block: usize,
-    rows: Range<usize>,
-    out: *mut f32,
-    stride: usize,
-    sums: Sums,
-) {
-    assert!(first_block + tiles.len() <= acts.blocks);
-    let run = Run {
-        tiles,
-        first_block,
-        sums,
-    };
-    // SAFETY: forwarded from the caller; each call covers rows `first..first + R` of `rows`.
-    unsafe { in_row_steps!(micro_kernel::<MR>(&run, acts, out, stride; rows)) }
-}
+// The AVX-VNNI kernels of Q5_0 and Q4_0 send prompt rows to `group_blocks`, on their tiles
+// widened (`widened::group`).
+super::blocks_frame!("AVX2, FMA, F16C and AVX-VNNI");
 
 /// # Safety
 /// As for [`group_blocks`], for rows `first..first + R`.

@@ -71,6 +71,76 @@ impl Tile {
 // A tile reads as many bytes as the file holds for its 16 rows: decode is bound by them.
 const _: () = assert!(size_of::<Tile>() == TILE_ROWS * BLOCK_BYTES);
 
+/// Writes a Q8_0 kernel's `group` (all of a row group's blocks) and `group_blocks` (a run of
+/// them, which the formats narrower than a byte send their widened tiles to: `widened`), both
+/// over the module's micro-kernel `micro_kernel::<R>(run, acts, out, stride, first)`, `MR`
+/// rows a call and the rest in one (`in_row_steps`). `$cpu` names what the CPU has.
+macro_rules! blocks_frame {
+    ($cpu:literal) => {
+        /// Writes the 16 columns of one row group for activation rows `rows`: `out` points at
+        /// the group's first column of row 0, rows are `stride` apart.
+        ///
+        /// # Safety
+        #[doc = concat!("The CPU has ", $cpu, "; `out` is valid for writes of `rows.end` rows ×")]
+        /// `stride` f32 from the start of the output; `tiles` holds `acts.blocks` tiles.
+        #[cfg(target_arch = "x86_64")]
+        pub(super) unsafe fn group(
+            tiles: &[Tile],
+            acts: &QuantizedRows,
+            rows: Range<usize>,
+            out: *mut f32,
+            stride: usize,
+        ) {
+            debug_assert_eq!(tiles.len(), acts.blocks);
+            // SAFETY: forwarded from the caller, for all of the activations' blocks.
+            unsafe { group_blocks(tiles, acts, 0, rows, out, stride, Sums::Fresh) }
+        }
+
+        #[cfg(not(target_arch = "x86_64"))]
+        pub(super) unsafe fn group(
+            _: &[Tile],
+            _: &QuantizedRows,
+            _: Range<usize>,
+            _: *mut f32,
+            _: usize,
+        ) {
+            unreachable!("the packed kernel is only built on x86_64, and `pack` refuses elsewhere")
+        }
+
+        /// [`group`] over a run of blocks: `tiles` are those of activation blocks
+        /// `first_block..first_block + tiles.len()`, and `sums` says whether the run starts
+        /// each row afresh or goes on from `out`.
+        ///
+        /// # Safety
+        /// As for [`group`], with the blocks inside `acts.blocks`; with
+        /// [`Sums::Resumed`](super::Sums), `out` holds the rows' sums over the blocks before
+        /// `first_block`.
+        #[cfg(target_arch = "x86_64")]
+        pub(crate) unsafe fn group_blocks(
+            tiles: &[Tile],
+            acts: &QuantizedRows,
+            first_block: usize,
+            rows: Range<usize>,
+            out: *mut f32,
+            stride: usize,
+            sums: Sums,
+        ) {
+            assert!(first_block + tiles.len() <= acts.blocks);
+            let run = Run {
+                tiles,
+                first_block,
+                sums,
+            };
+            // SAFETY: forwarded from the caller; each call covers rows `first..first + R` of
+            // `rows`.
+            unsafe {
+                $crate::tiled::in_row_steps!(micro_kernel::<MR>(&run, acts, out, stride; rows))
+            }
+        }
+    };
+}
+use blocks_frame;
+
 /// Where a run of blocks starts each row's sums.
 #[cfg(target_arch = "x86_64")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
