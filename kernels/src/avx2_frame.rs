@@ -22,8 +22,9 @@ macro_rules! avx2_group {
     ($tile:ty, $blocks:expr, rest in one call) => {
         $crate::avx2_frame::avx2_group!(@frame $tile, $blocks, [rest_in_one_call]);
     };
-    // Prompt rows (more than `MR`) through the tiles widened to Q8_0's by `$widen`
-    // (`widened::group`), the others as `rest in one call`.
+    // AVX-VNNI: prompt rows (more than `MR`) through the tiles widened to Q8_0's by `$widen`,
+    // which the AVX-VNNI Q8_0 kernel multiplies (`widened::group`), the others as `rest in one
+    // call`.
     ($tile:ty, $blocks:expr, prompts widened by $widen:path) => {
         $crate::avx2_frame::avx2_group!(@frame $tile, $blocks, [widened_by $widen]);
     };
@@ -46,14 +47,20 @@ macro_rules! avx2_group {
             first += 1;
         }
     }};
-    (@steps [rest_in_one_call], $tiles:ident, $acts:ident, $rows:ident, $out:ident, $stride:ident) => {{
+    (
+        @steps [rest_in_one_call],
+        $tiles:ident, $acts:ident, $rows:ident, $out:ident, $stride:ident
+    ) => {{
         // SAFETY: forwarded from the caller; each call covers rows `first..first + R` of
         // `rows`.
         unsafe {
             $crate::tiled::in_row_steps!(rows::<MR>($tiles, $acts, $out, $stride; $rows))
         }
     }};
-    (@steps [widened_by $widen:path], $tiles:ident, $acts:ident, $rows:ident, $out:ident, $stride:ident) => {{
+    (
+        @steps [widened_by $widen:path],
+        $tiles:ident, $acts:ident, $rows:ident, $out:ident, $stride:ident
+    ) => {{
         if $rows.len() > MR {
             // SAFETY: forwarded from the caller, whose CPU runs both (AVX2 and AVX-VNNI).
             unsafe {

@@ -27,7 +27,7 @@ use crate::q8_0::{self, Sums};
 /// beside a slice's activations.
 const RUN_BLOCKS: usize = 32;
 
-/// A widened Q8_0 tile for the AVX-512 kernel.
+/// A widened Q8_0 tile for the AVX-512 or the AVX-VNNI kernel.
 pub(crate) type ByteTile = q8_0::Tile;
 
 /// Stores word `q`'s values of a tile narrower than a byte, unpacked by an AVX2 kernel
@@ -35,7 +35,10 @@ pub(crate) type ByteTile = q8_0::Tile;
 /// (128 less the format's own offset), in Q8_0's words `q` and `q + 4` of `into`.
 ///
 /// # Safety
-/// The CPU has AVX2; `q` is below 4.
+/// The CPU has AVX2.
+///
+/// # Panics
+/// If `q` is not below 4.
 #[inline]
 #[target_feature(enable = "avx2")]
 pub(crate) unsafe fn store_word256(
@@ -44,6 +47,7 @@ pub(crate) unsafe fn store_word256(
     (low, high): &([__m256i; 2], [__m256i; 2]),
     offset: __m256i,
 ) {
+    assert!(q < 4, "word {q} of a 32-value block");
     // SAFETY: `qs` is a field of the tile being written.
     let to = unsafe { (&raw mut (*into.as_mut_ptr()).qs).cast::<__m256i>() };
     for h in 0..2 {

@@ -12,8 +12,9 @@
 //!
 //! `vpdpbusd` multiplies unsigned by signed bytes, so for it the weights are stored offset by
 //! 128 (`w ^ 0x80`) and every activation block carries `-128 · Σa`, which starts its
-//! accumulator: `Σ a·(w + 128) − 128·Σa = Σ a·w`, exactly, in i32. The AVX-VNNI kernel does the same on
-//! 256-bit registers; the AVX2 kernel takes the weights as they are (see [`weight_bias`]).
+//! accumulator: `Σ a·(w + 128) − 128·Σa = Σ a·w`, exactly, in i32. The AVX-VNNI kernel does
+//! the same on 256-bit registers; the AVX2 kernel takes the weights as they are (see
+//! [`weight_bias`]).
 
 mod avx2;
 mod avx512;
