@@ -32,14 +32,24 @@ pub(crate) trait ByteProducts {
     /// As for [`Self::add`].
     unsafe fn widen(sums: __m256i) -> __m256i;
 
-    /// `sums` less `offset` (a pair of i16 in each lane, as `vpmaddwd` sums them), as exact
-    /// i32 lanes. The AVX2 sums may have wrapped in i16; they come back in range only once the
-    /// offset is taken off, where the format's values less their offset keep the sum of a
-    /// lane's two i16 within it.
+    /// `sums` less `offset` (a pair of i16 in each lane, as `vpmaddwd` sums them), still as
+    /// [`Self::add`] keeps them. The AVX2 sums may have wrapped in i16; they come back in range
+    /// only once the offset is taken off, where the format's values less their offset keep
+    /// each i16 within it.
     ///
     /// # Safety
     /// As for [`Self::add`].
-    unsafe fn widen_less(sums: __m256i, offset: __m256i) -> __m256i;
+    unsafe fn less(sums: __m256i, offset: __m256i) -> __m256i;
+
+    /// [`Self::less`], as exact i32 lanes.
+    ///
+    /// # Safety
+    /// As for [`Self::add`].
+    #[inline(always)]
+    unsafe fn widen_less(sums: __m256i, offset: __m256i) -> __m256i {
+        // SAFETY: forwarded from the caller.
+        unsafe { Self::widen(Self::less(sums, offset)) }
+    }
 
     /// A K-quant sub-block's scales (a small unsigned integer per lane) as
     /// [`Self::add_times_scales`] takes them.
@@ -48,9 +58,9 @@ pub(crate) trait ByteProducts {
     /// As for [`Self::add`].
     unsafe fn sub_block_scales(scales: __m256i) -> __m256i;
 
-    /// `acc` plus a sub-block's `sums` (from zero, through [`Self::add`], each lane at most
-    /// 32 products of a nibble and a byte) times its `scales` ([`Self::sub_block_scales`]),
-    /// exactly, in i32.
+    /// `acc` plus a sub-block's `sums` (through [`Self::add`] and [`Self::less`], each lane's
+    /// two i16 within i16 on AVX2, the lane within 32 · 16 · 127 on AVX-VNNI) times its
+    /// `scales` ([`Self::sub_block_scales`]), exactly, in i32.
     ///
     /// # Safety
     /// As for [`Self::add`].
@@ -95,9 +105,9 @@ impl ByteProducts for Maddubs {
     }
 
     #[inline(always)]
-    unsafe fn widen_less(sums: __m256i, offset: __m256i) -> __m256i {
+    unsafe fn less(sums: __m256i, offset: __m256i) -> __m256i {
         // SAFETY: as above.
-        unsafe { _mm256_madd_epi16(_mm256_sub_epi16(sums, offset), _mm256_set1_epi16(1)) }
+        unsafe { _mm256_sub_epi16(sums, offset) }
     }
 
     /// The scale in both i16 halves of its lane, where `vpmaddwd` meets the two i16 sums.
@@ -144,7 +154,7 @@ impl ByteProducts for Vnni {
     }
 
     #[inline(always)]
-    unsafe fn widen_less(sums: __m256i, offset: __m256i) -> __m256i {
+    unsafe fn less(sums: __m256i, offset: __m256i) -> __m256i {
         // SAFETY: the caller's kernel has AVX2.
         unsafe { _mm256_sub_epi32(sums, _mm256_madd_epi16(offset, _mm256_set1_epi16(1))) }
     }
@@ -154,8 +164,8 @@ impl ByteProducts for Vnni {
         scales
     }
 
-    /// `vpmulld`: a lane's 32 products may pass i16 (32 · 15 · 127), so `vpdpwssd` cannot
-    /// take the sum.
+    /// `vpmulld`: a lane's 32 products may pass i16 (Q4_K's 32 · 15 · 127, Q5_K's 32 · 16 ·
+    /// 127), so `vpdpwssd` cannot take the sum.
     #[inline(always)]
     unsafe fn add_times_scales(acc: __m256i, sums: __m256i, scales: __m256i) -> __m256i {
         // SAFETY: the caller's kernel has AVX2.

@@ -17,7 +17,7 @@
 //!
 //! Each format has an AVX-512 VNNI kernel (`vpdpbusd`, sixteen rows per register, sums in
 //! i32) and an AVX2 one (`vpmaddubsw` and `vpmaddwd`, eight rows per register); Q8_0, Q4_0,
-//! Q4_1, Q5_0, Q5_1 and Q4_K also have an AVX-VNNI one (the 256-bit `vpdpbusd` of Intel's
+//! Q4_1, Q5_0, Q5_1, Q4_K and Q5_K also have an AVX-VNNI one (the 256-bit `vpdpbusd` of Intel's
 //! desktop and laptop CPUs since Alder Lake, the AVX2 kernel's body with its byte products in
 //! one instruction: `byte_products`), and the others run their AVX2 kernel there; [`Isa`]
 //! picks the fastest the CPU runs when a matrix is packed. Tiles keep the file's f16 scales

@@ -178,7 +178,7 @@ impl PackedQ5_K {
     pub fn matmul<'o>(&self, lhs: &[f32], m: usize, out: impl Into<MatmulOut<'o>>, threads: usize) {
         let kernels = tiled::Kernels {
             avx512: avx512::group,
-            avx_vnni: avx2::group,
+            avx_vnni: avx2::avx_vnni::group,
             avx2: avx2::group,
             avx512_pairs: Some(avx512::group_pair),
             activations: Scheme::Q8_K,
