@@ -1,7 +1,8 @@
 //! How a 256-bit kernel multiplies unsigned weight bytes by signed activation bytes: AVX2's
 //! `vpmaddubsw`, summing in i16 and widening once a block, or AVX-VNNI's `vpdpbusd`, summing
-//! in i32. The kernels of the nibble formats take either as a type parameter, so the two
-//! instruction sets share one body, each behind an entry point that enables its features.
+//! in i32. The kernels of the formats narrower than a byte (Q4_0, Q4_1, Q5_0, Q5_1, Q4_K,
+//! Q5_K) take either as a type parameter, so the two instruction sets share one body, each
+//! behind an entry point that enables its features.
 //!
 //! Every method is `#[inline(always)]` and enables nothing itself: it runs inlined into a
 //! kernel whose `target_feature` has what it uses, and only there do the intrinsics inline.
