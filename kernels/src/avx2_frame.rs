@@ -190,9 +190,10 @@ pub(crate) unsafe fn store_rows<const R: usize>(
 }
 
 /// The sums of `q · a` over one 32-value block of a tile's 16 weight rows held as nibbles in
-/// [`crate::PackedQ4_0`]'s order (`qs`: 256 bytes, word `q` holding bytes `4q..4q + 4` of every
-/// row, rows 0–7 then 8–15; a byte's low nibble meets activation word `q`, its high one word
-/// `q + 4`), for activation block `block` of `R` rows (`words`, a row every `blocks` entries),
+/// [`crate::PackedQ4_0`]'s order (`qs`: word `q` holding bytes `4q..4q + 4` of every row, rows
+/// 0–7 then 8–15; a byte's low nibble meets activation word `q`, its high one word `q + 4`),
+/// for activation block `block` of `R` rows (`acts`: the rows' words, a row every `blocks`
+/// entries, and `block`),
 /// summed as `P` sums byte products (see [`ByteProducts::widen`]). `[row][half]`, half 0
 /// holding the tile's rows 0–7; in i16 (AVX2) each lane sums 16 products of a nibble and a
 /// byte, at most 16 · 15 · 127, so none saturates. `each_word(q)` runs before word `q` is
@@ -207,19 +208,16 @@ pub(crate) unsafe fn store_rows<const R: usize>(
 /// 10–20% slower. AVX-VNNI always goes word by word ([`ByteProducts::UNPACK_FIRST`]).
 ///
 /// # Safety
-/// `qs` points to those 256 bytes, 32-byte aligned; runs inlined into a kernel with AVX2 and
-/// what `P` needs.
+/// `qs` is 32-byte aligned; runs inlined into a kernel with AVX2 and what `P` needs.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 pub(crate) unsafe fn nibble_sums<const R: usize, P: ByteProducts>(
-    qs: *const u8,
-    words: &[[i32; 8]],
-    blocks: usize,
-    block: usize,
+    qs: &[u8; NIBBLE_BYTES],
+    acts: (&[[i32; 8]], usize, usize),
     each_word: impl Fn(usize),
 ) -> [[__m256i; 2]; R] {
-    // SAFETY: the caller's kernel has the features; every word is inside the caller's 256
-    // bytes. (No closure here: one has none of the kernel's features, and may stay a call.)
+    // SAFETY: the caller's kernel has the features; `qs` is 32-byte aligned. (No closure
+    // here: one has none of the kernel's features, and may stay a call.)
     unsafe {
         let mut sums = [[_mm256_setzero_si256(); 2]; R];
         if P::UNPACK_FIRST && R >= 4 {
@@ -229,43 +227,53 @@ pub(crate) unsafe fn nibble_sums<const R: usize, P: ByteProducts>(
                 unpack_nibbles(qs, 2, &each_word),
                 unpack_nibbles(qs, 3, &each_word),
             ];
-            for (r, sums) in sums.iter_mut().enumerate() {
-                for (q, values) in values.iter().enumerate() {
-                    add_word::<P>(sums, &words[r * blocks + block], q, values);
-                }
-            }
+            add_unpacked_rows::<R, P>(&mut sums, acts, &values);
         } else {
             for q in 0..4 {
                 let values = unpack_nibbles(qs, q, &each_word);
-                add_word_rows::<R, P>(&mut sums, (words, blocks, block), q, &values);
+                add_word_rows::<R, P>(&mut sums, acts, q, &values);
             }
         }
         sums
     }
 }
 
-/// Word `q` of the 256 nibble bytes at `qs` (see [`nibble_sums`]) as unsigned bytes, after
+/// Bytes of a tile's 32-value block held as nibbles, or as the low parts of 5-bit values:
+/// four 64-byte words.
+#[cfg(target_arch = "x86_64")]
+pub(crate) const NIBBLE_BYTES: usize = 4 * 64;
+
+/// Word `q` of a block's nibble bytes `qs`: its 64 bytes from `q * 64`, rows 0–7, then rows
+/// 8–15.
+///
+/// # Safety
+/// `qs` is 32-byte aligned; runs inlined into a kernel with AVX.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(crate) unsafe fn load_word(qs: &[u8; NIBBLE_BYTES], q: usize) -> [__m256i; 2] {
+    let word = qs[q * 64..(q + 1) * 64].as_ptr().cast::<__m256i>();
+    // SAFETY: 64 bytes of `qs` from `q * 64` (the slice bounds `q`), 32-byte aligned (the
+    // caller's); the kernel has AVX.
+    unsafe { [_mm256_load_si256(word), _mm256_load_si256(word.add(1))] }
+}
+
+/// Word `q` of the nibble bytes `qs` (see [`nibble_sums`]) as unsigned bytes, after
 /// `each_word(q)`.
 ///
 /// # Safety
-/// `qs` points to those 256 bytes, 32-byte aligned; runs inlined into a kernel with AVX2.
+/// `qs` is 32-byte aligned; runs inlined into a kernel with AVX2.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 pub(crate) unsafe fn unpack_nibbles(
-    qs: *const u8,
+    qs: &[u8; NIBBLE_BYTES],
     q: usize,
     each_word: &impl Fn(usize),
 ) -> Nibbles {
     each_word(q);
-    // SAFETY: word `q` is the 64 bytes from `q * 64`, inside the caller's 256; the kernel
-    // has AVX2.
+    // SAFETY: forwarded from the caller; the kernel has AVX2.
     unsafe {
-        let qs = qs.cast::<__m256i>();
+        let raw = load_word(qs, q);
         let nibble = _mm256_set1_epi8(0x0f);
-        let raw = [
-            _mm256_load_si256(qs.add(2 * q)),
-            _mm256_load_si256(qs.add(2 * q + 1)),
-        ];
         // Written out: a closure here, itself without the kernel's features, may stay a call.
         (
             [
@@ -324,6 +332,28 @@ pub(crate) unsafe fn add_word_rows<const R: usize, P: ByteProducts>(
     for (r, sums) in sums.iter_mut().enumerate() {
         // SAFETY: forwarded from the caller.
         unsafe { add_word::<P>(sums, &words[r * blocks + block], q, values) };
+    }
+}
+
+/// Each of `R` rows over a block's four unpacked words `values` (AVX2's order for prompts:
+/// see [`ByteProducts::UNPACK_FIRST`]): `acts` are the rows' words, a row every `blocks`
+/// entries, and the block.
+///
+/// # Safety
+/// As for [`add_word`].
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(crate) unsafe fn add_unpacked_rows<const R: usize, P: ByteProducts>(
+    sums: &mut [[__m256i; 2]; R],
+    (words, blocks, block): (&[[i32; 8]], usize, usize),
+    values: &[Nibbles; 4],
+) {
+    for (r, sums) in sums.iter_mut().enumerate() {
+        let row = &words[r * blocks + block];
+        for (q, values) in values.iter().enumerate() {
+            // SAFETY: forwarded from the caller.
+            unsafe { add_word::<P>(sums, row, q, values) };
+        }
     }
 }
 

@@ -30,6 +30,8 @@ pub(crate) enum FiveBitLayout {
 
 /// Bytes of `qs` per tile.
 const QS: usize = TILE_ROWS * BLOCK / 2;
+#[cfg(target_arch = "x86_64")]
+const _: () = assert!(QS == crate::avx2_frame::NIBBLE_BYTES);
 /// Bytes of `qh` per tile.
 const QH: usize = TILE_ROWS * BLOCK / 8;
 
@@ -129,20 +131,6 @@ pub(crate) fn top_pairs_word<const Q: usize>(
 #[cfg(target_arch = "x86_64")]
 pub(crate) type WordValues = crate::avx2_frame::Nibbles;
 
-/// Word `q` of a block's `qs`: its 64 bytes from `q * 64`, rows 0–7, then rows 8–15.
-///
-/// # Safety
-/// `qs` is 32-byte aligned; runs inlined into a kernel with AVX.
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-unsafe fn load_word(qs: &[u8; QS], q: usize) -> [std::arch::x86_64::__m256i; 2] {
-    use std::arch::x86_64::*;
-    let word = qs[q * 64..(q + 1) * 64].as_ptr().cast::<__m256i>();
-    // SAFETY: 64 bytes of `qs` from `q * 64` (the slice bounds `q`), 32-byte aligned (the
-    // caller's); the kernel has AVX.
-    unsafe { [_mm256_load_si256(word), _mm256_load_si256(word.add(1))] }
-}
-
 /// The four words of a [`FiveBitLayout::TopPairs`] block, unpacked: `qs` is its 256 bytes,
 /// 32-byte aligned, and `tops` its `qh`. `each_word(q)` runs before word `q` is loaded (the
 /// Q5_0 and Q5_1 kernels ask for a word's share of the lines ahead there).
@@ -157,7 +145,7 @@ pub(crate) fn top_pairs_words(
     let load = |q: usize| {
         each_word(q);
         // SAFETY: this function has AVX2; `qs` is the caller's, 32-byte aligned.
-        unsafe { load_word(qs, q) }
+        unsafe { crate::avx2_frame::load_word(qs, q) }
     };
     [
         top_pairs_word::<0>(load(0), tops),
@@ -189,7 +177,7 @@ pub(crate) unsafe fn top_pairs_sums<const R: usize, P: crate::byte_products::Byt
     each_word: impl Fn(usize),
     sums: &mut [[std::arch::x86_64::__m256i; 2]; R],
 ) {
-    use crate::avx2_frame::add_word_rows;
+    use crate::avx2_frame::{add_unpacked_rows, add_word_rows, load_word};
     use std::arch::x86_64::*;
     // SAFETY: the caller's kernel has the features; `qh` is 64 bytes, 32-byte aligned: rows
     // 0–7, then rows 8–15.
@@ -197,14 +185,8 @@ pub(crate) unsafe fn top_pairs_sums<const R: usize, P: crate::byte_products::Byt
         let qh = qh.as_ptr().cast::<__m256i>();
         let tops = [_mm256_load_si256(qh), _mm256_load_si256(qh.add(1))];
         if P::UNPACK_FIRST {
-            let (words, blocks, block) = acts;
             let values = top_pairs_words(qs, tops, each_word);
-            for (r, sums) in sums.iter_mut().enumerate() {
-                let row = &words[r * blocks + block];
-                for (q, values) in values.iter().enumerate() {
-                    crate::avx2_frame::add_word::<P>(sums, row, q, values);
-                }
-            }
+            add_unpacked_rows::<R, P>(sums, acts, &values);
         } else {
             // Each word by its own constant (its shifts are immediates), as `top_pairs_words`;
             // no closure, which would have none of the kernel's features.

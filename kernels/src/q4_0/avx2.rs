@@ -41,7 +41,7 @@ unsafe fn widen(tile: &Tile, into: &mut MaybeUninit<ByteTile>) {
         // SAFETY: the tile's first 256 bytes, 32-byte aligned, are its nibbles; `q < 4`; this
         // function has AVX2.
         unsafe {
-            let values = unpack_nibbles(tile.qs.as_ptr(), q, &|_| {});
+            let values = unpack_nibbles(&tile.qs, q, &|_| {});
             store_word256(into, q, &values, offset);
         }
     }
@@ -72,7 +72,7 @@ unsafe fn rows_with<const R: usize, P: ByteProducts>(
         let mut acc = [[_mm256_setzero_ps(); 2]; R];
         let requests = WeightRequests::here();
         for (block, tile) in tiles.iter().enumerate() {
-            let sums = nibble_sums::<R, P>(tile.qs.as_ptr(), words, blocks, block, |q| {
+            let sums = nibble_sums::<R, P>(&tile.qs, (words, blocks, block), |q| {
                 prefetch_part_twice::<R, 4, _>(requests, tile, q)
             });
             let weight_scales = widen_halves(&tile.scales);

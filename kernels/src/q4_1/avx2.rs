@@ -41,7 +41,7 @@ unsafe fn rows_with<const R: usize, P: ByteProducts>(
         let mut acc = [[_mm256_setzero_ps(); 2]; R];
         let requests = WeightRequests::here();
         for (block, tile) in tiles.iter().enumerate() {
-            let sums = nibble_sums::<R, P>(tile.qs.as_ptr(), words, blocks, block, |q| {
+            let sums = nibble_sums::<R, P>(&tile.qs, (words, blocks, block), |q| {
                 prefetch_part_twice::<R, 4, _>(requests, tile, q)
             });
             let (d, m) = (widen_halves(&tile.d), widen_halves(&tile.m));

@@ -50,7 +50,7 @@ unsafe fn rows_with<const R: usize, P: ByteProducts>(
             for j in 0..SUBS {
                 prefetch_part_twice::<R, SUBS, _>(requests, tile, j);
                 let block = s * SUBS + j;
-                let sums = nibble_sums::<R, P>(tile.qs[j].as_ptr(), words, blocks, block, |_| {});
+                let sums = nibble_sums::<R, P>(&tile.qs[j], (words, blocks, block), |_| {});
                 let (sc, mins) = (
                     widen_bytes8x2(&tile.scales[j]),
                     widen_bytes8x2(&tile.mins[j]),
