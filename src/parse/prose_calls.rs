@@ -49,9 +49,9 @@ pub(crate) fn calls_in_prose(text: &str, tools: &[ToolSpec]) -> Vec<ParseEvent> 
             at = start + 1;
             continue;
         };
-        let end = text.len() - read.leftover.len();
+        let end = read.end_in(text);
         at = end.max(start + 1);
-        let raw = &text[start..end.min(text.len())];
+        let raw = &text[start..end];
         for value in read.values {
             if !call_shaped(&value) {
                 continue;
@@ -104,12 +104,7 @@ fn labelled_call(text: &str, tools: &[ToolSpec]) -> Option<ParseEvent> {
         let [args @ Value::Object(_)] = &read.values[..] else {
             continue;
         };
-        // Where the object ends: the leftover is a slice of `text` (the reader trims the end,
-        // so its length does not say).
-        let end = (read.leftover.as_ptr() as usize)
-            .checked_sub(text.as_ptr() as usize)
-            .filter(|&end| end <= text.len() && text.is_char_boundary(end))
-            .unwrap_or(text.len());
+        let end = read.end_in(text);
         let declared = find_tool(tools, name).is_some();
         if !declared {
             let around = format!("{}{}", &text[..start], &text[end..]);
@@ -215,6 +210,10 @@ mod tests {
             calls_in_prose(&flood, &tools()).is_empty(),
             "gives up after its tries"
         );
+        // Prose after the object, then whitespace the reader trims: the object's end is where
+        // the prose starts, not the prose's length back from the end (inside the crab, once).
+        let trailing = "<function=nope>\n{}🦀\n";
+        assert!(calls_in_prose(trailing, &tools()).is_empty());
         let bad = "Now:\n{\"name\": \"read_file\", \"arguments\": {\"nope\": 1}}";
         assert!(matches!(
             &calls_in_prose(bad, &tools())[..],

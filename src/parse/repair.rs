@@ -20,6 +20,18 @@ pub(crate) struct Values<'a> {
     pub leftover: &'a str,
 }
 
+impl Values<'_> {
+    /// Where the values end in `text`, a string whose slice was read (the body itself or one
+    /// holding it): where the leftover starts. The reader trims the body's end, so the
+    /// leftover's length does not say; a leftover outside `text` gives its end.
+    pub(crate) fn end_in(&self, text: &str) -> usize {
+        (self.leftover.as_ptr() as usize)
+            .checked_sub(text.as_ptr() as usize)
+            .filter(|&end| end <= text.len() && text.is_char_boundary(end))
+            .unwrap_or(text.len())
+    }
+}
+
 /// Reads a sequence of JSON values from `body`. `closes` is how many missing closers may be added
 /// at the end: a block that was explicitly closed may have lost several; one that never closed
 /// only its outer object (so a half-written `arguments` is never executed).
