@@ -366,14 +366,28 @@ pub(crate) unsafe fn add_unpacked_rows<const R: usize, P: ByteProducts>(
 /// Runs inlined into a kernel with AVX2.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-pub(crate) unsafe fn sixteen_pair_sums(pair_sums: [i32; 2]) -> __m256i {
+pub(crate) unsafe fn sixteen_pair_sums(pair_sums: &[i32; 2]) -> __m256i {
     // SAFETY: the caller's kernel has AVX2.
     unsafe {
-        let both = _mm256_add_epi16(
-            _mm256_set1_epi32(pair_sums[0]),
-            _mm256_set1_epi32(pair_sums[1]),
-        );
+        let both = _mm256_add_epi16(broadcast_i32(&pair_sums[0]), broadcast_i32(&pair_sums[1]));
         _mm256_slli_epi16(both, 4)
+    }
+}
+
+/// `x` in every 32-bit lane, broadcast straight from memory: a load alone. The activations'
+/// pair sums taken by value (`[i32; 2]`) came as one 64-bit load split by a shift and two
+/// moves into vector registers, for every row and block.
+///
+/// # Safety
+/// Runs inlined into a kernel with AVX.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(crate) unsafe fn broadcast_i32(x: &i32) -> __m256i {
+    // SAFETY: i32 and f32 have the same size and alignment, and every bit pattern is an f32;
+    // the broadcast moves the bits as they are. The caller's kernel has AVX.
+    unsafe {
+        let bits = &*(x as *const i32).cast::<f32>();
+        _mm256_castps_si256(_mm256_broadcast_ss(bits))
     }
 }
 
@@ -577,13 +591,14 @@ pub(crate) fn row_bytes_twice(bytes: &[u8; 16], h: usize) -> __m256i {
 #[target_feature(enable = "avx2")]
 pub(crate) fn offset_dot<const SHIFT: i32>(
     sums: [__m256i; 2],
-    pair_sums: [i32; 2],
+    pair_sums: &[i32; 2],
     dup: [__m256i; 2],
 ) -> __m256i {
-    let offset = |pair_sum| _mm256_slli_epi16::<SHIFT>(_mm256_set1_epi32(pair_sum));
+    // SAFETY: this function has AVX2.
+    let offset = |pair_sum: &i32| _mm256_slli_epi16::<SHIFT>(unsafe { broadcast_i32(pair_sum) });
     _mm256_add_epi32(
-        _mm256_madd_epi16(_mm256_sub_epi16(sums[0], offset(pair_sums[0])), dup[0]),
-        _mm256_madd_epi16(_mm256_sub_epi16(sums[1], offset(pair_sums[1])), dup[1]),
+        _mm256_madd_epi16(_mm256_sub_epi16(sums[0], offset(&pair_sums[0])), dup[0]),
+        _mm256_madd_epi16(_mm256_sub_epi16(sums[1], offset(&pair_sums[1])), dup[1]),
     )
 }
 

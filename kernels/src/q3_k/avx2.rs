@@ -93,7 +93,7 @@ unsafe fn sub_block<const R: usize>(
     let dup = signed_half_scales(&tile.scales[j], h);
     for (r, dots) in dots.iter_mut().enumerate() {
         // Less 4 · the pair sums (each at most 1016 in magnitude).
-        let dot = offset_dot::<2>(sums[r], pair_sums[r * blocks + block], dup);
+        let dot = offset_dot::<2>(sums[r], &pair_sums[r * blocks + block], dup);
         *dots = _mm256_add_epi32(*dots, dot);
     }
 }

@@ -84,7 +84,7 @@ unsafe fn rows_with<const R: usize, P: ByteProducts>(
             let weight_scales = widen_halves(&tile.scales);
             for (r, acc) in acc.iter_mut().enumerate() {
                 let at = r * blocks + block;
-                let offset = sixteen_pair_sums(pair_sums[at]);
+                let offset = sixteen_pair_sums(&pair_sums[at]);
                 let dots = [
                     P::widen_less(sums[r][0], offset),
                     P::widen_less(sums[r][1], offset),

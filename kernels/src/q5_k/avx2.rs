@@ -77,7 +77,7 @@ unsafe fn rows_with<const R: usize, P: ByteProducts>(
                     let at = r * blocks + block;
                     // `offsets` holds −128 · Σa.
                     let a_sum = _mm256_set1_ps((-(offsets[at] / 128)) as f32 * scales[at]);
-                    let offset = sixteen_pair_sums(pair_sums[at]);
+                    let offset = sixteen_pair_sums(&pair_sums[at]);
                     for h in 0..2 {
                         let sum = P::less(sums[r][h], offset);
                         dots[h] = P::add_times_scales(dots[h], sum, sc[h]);

@@ -50,7 +50,7 @@ unsafe fn rows<const R: usize>(
             Some(|j, dots: &mut [[__m256i; R]; 2]| {
                 let block = s * SUBS + j;
                 // SAFETY: the CPU has AVX2 (this function's contract).
-                let sub = unsafe { whole_sub_block(tile, j, &words[block], pair_sums[block]) };
+                let sub = unsafe { whole_sub_block(tile, j, &words[block], &pair_sums[block]) };
                 for (dots, sub) in dots.iter_mut().zip(sub) {
                     dots[0] = _mm256_add_epi32(dots[0], sub);
                 }
@@ -103,7 +103,7 @@ unsafe fn sub_block<const R: usize>(
     let dup = signed_half_scales(&tile.scales[j], h);
     for (r, dots) in dots.iter_mut().enumerate() {
         // Less 32 · the pair sums (each at most 1016 in magnitude).
-        let dot = offset_dot::<5>(sums[r], pair_sums[r * blocks + block], dup);
+        let dot = offset_dot::<5>(sums[r], &pair_sums[r * blocks + block], dup);
         *dots = _mm256_add_epi32(*dots, dot);
     }
 }
@@ -121,7 +121,7 @@ unsafe fn whole_sub_block(
     tile: &Tile,
     j: usize,
     row: &[i32; 8],
-    pair_sums: [i32; 2],
+    pair_sums: &[i32; 2],
 ) -> [std::arch::x86_64::__m256i; 2] {
     use std::arch::x86_64::*;
     // `[half][values 0..16 or 16..32]`, wrapping i16 sums.
