@@ -1,20 +1,28 @@
-//! Decode speed at one depth: `decode MODEL.gguf [DEPTH] [TOKENS]`. Prints how fast the
-//! prompt of `DEPTH` tokens was read (chunks of 256, outside the engine's pool), then tokens/s
-//! for the forward pass alone and with the logits copied out and argmaxed, as the engine does.
+//! Decode speed at one depth: `decode MODEL.gguf [DEPTH] [TOKENS] [greedy|default]`. Prints
+//! how fast the prompt of `DEPTH` tokens was read (chunks of 256, outside the engine's pool),
+//! then tokens/s for the forward pass alone and with the logits copied out and a token picked
+//! from them, as the engine does: greedily (the default here), or with the engine's default
+//! sampling (temperature 0.7, top-k 20, top-p 0.8, repeat penalty).
 
 use std::time::{Duration, Instant};
 
 use candle_core::Device;
 use hearth_local::GgufFile;
-use hearth_local::sampler::argmax;
+use hearth_local::sampler::{Sampler, SamplingParams};
 
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let path = args
         .next()
-        .ok_or_else(|| anyhow::anyhow!("usage: decode MODEL.gguf [DEPTH] [TOKENS]"))?;
+        .ok_or_else(|| anyhow::anyhow!("usage: decode MODEL.gguf [DEPTH] [TOKENS] [SAMPLING]"))?;
     let depth: usize = args.next().map_or(Ok(0), |s| s.parse())?;
     let tokens: usize = args.next().map_or(Ok(64), |s| s.parse())?;
+    let (sampling, params) = match args.next().as_deref() {
+        None | Some("greedy") => ("greedy", SamplingParams::greedy()),
+        Some("default") => ("default sampling", SamplingParams::default()),
+        Some(other) => anyhow::bail!("sampling {other:?}: greedy or default"),
+    };
+    let mut sampler = Sampler::new(params);
     let model = GgufFile::open(path.as_ref())?.load_model(&Device::Cpu, &mut |_| Ok(()))?;
     let mut cache = model.new_cache();
     let prompt: Vec<u32> = (0..depth.max(1) as u32).map(|i| 100 + i % 5000).collect();
@@ -30,6 +38,7 @@ fn main() -> anyhow::Result<()> {
     let (mut forward, mut readout) = (Duration::ZERO, Duration::ZERO);
     let cpu_start = cpu_seconds();
     let mut token = 100u32;
+    let mut history = prompt.clone();
     // As the engine runs it: inside a pool of its own (see `engine::handle::start_thread`).
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(candle_core::utils::get_num_threads())
@@ -39,14 +48,15 @@ fn main() -> anyhow::Result<()> {
         let logits = pool.install(|| model.forward(&[token], &mut cache))?;
         forward += t.elapsed();
         let t = Instant::now();
-        token = argmax(&logits.to_vec1::<f32>()?);
+        token = sampler.sample(&mut logits.to_vec1::<f32>()?, &history)?;
         readout += t.elapsed();
+        history.push(token);
     }
     let n = tokens as f64;
     let cpu = cpu_seconds() - cpu_start;
     println!(
-        "depth {depth}: {:.1} tok/s ({:.2} ms forward, {:.3} ms logits+argmax, {:.1} ms CPU \
-         per token), threads {}",
+        "depth {depth}: {:.1} tok/s ({:.2} ms forward, {:.3} ms logits+{sampling}, {:.1} ms \
+         CPU per token), threads {}",
         n / (forward + readout).as_secs_f64(),
         forward.as_secs_f64() * 1e3 / n,
         readout.as_secs_f64() * 1e3 / n,

@@ -3,6 +3,11 @@
 
 use crate::error::EngineError;
 
+mod ranking;
+
+pub use ranking::argmax;
+use ranking::{by_logit, top_n};
+
 /// How to pick the next token.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SamplingParams {
@@ -200,37 +205,6 @@ impl Sampler {
 
 /// How many candidates a constrained draw considers at most when `top_k` does not say.
 pub const CONSTRAINED_POOL: usize = 64;
-
-/// Best first; equal logits in id order, so every ranking is deterministic.
-fn by_logit(a: &(u32, f32), b: &(u32, f32)) -> std::cmp::Ordering {
-    b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
-}
-
-/// The `n` best (id, logit) pairs, best first.
-fn top_n(logits: &[f32], n: usize) -> Vec<(u32, f32)> {
-    let mut cand: Vec<(u32, f32)> = logits
-        .iter()
-        .enumerate()
-        .map(|(i, &l)| (i as u32, l))
-        .collect();
-    if n > 0 && n < cand.len() {
-        cand.select_nth_unstable_by(n - 1, by_logit);
-        cand.truncate(n);
-    }
-    cand.sort_by(by_logit);
-    cand
-}
-
-/// Index of the largest logit; the lowest index wins ties, so greedy is deterministic.
-pub fn argmax(logits: &[f32]) -> u32 {
-    let mut best = 0;
-    for (i, &l) in logits.iter().enumerate() {
-        if l > logits[best] {
-            best = i;
-        }
-    }
-    best as u32
-}
 
 #[cfg(test)]
 mod tests {
