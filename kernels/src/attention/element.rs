@@ -8,6 +8,8 @@
 
 use half::f16;
 
+use super::aligned::{LINE, line_start};
+
 /// How the kernels read an element: a closed set, so that the SIMD loads can
 /// match on it at compile time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,11 +61,35 @@ impl KvElement for f16 {
         self.to_f32()
     }
 
+    /// The widened block starts on a cache line of `scratch`, so that the kernels' loads from
+    /// it do not span two lines (`aligned.rs` has the figures).
     fn as_f32<'a>(src: &'a [f16], scratch: &'a mut Vec<f32>) -> &'a [f32] {
         use half::slice::HalfFloatSliceExt;
-        scratch.resize(src.len(), 0.0);
+        scratch.resize(src.len() + LINE, 0.0);
+        let start = line_start(scratch);
+        let wide = &mut scratch[start..start + src.len()];
         // With `std`, half picks F16C at run time where the CPU has it.
-        src.convert_to_f32_slice(scratch);
-        scratch
+        src.convert_to_f32_slice(wide);
+        wide
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_widened_block_starts_on_a_cache_line_and_holds_the_values() {
+        let src: Vec<f16> = (0..777)
+            .map(|i| f16::from_f32(i as f32 * 0.25 - 90.0))
+            .collect();
+        let mut scratch = Vec::new();
+        // Lengths that shrink and grow the scratch, as a cache's last block does.
+        for len in [777, 64, 1, 500, 777] {
+            let wide = f16::as_f32(&src[..len], &mut scratch);
+            assert_eq!(wide.as_ptr() as usize % 64, 0, "length {len}");
+            let expected: Vec<f32> = src[..len].iter().map(|x| x.to_f32()).collect();
+            assert_eq!(wide, &expected[..], "length {len}");
+        }
     }
 }

@@ -30,6 +30,7 @@ use std::fmt;
 use rayon::prelude::*;
 
 use crate::OutPtr;
+use aligned::Lines;
 pub use element::KvElement;
 use exp::exp_shifted;
 pub use keys::{CacheShape, store_keys};
@@ -250,7 +251,7 @@ fn split_keys(visible: usize, splits: usize, part: usize) -> std::ops::Range<usi
 struct State {
     max: Vec<f32>,
     sum: Vec<f32>,
-    acc: Vec<f32>,
+    acc: Lines,
 }
 
 impl State {
@@ -266,7 +267,7 @@ impl State {
             }
         }
         let mut sum = vec![0f32; n];
-        let mut acc = vec![0f32; n * dim];
+        let mut acc = Lines::zeroed(n * dim);
         for part in parts {
             for state in 0..n {
                 if part.max[state] == f32::NEG_INFINITY {
@@ -306,7 +307,7 @@ impl<E: KvElement> Task<'_, E> {
         State {
             max: vec![f32::NEG_INFINITY; n],
             sum: vec![0f32; n],
-            acc: vec![0f32; n * self.shape.head_dim],
+            acc: Lines::zeroed(n * self.shape.head_dim),
         }
     }
 
@@ -527,6 +528,7 @@ fn axpy(p: f32, v: &[f32], acc: &mut [f32]) {
     }
 }
 
+mod aligned;
 mod element;
 mod exp;
 mod keys;
