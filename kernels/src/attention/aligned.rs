@@ -14,7 +14,8 @@
 //! | Qwen2.5-1.5B (12/2×128) | 74.6–75.7 | 92.0–94.1 | 93.1–94.0 |
 //!
 //! The AVX2 kernel on the same CPU: the 0.5B's heads as before (69.9–71.3), the 1.5B's
-//! 71.7 → 74.2–76.2. The default download read a 4k-deep prompt 4–17% faster (`hearth bench`).
+//! 71.7 → 74.2–76.2. Whole files read a prompt 4k deep faster in most pairs of runs taken in
+//! turn, from −5% to +28% a pair (`hearth bench`; docs/inference.md §3.1).
 
 use std::ops::{Deref, DerefMut};
 
