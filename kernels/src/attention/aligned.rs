@@ -20,27 +20,34 @@
 use std::ops::{Deref, DerefMut};
 
 /// f32 in a cache line: the most a start ever moves.
-pub(super) const LINE: usize = 64 / size_of::<f32>();
+const LINE: usize = 64 / size_of::<f32>();
 
-/// Where in `buf` the first cache line begins, in elements (at most [`LINE`]).
-pub(super) fn line_start(buf: &[f32]) -> usize {
-    // `align_offset` may answer "cannot" (`usize::MAX`); the data then starts unaligned.
+/// Makes `buf` hold `len` f32 from a cache line on, new ones zero, and answers where that line
+/// begins, in elements. What `buf` held may no longer lie at the answer (a grown buffer can
+/// move).
+pub(super) fn lines_in(buf: &mut Vec<f32>, len: usize) -> usize {
+    buf.resize(len + LINE, 0.0);
+    // `align_offset` may answer "cannot" (`usize::MAX`); the data then starts unaligned, in
+    // the `LINE` elements to spare.
     buf.as_ptr().align_offset(64).min(LINE)
 }
 
-/// `len` f32, starting on a cache line.
+/// f32 starting on a cache line, as many as [`Lines::zeroed`] was asked for.
 #[derive(Debug)]
 pub(super) struct Lines {
     buf: Vec<f32>,
     start: usize,
-    len: usize,
 }
 
 impl Lines {
     pub(super) fn zeroed(len: usize) -> Self {
-        let buf = vec![0f32; len + LINE];
-        let start = line_start(&buf);
-        Self { buf, start, len }
+        let mut buf = Vec::new();
+        let start = lines_in(&mut buf, len);
+        Self { buf, start }
+    }
+
+    fn span(&self) -> std::ops::Range<usize> {
+        self.start..self.start + self.buf.len() - LINE
     }
 }
 
@@ -48,13 +55,14 @@ impl Deref for Lines {
     type Target = [f32];
 
     fn deref(&self) -> &[f32] {
-        &self.buf[self.start..self.start + self.len]
+        &self.buf[self.span()]
     }
 }
 
 impl DerefMut for Lines {
     fn deref_mut(&mut self) -> &mut [f32] {
-        &mut self.buf[self.start..self.start + self.len]
+        let span = self.span();
+        &mut self.buf[span]
     }
 }
 

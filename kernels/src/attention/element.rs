@@ -8,7 +8,7 @@
 
 use half::f16;
 
-use super::aligned::{LINE, line_start};
+use super::aligned::lines_in;
 
 /// How the kernels read an element: a closed set, so that the SIMD loads can
 /// match on it at compile time.
@@ -65,9 +65,8 @@ impl KvElement for f16 {
     /// it do not span two lines (`aligned.rs` has the figures).
     fn as_f32<'a>(src: &'a [f16], scratch: &'a mut Vec<f32>) -> &'a [f32] {
         use half::slice::HalfFloatSliceExt;
-        scratch.resize(src.len() + LINE, 0.0);
-        let start = line_start(scratch);
-        let wide = &mut scratch[start..start + src.len()];
+        let start = lines_in(scratch, src.len());
+        let wide = &mut scratch[start..][..src.len()];
         // With `std`, half picks F16C at run time where the CPU has it.
         src.convert_to_f32_slice(wide);
         wide
