@@ -23,12 +23,19 @@ use std::ops::Range;
 use crate::activations::{BLOCK, QuantizedRows, SUPER};
 use crate::q8_0::{self, Sums};
 
-/// Q5_0 and Q4_0 tiles widened at a time: 17 KiB of Q8_0 tiles on the stack, which L1 keeps
+/// Q5_0 and Q4_0 tiles widened at a time: 18 KiB of Q8_0 tiles on the stack, which L1 keeps
 /// beside a slice's activations.
 const RUN_BLOCKS: usize = 32;
 
-/// A widened Q8_0 tile for the AVX-512 or the AVX-VNNI kernel.
-pub(crate) type ByteTile = q8_0::Tile;
+/// A widened Q8_0 tile for the AVX-512 or the AVX-VNNI kernel, starting on a cache line. Q8_0's
+/// packed tiles are 544 bytes, so in an array of them every other one starts 32 bytes past a
+/// line, and each of the AVX-512 kernel's 64-byte weight loads from it spans two lines. On a
+/// 2-core Intel Xeon VM (Ice Lake), a loop of the pair kernel's shape (two weight loads, six
+/// broadcasts, twelve `vpdpbusd`) ran 20% slower with both loads spanning two lines than
+/// with neither; widened to line tiles, the prompt rows of Q5_0 and Q4_0 matrices ran 5–12%
+/// faster (`examples/packed_matmul 2 compute`, gate/up and down, medians of three rounds in
+/// turn).
+pub(crate) type ByteTile = q8_0::LineTile;
 
 /// Stores word `q`'s values of a tile narrower than a byte, unpacked by an AVX2 kernel
 /// (`low`: columns `4q + t`, `high`: `4q + 16 + t`, each rows 0–7 then 8–15), plus `offset`
@@ -49,7 +56,7 @@ pub(crate) unsafe fn store_word256(
 ) {
     assert!(q < 4, "word {q} of a 32-value block");
     // SAFETY: `qs` is a field of the tile being written.
-    let to = unsafe { (&raw mut (*into.as_mut_ptr()).qs).cast::<__m256i>() };
+    let to = unsafe { (&raw mut (*into.as_mut_ptr()).0.qs).cast::<__m256i>() };
     for h in 0..2 {
         // SAFETY: Q8_0's words `q` and `q + 4` are 64 bytes each from `q * 64` and
         // `(q + 4) * 64` of its 512 (`q < 4`), rows 0–7 then 8–15 (unaligned stores).

@@ -37,7 +37,7 @@ unsafe fn widen(tile: &Tile, into: &mut MaybeUninit<ByteTile>) {
     let (low, high) = unsafe { nibbles512(tile.qs.as_ptr()) };
     let (to, offset) = (
         // SAFETY: `qs` is a field of the tile being written.
-        unsafe { (&raw mut (*into.as_mut_ptr()).qs).cast::<__m512i>() },
+        unsafe { (&raw mut (*into.as_mut_ptr()).0.qs).cast::<__m512i>() },
         _mm512_set1_epi8((128 - 8) as i8),
     );
     for q in 0..4 {
@@ -51,7 +51,7 @@ unsafe fn widen(tile: &Tile, into: &mut MaybeUninit<ByteTile>) {
         }
     }
     // SAFETY: `scales` is a field of the tile being written.
-    unsafe { (&raw mut (*into.as_mut_ptr()).scales).write(tile.scales) };
+    unsafe { (&raw mut (*into.as_mut_ptr()).0.scales).write(tile.scales) };
 }
 
 /// # Safety

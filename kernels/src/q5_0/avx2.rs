@@ -51,7 +51,7 @@ unsafe fn widen(tile: &Tile, into: &mut MaybeUninit<ByteTile>) {
         unsafe { store_word256(into, q, values, offset) };
     }
     // SAFETY: `scales` is a field of the tile being written.
-    unsafe { (&raw mut (*into.as_mut_ptr()).scales).write(tile.scales) };
+    unsafe { (&raw mut (*into.as_mut_ptr()).0.scales).write(tile.scales) };
 }
 
 /// Rows `first..first + R`, their byte products summed as `P` sums them.

@@ -35,7 +35,7 @@ unsafe fn widen(tile: &Tile, into: &mut MaybeUninit<ByteTile>) {
     let (qs, to) = (
         tile.qs.as_ptr().cast::<__m512i>(),
         // SAFETY: `qs` is a field of the tile being written.
-        unsafe { (&raw mut (*into.as_mut_ptr()).qs).cast::<__m512i>() },
+        unsafe { (&raw mut (*into.as_mut_ptr()).0.qs).cast::<__m512i>() },
     );
     // SAFETY: `qh` is 64 bytes at offset 256 of the tile, in the byte order of a `qs` word.
     let qh = unsafe { _mm512_loadu_si512(tile.qh.as_ptr().cast()) };
@@ -53,7 +53,7 @@ unsafe fn widen(tile: &Tile, into: &mut MaybeUninit<ByteTile>) {
         }
     }
     // SAFETY: `scales` is a field of the tile being written.
-    unsafe { (&raw mut (*into.as_mut_ptr()).scales).write(tile.scales) };
+    unsafe { (&raw mut (*into.as_mut_ptr()).0.scales).write(tile.scales) };
 }
 
 /// # Safety

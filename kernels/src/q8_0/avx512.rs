@@ -2,6 +2,8 @@
 //! time. The eight weight registers of a tile are loaded once and reused by every row, and each
 //! row's block sum is split over two accumulators so that the `vpdpbusd` chains overlap.
 
+#[cfg(target_arch = "x86_64")]
+use std::borrow::Borrow;
 use std::ops::Range;
 
 #[cfg(target_arch = "x86_64")]
@@ -57,8 +59,8 @@ pub(super) unsafe fn group_pair(
 /// As for [`group_pair`], with the blocks inside `acts.blocks`; with [`Sums::Resumed`], `out`
 /// holds both groups' rows' sums over the blocks before `first_block`.
 #[cfg(target_arch = "x86_64")]
-pub(crate) unsafe fn group_blocks_pair(
-    tiles: [&[Tile]; 2],
+pub(crate) unsafe fn group_blocks_pair<T: Borrow<Tile>>(
+    tiles: [&[T]; 2],
     acts: &QuantizedRows,
     first_block: usize,
     rows: Range<usize>,
@@ -97,7 +99,7 @@ pub(super) unsafe fn group_pair(
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
 unsafe fn pair_kernel<const R: usize>(
-    runs: &[Run<'_>; 2],
+    runs: &[Run<'_, impl Borrow<Tile>>; 2],
     acts: &QuantizedRows,
     out: *mut f32,
     stride: usize,
@@ -111,6 +113,7 @@ unsafe fn pair_kernel<const R: usize>(
     let resumed = unsafe { pair_rows_start::<R>(runs[0].sums, out, first, stride) };
     let mut acc: [[__m512; 2]; R] = std::array::from_fn(|r| [resumed[0][r], resumed[1][r]]);
     for (block, pair) in runs[0].tiles.iter().zip(runs[1].tiles).enumerate() {
+        let pair: (&Tile, &Tile) = (pair.0.borrow(), pair.1.borrow());
         let at = |r: usize| r * blocks + runs[0].first_block + block;
         let qs = [pair.0.qs.as_ptr(), pair.1.qs.as_ptr()].map(|p| p.cast::<__m512i>());
         let mut sums: [[__m512i; 2]; R] = std::array::from_fn(|r| {
@@ -149,7 +152,7 @@ unsafe fn pair_kernel<const R: usize>(
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
 unsafe fn micro_kernel<const R: usize>(
-    run: &Run<'_>,
+    run: &Run<'_, impl Borrow<Tile>>,
     acts: &QuantizedRows,
     out: *mut f32,
     stride: usize,
@@ -163,6 +166,7 @@ unsafe fn micro_kernel<const R: usize>(
     let mut acc = unsafe { rows_start::<R>(run.sums, out, first, stride) };
     let requests = WeightRequests::here();
     for (block, tile) in run.tiles.iter().enumerate() {
+        let tile: &Tile = tile.borrow();
         // See `prefetch::WeightRequests`.
         prefetch_light::<R, _>(requests, tile);
         let qs = tile.qs.as_ptr().cast::<__m512i>();

@@ -5,6 +5,8 @@
 //! sign, two multiplies and an add). The integers are AVX2's, so are the float steps and the
 //! bits.
 
+#[cfg(target_arch = "x86_64")]
+use std::borrow::Borrow;
 use std::ops::Range;
 
 #[cfg(target_arch = "x86_64")]
@@ -33,7 +35,7 @@ super::blocks_frame!("AVX2, FMA, F16C and AVX-VNNI");
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma,f16c,avxvnni")]
 unsafe fn micro_kernel<const R: usize>(
-    run: &Run<'_>,
+    run: &Run<'_, impl Borrow<Tile>>,
     acts: &QuantizedRows,
     out: *mut f32,
     stride: usize,
@@ -47,6 +49,7 @@ unsafe fn micro_kernel<const R: usize>(
     let mut acc = unsafe { rows_start::<R>(run.sums, out, first, stride) };
     let requests = WeightRequests::here();
     for (tile, block) in run.tiles.iter().zip(run.first_block..) {
+        let tile = tile.borrow();
         let qs = tile.qs.as_ptr().cast::<__m256i>();
         let mut sums = [[_mm256_setzero_si256(); 2]; R];
         for (r, sums) in sums.iter_mut().enumerate() {

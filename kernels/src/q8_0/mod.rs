@@ -28,6 +28,8 @@ mod reference;
 #[cfg(test)]
 mod tests;
 
+use std::borrow::Borrow;
+
 use half::f16;
 
 use crate::activations::{BLOCK, Scheme};
@@ -69,13 +71,32 @@ impl Tile {
     };
 }
 
+/// A [`Tile`] that starts on a cache line, 576 bytes with its padding: what the formats
+/// narrower than a byte widen their tiles to for prompt rows (`widened`). A packed tile
+/// starts on a line only every other block, and the AVX-512 kernel's 64-byte weight loads
+/// from the others each span two lines. The padding costs L1 only in a run of widened tiles,
+/// where in a packed matrix every decoded token would read it.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+pub(crate) struct LineTile(pub(crate) Tile);
+
+// Each of an array's line tiles starts on a line, as the first does, and its weights with it.
+const _: () = assert!(size_of::<LineTile>().is_multiple_of(64) && align_of::<LineTile>() == 64);
+
+impl Borrow<Tile> for LineTile {
+    fn borrow(&self) -> &Tile {
+        &self.0
+    }
+}
+
 // A tile reads as many bytes as the file holds for its 16 rows: decode is bound by them.
 const _: () = assert!(size_of::<Tile>() == TILE_ROWS * BLOCK_BYTES);
 
 /// Writes a Q8_0 kernel's `group` (all of a row group's blocks) and `group_blocks` (a run of
-/// them, which the formats narrower than a byte send their widened tiles to: `widened`), both
-/// over the module's micro-kernel `micro_kernel::<R>(run, acts, out, stride, first)`, `MR`
-/// rows a call and the rest in one (`in_row_steps`). `$cpu` names what the CPU has.
+/// them, on packed tiles or on the [`LineTile`]s that the formats narrower than a byte widen
+/// their tiles to: `widened`), both over the module's micro-kernel
+/// `micro_kernel::<R>(run, acts, out, stride, first)`, `MR` rows a call and the rest in one
+/// (`in_row_steps`). `$cpu` names what the CPU has.
 macro_rules! blocks_frame {
     ($cpu:literal) => {
         /// Writes the 16 columns of one row group for activation rows `rows`: `out` points at
@@ -117,8 +138,8 @@ macro_rules! blocks_frame {
         /// [`Sums::Resumed`](super::Sums), `out` holds the rows' sums over the blocks before
         /// `first_block`.
         #[cfg(target_arch = "x86_64")]
-        pub(crate) unsafe fn group_blocks(
-            tiles: &[Tile],
+        pub(crate) unsafe fn group_blocks<T: ::std::borrow::Borrow<Tile>>(
+            tiles: &[T],
             acts: &QuantizedRows,
             first_block: usize,
             rows: Range<usize>,
@@ -157,8 +178,8 @@ pub(crate) enum Sums {
 /// The tiles of a run of blocks, where they start among the activations' blocks, and how the
 /// run starts its sums (see `avx512::group_blocks`).
 #[cfg(target_arch = "x86_64")]
-struct Run<'t> {
-    tiles: &'t [Tile],
+struct Run<'t, T> {
+    tiles: &'t [T],
     first_block: usize,
     sums: Sums,
 }
