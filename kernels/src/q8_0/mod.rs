@@ -71,17 +71,14 @@ impl Tile {
     };
 }
 
-/// A [`Tile`] that starts on a cache line, 576 bytes with its padding: what the formats
-/// narrower than a byte widen their tiles to for prompt rows (`widened`). A packed tile
-/// starts on a line only every other block, and the AVX-512 kernel's 64-byte weight loads
-/// from the others each span two lines. The padding costs L1 only in a run of widened tiles,
-/// where in a packed matrix every decoded token would read it.
+/// A [`Tile`] that starts on a cache line, 576 bytes with its padding (a type's size is a
+/// multiple of its alignment, so every tile of an array of them does): what the formats
+/// narrower than a byte widen their tiles to for prompt rows (`widened::ByteTile` says why).
+/// The padding costs L1 only in a run of widened tiles, where in a packed matrix every
+/// decoded token would read it.
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
 pub(crate) struct LineTile(pub(crate) Tile);
-
-// Each of an array's line tiles starts on a line, as the first does, and its weights with it.
-const _: () = assert!(size_of::<LineTile>().is_multiple_of(64) && align_of::<LineTile>() == 64);
 
 impl Borrow<Tile> for LineTile {
     fn borrow(&self) -> &Tile {
